@@ -1,0 +1,298 @@
+"""The learning core's update rules, checked against hand-computed steps and analytic gradients."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy.stats import norm
+
+from aligner.learn import (
+    TRAINERS,
+    CountingTask,
+    DirectAwayTrainer,
+    DirectTowardTrainer,
+    MulticlassTask,
+    OrbitTrainer,
+    PerceptronTrainer,
+    ProbitTrainer,
+    RampTrainer,
+    StructuredTask,
+    SVMTrainer,
+    make_trainer,
+    orbit_loss,
+)
+
+# A 3-class toy in 2 dimensions. Class weights W (rows) give scores W @ x = [0, 1, 0.5]:
+# the prediction is class 1 while the truth is class 0.
+COSTS = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
+X = np.array([1.0, 2.0])
+Y = 0
+W = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 0.25]])
+
+
+def toy():
+    return MulticlassTask(3, 2, COSTS), W.ravel().copy()
+
+
+def step(trainer, eta, w=None):
+    task, w0 = toy()
+    w = w0 if w is None else w
+    out = trainer.update(task, X, Y, w, eta, np.random.default_rng(0))
+    return out.reshape(3, 2)
+
+
+def test_toy_setup():
+    task, w = toy()
+    assert task.decode(X, w) == 1
+    # augmented scores [0, 1, 0.5] + eps * costs[0] = [0, 1 + eps, 0.5 + 2 eps]
+    assert task.decode_augmented(X, Y, w, 1.0) == 2
+    assert task.decode_augmented(X, Y, w, -2.0) == 0
+
+
+def test_perceptron_step():
+    got = step(PerceptronTrainer(), eta=1.0)
+    np.testing.assert_allclose(got, [[1, 2], [0, -2], [0, 0.25]])
+
+
+def test_svm_step():
+    # y_l = class 2; w = 0.95 W + 0.5 (phi(0) - phi(2))
+    got = step(SVMTrainer(lam=0.1), eta=0.5)
+    np.testing.assert_allclose(got, [[0.5, 1.0], [0.95, 0.0], [-0.5, 0.95 * 0.25 - 1.0]])
+
+
+def test_ramp_step():
+    # y_hat = 1, y_l = 2; w = 0.95 W + 0.5 (phi(1) - phi(2))
+    got = step(RampTrainer(lam=0.1), eta=0.5)
+    np.testing.assert_allclose(got, [[0.0, 0.0], [1.45, 1.0], [-0.5, 0.95 * 0.25 - 1.0]])
+
+
+def test_direct_toward_step():
+    # eps = 2: scores - 2 costs = [0, -1, -3.5] -> y_b = 0; w += (1/2) (phi(0) - phi(1))
+    got = step(DirectTowardTrainer(eps=2.0), eta=1.0)
+    np.testing.assert_allclose(got, [[0.5, 1.0], [0.5, -1.0], [0.0, 0.25]])
+
+
+def test_direct_away_step():
+    # eps = 1: scores + costs = [0, 2, 2.5] -> y_w = 2; w += (1/1) (phi(1) - phi(2))
+    got = step(DirectAwayTrainer(eps=1.0), eta=1.0)
+    np.testing.assert_allclose(got, [[0.0, 0.0], [2.0, 2.0], [-1.0, -1.75]])
+
+
+def test_direct_loss_no_move_when_perturbed_decode_agrees():
+    # eps = 0.5 toward-better: scores - 0.5 costs = [0, 0.5, -0.5] -> y_b = y_hat = 1: no step
+    got = step(DirectTowardTrainer(eps=0.5), eta=1.0)
+    np.testing.assert_allclose(got, W)
+
+
+def test_orbit_step():
+    # dphi = phi(0) - phi(1) = [x, -x, 0], |dphi| = sqrt(10); w.u = -1/sqrt(10); cost(0, 1) = 1
+    got = step(OrbitTrainer(), eta=1.0)
+    u = np.concatenate([X, -X, [0.0, 0.0]]) / math.sqrt(10.0)
+    expected = W.ravel() + math.exp(-0.5 * 0.1) * 1.0 * u
+    np.testing.assert_allclose(got.ravel(), expected)
+
+
+def test_orbit_step_scales_with_cost_and_shrinks():
+    task = MulticlassTask(3, 2, COSTS)
+    w = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]).ravel()  # predicts class 2, cost(0, 2) = 2
+    got = OrbitTrainer(lam=0.5).update(task, X, Y, w, 0.2, np.random.default_rng(0))
+    dphi = np.concatenate([X, [0.0, 0.0], -X])
+    u = dphi / np.linalg.norm(dphi)
+    expected = 0.9 * w + 0.2 * math.exp(-0.5 * (w @ u) ** 2) * 2.0 * u
+    np.testing.assert_allclose(got, expected)
+
+
+def test_no_update_when_correct():
+    task = MulticlassTask(3, 2, COSTS)
+    w = np.array([[5.0, 0.0], [0.0, 0.0], [0.0, 0.0]]).ravel()
+    for trainer in (PerceptronTrainer(), OrbitTrainer()):
+        np.testing.assert_array_equal(trainer.update(task, X, Y, w, 1.0, np.random.default_rng(0)), w)
+
+
+def test_probit_step_matches_its_formula():
+    """The probit step, recomputed by hand from the same noise draws."""
+    task, w = toy()
+    trainer = ProbitTrainer(n_samples=7, noise_scale=0.5, lam=0.1)
+    got = trainer.update(task, X, Y, w, 0.3, np.random.default_rng(42))
+    noise = np.random.default_rng(42).standard_normal((7, 6))
+    costs = np.array([COSTS[Y, task.decode(X, w + 0.5 * e)] for e in noise])
+    baselines = (costs.sum() - costs) / 6
+    grad = np.mean(noise * (costs - baselines)[:, None], axis=0) / 0.5
+    np.testing.assert_allclose(got, (1 - 0.03) * w - 0.3 * grad)
+
+
+def test_orbit_update_is_minus_gradient_of_orbit_loss():
+    """With y_hat held fixed, the orbit step is -sqrt(2 pi) * d(orbit loss)/dw (eq. 7-8)."""
+    rng = np.random.default_rng(3)
+    costs = np.array([[0, 1, 2, 1], [2, 0, 1, 1], [1, 1, 0, 2], [1, 2, 2, 0]], dtype=float)
+    task = MulticlassTask(4, 3, costs)
+    checked = 0
+    for _ in range(20):
+        x = rng.normal(size=3)
+        y = int(rng.integers(4))
+        w = rng.normal(scale=0.7, size=12)
+        y_hat = task.decode(x, w)
+        if y_hat == y:
+            continue
+        phi_true, phi_pred, cost = task.phi(x, y), task.phi(x, y_hat), task.cost(y, y_hat)
+        h = 1e-6
+        grad = np.array([
+            (orbit_loss(w + h * e, phi_true, phi_pred, cost)
+             - orbit_loss(w - h * e, phi_true, phi_pred, cost)) / (2 * h)
+            for e in np.eye(12)
+        ])
+        step_ = OrbitTrainer().update(task, x, y, w, 1.0, rng) - w
+        np.testing.assert_allclose(step_, -math.sqrt(2 * math.pi) * grad, rtol=1e-5, atol=1e-8)
+        checked += 1
+    assert checked >= 5
+
+
+class OneDimThreshold(StructuredTask):
+    """y in {0, 1}; phi(x, 1) = [x], phi(x, 0) = [0]: predicts 1 iff w x > 0. 0/1 cost."""
+
+    n_features = 1
+
+    def phi(self, x, y):
+        return np.array([x if y == 1 else 0.0])
+
+    def decode(self, x, w):
+        return int(w[0] * x > 0)
+
+    def decode_augmented(self, x, y, w, eps):
+        scores = [0.0 + eps * (y != 0), w[0] * x + eps * (y != 1)]
+        return int(np.argmax(scores))
+
+    def cost(self, y, y_pred):
+        return float(y != y_pred)
+
+
+@pytest.mark.parametrize("w_value,scale", [(0.3, 1.0), (-0.8, 1.0), (0.5, 2.0)])
+@pytest.mark.parametrize("baseline", ["loo", "none", "prediction"])
+def test_probit_gradient_matches_closed_form(w_value, scale, baseline):
+    """E[cost(1, decode(w + s e))] = P(w + s e <= 0) = Phi(-w/s); its derivative is -pdf(w/s)/s."""
+    task = OneDimThreshold()
+    trainer = ProbitTrainer(n_samples=200_000, noise_scale=scale, baseline=baseline)
+    grad = trainer.gradient_estimate(task, 1.0, 1, np.array([w_value]), np.random.default_rng(7))
+    assert grad[0] == pytest.approx(-norm.pdf(w_value / scale) / scale, abs=4e-3)
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("perceptron", 1), ("orbit", 1), ("svm", 1), ("ramp", 2),
+    ("direct_toward", 2), ("direct_away", 2), ("probit", 13),
+])
+def test_decodes_per_update(name, expected):
+    task, w = toy()
+    counter = CountingTask(task)
+    params = {"n_samples": 13} if name == "probit" else {}
+    make_trainer(name, **params).update(counter, X, Y, w, 0.5, np.random.default_rng(0))
+    assert counter.total == expected
+    # and as reported by a fit (from zeros, no warm start)
+    params["init_epochs"] = 0
+    result = make_trainer(name, epochs=2, **params).fit(task, [X, X + 1], [0, 2])
+    assert result.decodes_per_update == expected
+
+
+def separable_problem(seed=0, n=60):
+    rng = np.random.default_rng(seed)
+    centres = np.array([[3.0, 0.0], [-3.0, 0.0], [0.0, 3.0]])
+    y = rng.integers(0, 3, size=n)
+    X_ = centres[y] + rng.normal(scale=0.5, size=(n, 2))
+    return [np.append(x, 1.0) for x in X_], [int(v) for v in y]
+
+
+@pytest.mark.parametrize("name", sorted(TRAINERS))
+def test_every_trainer_learns_a_separable_problem(name):
+    X_, Y_ = separable_problem()
+    task = MulticlassTask(3, 3)
+    params = {"n_samples": 20} if name == "probit" else {}
+    result = make_trainer(name, epochs=8, eta0=0.5, seed=1, **params).fit(task, X_, Y_)
+    assert task.mean_cost(X_, Y_, result.w) <= 0.05
+    assert len(result.history) == 8
+    assert result.history[-1].train_cost == pytest.approx(task.mean_cost(X_, Y_, result.w))
+
+
+def test_early_stopping_keeps_best_validation_weights():
+    X_, Y_ = separable_problem(seed=1, n=40)
+    Xv, Yv = separable_problem(seed=2, n=40)
+    flip = [(y + 1) % 3 for y in Yv[:15]] + Yv[15:]  # a noisy validation set makes epochs differ
+    task = MulticlassTask(3, 3)
+    seen = []
+    result = OrbitTrainer(epochs=6, eta0=0.3).fit(task, X_, Y_, Xv, flip, callback=seen.append)
+    assert [r.epoch for r in seen] == list(range(1, 7))
+    val_costs = [r.val_cost for r in result.history]
+    assert task.mean_cost(Xv, flip, result.w) == pytest.approx(min(val_costs))
+    assert result.history[result.best_epoch - 1].val_cost == min(val_costs)
+
+
+def test_patience_stops_early():
+    X_, Y_ = separable_problem()
+    task = MulticlassTask(3, 3)
+    # a validation set the model can never improve on after the first epoch
+    result = PerceptronTrainer(epochs=20, patience=2).fit(task, X_, Y_, X_[:5], Y_[:5])
+    assert len(result.history) < 20
+
+
+def test_fit_is_deterministic_per_seed():
+    X_, Y_ = separable_problem()
+    task = MulticlassTask(3, 3)
+    a = ProbitTrainer(epochs=2, n_samples=5, seed=4).fit(task, X_, Y_).w
+    b = ProbitTrainer(epochs=2, n_samples=5, seed=4).fit(task, X_, Y_).w
+    c = ProbitTrainer(epochs=2, n_samples=5, seed=5).fit(task, X_, Y_).w
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_averaging_returns_mean_of_iterates():
+    X_, Y_ = separable_problem(n=10)
+    task = MulticlassTask(3, 3)
+    iterates = []
+
+    class Recording(PerceptronTrainer):
+        def update(self, *args):
+            w = super().update(*args)
+            iterates.append(w)
+            return w
+
+    result = Recording(epochs=1, average=True).fit(task, X_, Y_)
+    np.testing.assert_allclose(result.w, np.mean(iterates, axis=0))
+
+
+def test_step_size_schedules():
+    assert OrbitTrainer(eta0=2.0).step_size(4) == pytest.approx(1.0)
+    assert OrbitTrainer(eta0=2.0, schedule="constant").step_size(4) == 2.0
+
+
+def test_bad_parameters_are_rejected():
+    with pytest.raises(ValueError, match="schedule"):
+        OrbitTrainer(schedule="cosine")
+    with pytest.raises(ValueError, match="eps"):
+        DirectAwayTrainer(eps=-1.0)
+    with pytest.raises(ValueError, match="unknown trainer"):
+        make_trainer("adam")
+    with pytest.raises(ValueError, match="differ in length"):
+        OrbitTrainer().fit(MulticlassTask(3, 3), [np.ones(3)], [0, 1])
+
+
+def test_multiclass_task_rejects_bad_cost_matrix():
+    with pytest.raises(ValueError, match="diagonal"):
+        MulticlassTask(2, 1, np.array([[1.0, 1.0], [1.0, 0.0]]))
+    with pytest.raises(ValueError, match="2x2"):
+        MulticlassTask(2, 1, np.zeros((3, 3)))
+
+
+def test_multiclass_decode_many_matches_decode():
+    rng = np.random.default_rng(0)
+    task = MulticlassTask(4, 3)
+    ws = rng.normal(size=(9, 12))
+    x = rng.normal(size=3)
+    assert task.decode_many(x, ws) == [task.decode(x, w) for w in ws]
+
+
+def test_warm_start_lets_ramp_learn():
+    """Without the SVM warm start, ramp cannot leave w = 0 toward the truth (see Trainer doc)."""
+    X_, Y_ = separable_problem()
+    task = MulticlassTask(3, 3)
+    cold = RampTrainer(epochs=5, eta0=0.5, init_epochs=0).fit(task, X_, Y_)
+    warm = RampTrainer(epochs=5, eta0=0.5).fit(task, X_, Y_)
+    assert task.mean_cost(X_, Y_, warm.w) < task.mean_cost(X_, Y_, cold.w)
+    assert warm.updates == 6 * len(X_)  # 1 warm-start epoch + 5 epochs
