@@ -1,0 +1,129 @@
+"""Reading recordings: any soundfile-readable file to float32 mono samples at 16 kHz.
+
+Durations and lengths here are in seconds or in samples, as each name says.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import librosa
+import numpy as np
+import soundfile as sf
+
+from aligner.errors import AudioError
+
+__all__ = [
+    "SAMPLE_RATE",
+    "AUDIO_EXTENSIONS",
+    "SILENCE_PEAK",
+    "is_audio_path",
+    "load_audio",
+    "audio_duration",
+]
+
+#: Sample rate (Hz) of everything the aligner computes on.
+SAMPLE_RATE = 16000
+
+#: File extensions taken for audio (compared case-insensitively). TIMIT's ``.wav`` files are NIST
+#: SPHERE inside; soundfile recognises the format from the header, not from the extension.
+AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".sph")
+
+#: A recording whose peak absolute amplitude (full scale = 1.0) is below this is taken as silent.
+#: 1e-4 is about 3 steps of 16-bit audio, so dither alone counts as silence.
+SILENCE_PEAK = 1e-4
+
+
+def is_audio_path(path: str | os.PathLike) -> bool:
+    """True if ``path`` ends in one of :data:`AUDIO_EXTENSIONS` (any case)."""
+    return Path(path).suffix.lower() in AUDIO_EXTENSIONS
+
+
+def _check_exists(path: Path) -> None:
+    if not path.exists():
+        raise AudioError(f"{path}: audio file not found")
+    if path.is_dir():
+        raise AudioError(f"{path}: is a directory, not an audio file")
+
+
+def _unreadable(path: Path, exc: Exception) -> AudioError:
+    """An AudioError for a file soundfile cannot decode, with libsndfile's reason on one line."""
+    # LibsndfileError.error_string is libsndfile's reason without the "Error opening <path>" prefix.
+    reason = " ".join((getattr(exc, "error_string", None) or str(exc)).split())
+    try:
+        with open(path, "rb") as f:
+            is_sphere = f.read(8).startswith(b"NIST_1A")
+    except OSError:
+        is_sphere = False
+    hint = (
+        " (a NIST SPHERE file libsndfile cannot decode, probably shorten-compressed: "
+        "convert it with sph2pipe first)"
+        if is_sphere
+        else ""
+    )
+    return AudioError(f"{path}: not a readable audio file: {reason}{hint}")
+
+
+def load_audio(
+    path: str | os.PathLike, sample_rate: int = SAMPLE_RATE, min_seconds: float = 0.05
+) -> np.ndarray:
+    """Read a recording as float32 mono samples at ``sample_rate`` Hz, full scale +-1.
+
+    Reads whatever soundfile (libsndfile) reads - WAV, FLAC, OGG, NIST SPHERE (TIMIT) - whatever
+    the extension. Channels are averaged to mono; any other sample rate is resampled with
+    ``librosa.resample(res_type="soxr_hq")``. Amplitudes are not normalised.
+
+    Raises :class:`AudioError` naming the file if it is missing, a directory, not decodable
+    audio, holds no samples or NaN/inf samples, lasts less than ``min_seconds`` seconds, or is
+    silent (peak absolute amplitude below :data:`SILENCE_PEAK`).
+    """
+    path = Path(path)
+    _check_exists(path)
+    try:
+        data, file_rate = sf.read(path, dtype="float32", always_2d=True)  # (samples, channels)
+    except (sf.SoundFileError, RuntimeError) as exc:
+        raise _unreadable(path, exc) from None
+    except OSError as exc:
+        raise AudioError(f"{path}: cannot read audio file ({exc.strerror or exc})") from None
+
+    n_samples = data.shape[0]
+    if n_samples == 0:
+        raise AudioError(f"{path}: audio file holds no samples")
+    if not np.all(np.isfinite(data)):
+        n_bad = int(np.count_nonzero(~np.isfinite(data)))
+        raise AudioError(f"{path}: audio holds {n_bad} NaN or infinite sample values")
+    seconds = n_samples / file_rate
+    if seconds < min_seconds:
+        raise AudioError(
+            f"{path}: audio lasts {seconds:.4f} s ({n_samples} samples at {file_rate} Hz), "
+            f"shorter than the minimum {min_seconds} s"
+        )
+
+    mono = data.mean(axis=1, dtype=np.float32)
+    peak = float(np.max(np.abs(mono)))
+    if peak < SILENCE_PEAK:
+        detail = " after mixing its channels to mono" if data.shape[1] > 1 else ""
+        raise AudioError(
+            f"{path}: audio is silent{detail} (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale)"
+        )
+
+    if file_rate != sample_rate:
+        mono = librosa.resample(mono, orig_sr=file_rate, target_sr=sample_rate, res_type="soxr_hq")
+    return np.ascontiguousarray(mono, dtype=np.float32)
+
+
+def audio_duration(path: str | os.PathLike) -> float:
+    """Duration of a recording in seconds, read from its header without decoding the samples.
+
+    Raises :class:`AudioError` naming the file if it is missing, a directory or not audio.
+    """
+    path = Path(path)
+    _check_exists(path)
+    try:
+        info = sf.info(str(path))
+    except (sf.SoundFileError, RuntimeError) as exc:
+        raise _unreadable(path, exc) from None
+    except OSError as exc:
+        raise AudioError(f"{path}: cannot read audio file ({exc.strerror or exc})") from None
+    return info.frames / info.samplerate

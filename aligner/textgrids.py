@@ -1,0 +1,249 @@
+"""Praat TextGrids and reference alignments: atomic writing, reading tiers, reading boundaries.
+
+All times here are in seconds, except TIMIT ``.phn`` files, which count samples.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence, Union
+
+import numpy as np
+import textgrid as _textgrid
+
+from aligner.audio import SAMPLE_RATE
+from aligner.errors import TranscriptError
+from aligner.phones import read_phn
+
+__all__ = ["atomic_write_text", "write_textgrid", "read_interval_tier", "read_alignment", "TIME_TOLERANCE"]
+
+Interval = tuple[float, float, str]
+Tiers = Union[Mapping[str, Sequence[Interval]], Sequence[tuple[str, Sequence[Interval]]]]
+
+#: Two times closer than this (seconds; 1/60 of a sample at 16 kHz) are taken as equal when
+#: checking that intervals touch, do not overlap and lie within the grid.
+TIME_TOLERANCE = 1e-6
+
+
+def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never part.
+
+    Writes a temporary file in the same directory, fsyncs it, then ``os.replace``-s it onto
+    ``path``. Creates missing parent directories. Line endings are written as ``\\n``.
+    On any error the temporary file is removed and the exception propagates.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            # 0o666 minus the umask, like an ordinary open(); mkstemp would make it 0o600.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            break
+        except FileExistsError:
+            continue
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename durable on POSIX; a no-op where directories cannot be opened (Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _tier_items(tiers: Tiers) -> list[tuple[str, Sequence[Interval]]]:
+    items = list(tiers.items()) if isinstance(tiers, Mapping) else [tuple(t) for t in tiers]
+    for item in items:
+        if len(item) != 2 or not isinstance(item[0], str):
+            raise ValueError(f"each tier must be (tier_name, intervals), got {item!r:.80}")
+    return items
+
+
+def _complete_tier(path: Path, name: str, intervals: Iterable[Interval], xmax: float) -> list[Interval]:
+    """Check one tier's intervals and fill the gaps with empty-label intervals to cover 0..xmax.
+
+    Times within :data:`TIME_TOLERANCE` of a neighbour (or of 0 or ``xmax``) are snapped to it,
+    so that float noise neither makes an overlap nor leaves a sliver of a gap.
+    """
+    out: list[Interval] = []
+    cursor = 0.0  # end of the tier covered so far, in seconds
+    for i, interval in enumerate(intervals, start=1):
+        where = f"{path}: tier {name!r}, interval {i}"
+        try:
+            start, end, label = interval
+            start, end = float(start), float(end)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}: expected (start_s, end_s, label), got {interval!r:.80}") from None
+        if not isinstance(label, str):
+            raise ValueError(f"{where}: label must be a string, got {type(label).__name__}")
+        if not (math.isfinite(start) and math.isfinite(end)):
+            raise ValueError(f"{where}: times must be finite, got {start} .. {end}")
+        if start < cursor - TIME_TOLERANCE:
+            what = "before 0" if not out else f"before the previous interval's end {cursor:.6f} s"
+            raise ValueError(f"{where}: starts at {start:.6f} s, {what}")
+        if end > xmax + TIME_TOLERANCE:
+            raise ValueError(f"{where}: ends at {end:.6f} s, after the grid's end xmax = {xmax:.6f} s")
+        if start - cursor < TIME_TOLERANCE:
+            start = cursor  # touches the previous interval (or 0) up to float noise
+        end = min(end, xmax)
+        if end - start < TIME_TOLERANCE:
+            raise ValueError(f"{where}: empty or reversed interval {start:.6f} .. {end:.6f} s")
+        if start > cursor:
+            out.append((cursor, start, ""))
+        out.append((start, end, label))
+        cursor = end
+    if xmax - cursor >= TIME_TOLERANCE or not out:
+        out.append((cursor, xmax, ""))
+    else:  # snap a last end within tolerance of xmax onto it
+        start, _, label = out[-1]
+        out[-1] = (start, xmax, label)
+    return out
+
+
+def _fmt_time(seconds: float) -> str:
+    """A time in seconds, written exactly (shortest round-tripping decimal) as Praat reads it."""
+    return repr(float(seconds))
+
+
+def _fmt_text(label: str) -> str:
+    """A Praat string literal: double quotes are escaped by doubling them."""
+    return '"' + label.replace('"', '""') + '"'
+
+
+def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float) -> None:
+    """Write interval tiers as a long-format ("ooTextFile") Praat TextGrid, atomically.
+
+    ``tiers`` maps tier names to intervals, or is a list of ``(tier_name, intervals)``; each
+    interval is ``(start_s, end_s, label)`` in seconds. Intervals must be ordered and
+    non-overlapping, within ``[0, xmax]`` seconds; gaps (and an empty tier) are filled with
+    empty-label intervals so every tier covers ``0 .. xmax``. The file is UTF-8.
+
+    Raises ValueError naming the file, tier and interval when the intervals break these rules.
+    """
+    path = Path(path)
+    xmax = float(xmax)
+    if not (math.isfinite(xmax) and xmax > 0):
+        raise ValueError(f"{path}: TextGrid xmax must be a positive number of seconds, got {xmax}")
+    items = _tier_items(tiers)
+    if not items:
+        raise ValueError(f"{path}: a TextGrid needs at least one tier")
+
+    lines = [
+        'File type = "ooTextFile"',
+        'Object class = "TextGrid"',
+        "",
+        "xmin = 0",
+        f"xmax = {_fmt_time(xmax)}",
+        "tiers? <exists>",
+        f"size = {len(items)}",
+        "item []:",
+    ]
+    for tier_no, (name, intervals) in enumerate(items, start=1):
+        filled = _complete_tier(path, name, intervals, xmax)
+        lines += [
+            f"    item [{tier_no}]:",
+            '        class = "IntervalTier"',
+            f"        name = {_fmt_text(name)}",
+            "        xmin = 0",
+            f"        xmax = {_fmt_time(xmax)}",
+            f"        intervals: size = {len(filled)}",
+        ]
+        for i, (start, end, label) in enumerate(filled, start=1):
+            lines += [
+                f"        intervals [{i}]:",
+                f"            xmin = {_fmt_time(start)}",
+                f"            xmax = {_fmt_time(end)}",
+                f"            text = {_fmt_text(label)}",
+            ]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _load_textgrid(path: Path) -> _textgrid.TextGrid:
+    if not path.exists():
+        raise TranscriptError(f"{path}: TextGrid not found")
+    if path.is_dir():
+        raise TranscriptError(f"{path}: is a directory, not a TextGrid")
+    grid = _textgrid.TextGrid()
+    try:
+        grid.read(str(path))
+    # The textgrid package signals malformed input with whatever its parser trips on
+    # (TextGridError, ValueError, AttributeError, IndexError, EOFError, UnicodeError ...).
+    except Exception as exc:  # noqa: BLE001
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise TranscriptError(f"{path}: not a readable Praat TextGrid ({reason:.120})") from None
+    return grid
+
+
+def _tier_names(grid: _textgrid.TextGrid, interval: bool) -> list[str]:
+    return [t.name for t in grid.tiers if isinstance(t, _textgrid.IntervalTier) == interval]
+
+
+def _interval_tier(grid: _textgrid.TextGrid, path: Path, tier_name: str) -> list[Interval]:
+    for tier in grid.tiers:
+        if tier.name == tier_name and isinstance(tier, _textgrid.IntervalTier):
+            return [(float(iv.minTime), float(iv.maxTime), str(iv.mark)) for iv in tier]
+    intervals, points = _tier_names(grid, interval=True), _tier_names(grid, interval=False)
+    have = f"interval tiers: {', '.join(map(repr, intervals)) or 'none'}"
+    if points:
+        have += f"; point tiers: {', '.join(map(repr, points))}"
+    kind = "is a point tier, not an interval tier" if tier_name in points else "not found"
+    raise TranscriptError(f"{path}: tier {tier_name!r} {kind} ({have})")
+
+
+def read_interval_tier(path: str | os.PathLike, tier_name: str) -> list[Interval]:
+    """The intervals ``(start_s, end_s, label)`` of the interval tier ``tier_name``, in seconds.
+
+    Read with the ``textgrid`` package (long or short format; times rounded to 10 microseconds;
+    zero-length intervals dropped). Raises :class:`TranscriptError` naming the file for a
+    missing or unparsable file, and for a missing tier (listing the tiers the file has).
+    """
+    path = Path(path)
+    return _interval_tier(_load_textgrid(path), path, tier_name)
+
+
+def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, list[str]]:
+    """Phone start times (seconds) and labels of a reference or predicted alignment.
+
+    ``path`` is a TIMIT ``.phn`` file (sample counts, divided by ``sample_rate``) or a Praat
+    TextGrid, whose ``phones`` tier is read (or, without one, its first interval tier). Intervals
+    with an empty (or blank) label are gaps, not phones, and are skipped.
+
+    Returns ``(boundaries_s, labels)``: a float64 array of each phone's start time in seconds,
+    and the labels. Raises :class:`TranscriptError` naming the file when it cannot be read or
+    holds no phones.
+    """
+    path = Path(path)
+    if path.suffix.lower() == ".phn":
+        starts, _, labels = read_phn(path)
+        return starts / float(sample_rate), labels
+
+    grid = _load_textgrid(path)
+    names = _tier_names(grid, interval=True)
+    if not names:
+        raise TranscriptError(f"{path}: TextGrid has no interval tier to read phones from")
+    tier_name = "phones" if "phones" in names else names[0]
+    phones = [(start, label) for start, _, label in _interval_tier(grid, path, tier_name) if label.strip()]
+    if not phones:
+        raise TranscriptError(f"{path}: tier {tier_name!r} holds no labelled intervals")
+    boundaries = np.array([start for start, _ in phones], dtype=np.float64)
+    return boundaries, [label.strip() for _, label in phones]
