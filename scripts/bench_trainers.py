@@ -74,9 +74,10 @@ def param_grid(name: str, probit_samples: int, epochs: int):
     elif name in ("direct_toward", "direct_away"):
         grids = [{"eta0": e, "eps": p, "average": a, "schedule": s}
                  for e, p, a, s in itertools.product((0.01, 0.1, 1.0), (0.1, 1.0, 10.0), averages, schedules)]
-    elif name == "probit":  # N decodes per update: a smaller grid
-        grids = [{"eta0": e, "average": a, "schedule": s, "n_samples": probit_samples}
-                 for e, a, s in itertools.product((1.0, 10.0), averages, schedules)]
+    elif name == "probit":  # N decodes per update: constant steps only, but the noise scale varies
+        grids = [{"eta0": e, "noise_scale": n, "average": a, "schedule": "constant",
+                  "n_samples": probit_samples}
+                 for e, n, a in itertools.product((0.1, 1.0, 10.0), (0.1, 1.0), averages)]
     else:  # svm, ramp, orbit
         grids = [{"eta0": e, "lam": l, "average": a, "schedule": s}
                  for e, l, a, s in itertools.product((0.01, 0.1, 1.0), (0.0, 1e-3), averages, schedules)]
