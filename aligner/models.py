@@ -1,0 +1,171 @@
+"""Model bundles: a directory of ``.npz`` arrays and JSON, described by ``manifest.json``.
+
+Nothing in a bundle executes code when loaded: arrays are read with
+``np.load(allow_pickle=False)``, everything else is JSON. The manifest records the bundle's
+kind and format version, the library versions that wrote it, a summary of its training
+data, and the SHA-256 of every file, so a truncated or modified file is caught at load
+time with a :class:`~aligner.errors.ModelError` that names it.
+
+Layout::
+
+    MODEL_DIR/
+      manifest.json      {"kind", "format_version", "files": {name: sha256}, "training", "versions", ...}
+      <name>.npz         arrays (no object arrays)
+      <name>.json        parameters
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import time
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .errors import ModelError
+from .textgrids import atomic_write_text
+
+MANIFEST = "manifest.json"
+FORMAT_VERSION = 1
+ALIGNMENT_KIND = "alignment"
+VOWEL_KIND = "vowels"
+#: default bundle directory name per kind, inside the shipped ``models/`` folder
+DEFAULT_NAMES = {ALIGNMENT_KIND: "timit-alignment", VOWEL_KIND: "timit-vowels"}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def library_versions() -> dict:
+    """Versions of the libraries whose numerics a model depends on."""
+    import librosa
+    import numba
+    import sklearn
+
+    return {"aligner": __version__, "python": platform.python_version(), "numpy": np.__version__,
+            "numba": numba.__version__, "librosa": librosa.__version__, "scikit-learn": sklearn.__version__}
+
+
+def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict) -> Path:
+    """Write a bundle: ``arrays`` maps file stem -> {name: ndarray}, ``params`` stem -> JSON-able dict.
+
+    Each file is written atomically and the manifest last, so an interrupted save leaves a
+    bundle that fails to load with a clear error rather than one that loads wrong.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for stem, named in arrays.items():
+        for key, value in named.items():
+            if np.asarray(value).dtype == object:
+                raise ValueError(f"{stem}.npz: array {key!r} has dtype object, which needs pickle")
+        buffer = io.BytesIO()
+        np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
+        path = directory / f"{stem}.npz"
+        _atomic_write_bytes(path, buffer.getvalue())
+        files[path.name] = _sha256(path)
+    for stem, obj in params.items():
+        path = directory / f"{stem}.json"
+        atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+        files[path.name] = _sha256(path)
+    manifest = {
+        "kind": kind,
+        "format_version": FORMAT_VERSION,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "versions": library_versions(),
+        "training": training,
+        "files": files,
+    }
+    atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return directory
+
+
+def load_bundle(directory, kind: str) -> tuple:
+    """Read and verify a bundle of ``kind``. Returns ``(arrays, params, manifest)``.
+
+    Raises :class:`ModelError` naming the file for: a missing directory or manifest, an
+    unreadable manifest, a bundle of another kind or a newer format, a missing file, a
+    checksum mismatch (truncated or modified), or a file that does not parse.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ModelError(f"{directory}: model directory not found")
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        raise ModelError(f"{manifest_path}: missing; {directory} is not a model directory")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        files = manifest["files"]
+        bundle_kind = manifest["kind"]
+        version = int(manifest["format_version"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"{manifest_path}: corrupted manifest ({exc})") from None
+    if bundle_kind != kind:
+        raise ModelError(f"{directory}: a {bundle_kind!r} model, not a {kind!r} model")
+    if version > FORMAT_VERSION:
+        raise ModelError(f"{directory}: model format {version} is newer than this aligner reads "
+                         f"({FORMAT_VERSION}); upgrade aligner")
+    arrays, params = {}, {}
+    for name, digest in sorted(files.items()):
+        path = directory / name
+        if Path(name).name != name:
+            raise ModelError(f"{manifest_path}: file name {name!r} leaves the model directory")
+        if not path.is_file():
+            raise ModelError(f"{path}: missing from the model directory")
+        if _sha256(path) != digest:
+            raise ModelError(f"{path}: corrupted or modified (checksum does not match the manifest)")
+        stem, suffix = path.stem, path.suffix
+        try:
+            if suffix == ".npz":
+                with np.load(path, allow_pickle=False) as data:
+                    arrays[stem] = {k: data[k] for k in data.files}
+            elif suffix == ".json":
+                params[stem] = json.loads(path.read_text(encoding="utf-8"))
+            else:
+                raise ModelError(f"{path}: unexpected file type in a model directory")
+        except ModelError:
+            raise
+        except Exception as exc:  # numpy/zipfile/json errors on a damaged file
+            raise ModelError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    return arrays, params, manifest
+
+
+def default_model_dir(kind: str = ALIGNMENT_KIND) -> Path:
+    """The shipped model of ``kind``: ``$ALIGNER_MODELS/<name>`` if set, else the packaged ``models/``."""
+    name = DEFAULT_NAMES[kind]
+    env = os.environ.get("ALIGNER_MODELS")
+    candidates = [Path(env) / name] if env else []
+    try:
+        candidates.append(Path(str(resources.files("aligner._models"))) / name)
+    except (ModuleNotFoundError, TypeError):
+        pass
+    candidates.append(Path(__file__).resolve().parent.parent / "models" / name)  # a source checkout
+    for c in candidates:
+        if (c / MANIFEST).is_file():
+            return c
+    raise ModelError(f"no shipped {kind} model found (looked in: {', '.join(map(str, candidates))}); "
+                     f"pass --model DIR")
