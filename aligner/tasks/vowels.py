@@ -1,0 +1,672 @@
+"""Vowel duration measurement as a structured task (SPEC section 4).
+
+Given the frames of a cut that holds one vowel between consonants, predict the vowel's
+onset and offset. ``x`` is a :class:`VowelInput` (built once per cut by
+:func:`make_vowel_input`); ``y`` is an int array ``(t_b, t_e)``: the vowel occupies frames
+``t_b .. t_e`` inclusive (AutoVowelDuration's labels: ``t_b = ceil(t_on * 200)`` is the
+first vowel frame, ``t_e = floor(t_off * 200)`` the last), so its boundaries lie before
+frame ``t_b`` and before frame ``t_e + 1``; its duration is ``d = t_e - t_b`` frames
+(5 ms each), the value the peer reports and the cost compares.
+
+Notation. ``x_t`` is the acoustic vector of frame t restricted to the selected columns
+(F of them; default :data:`PEER_COLUMNS`, F = 16). For a boundary before frame t and a
+width w (frames), the window means are ``M+_w(t) = mean x[t : t+w]`` and
+``M-_w(t) = mean x[t-w : t]`` (windows clipped to the cut, an empty window has mean 0),
+and the **edge** feature is ``E_w(t) = M+_w(t) - M-_w(t)`` (after minus before; an
+onset of voicing or energy makes it positive, an offset negative). With
+``W_o = outside_width`` (default 10 frames = 50 ms) the **inside vs outside** feature is
+``mean x[t_b : t_e+1] - (M-_{W_o}(t_b) + M+_{W_o}(t_e+1)) / 2``.
+
+Feature map: ``F * (2 * n_widths + 1) + 4`` dims, **116** for the default 16 columns and
+3 widths ``(2, 5, 10)`` frames = 10, 25, 50 ms. Within each edge triple, the dims are in
+width order 10 ms, 25 ms, 50 ms (``dim = block + 3 * i + j`` for the i-th selected column
+and the j-th width). The column names are the peer's (``../shared/data/README.md``).
+
+===== ========================================================================
+dims  feature (default layout: peer columns, widths 10/25/50 ms)
+===== ========================================================================
+0-2   onset edge, col 0 (short-term energy): E_w(t_b), w = 10/25/50 ms
+3-5   onset edge, col 1 (total energy): E_w(t_b), w = 10/25/50 ms
+6-8   onset edge, col 2 (low-band energy): E_w(t_b), w = 10/25/50 ms
+9-11  onset edge, col 3 (high-band energy): E_w(t_b), w = 10/25/50 ms
+12-14 onset edge, col 4 (Wiener entropy): E_w(t_b), w = 10/25/50 ms
+15-17 onset edge, col 5 (autocorrelation): E_w(t_b), w = 10/25/50 ms
+18-20 onset edge, col 6 (pitch): E_w(t_b), w = 10/25/50 ms
+21-23 onset edge, col 7 (voicing): E_w(t_b), w = 10/25/50 ms
+24-26 onset edge, col 8 (zero-crossing rate): E_w(t_b), w = 10/25/50 ms
+27-29 onset edge, col 9 (vowel probability): E_w(t_b), w = 10/25/50 ms
+30-32 onset edge, col 10 (nasal probability): E_w(t_b), w = 10/25/50 ms
+33-35 onset edge, col 13 (share of vowel scores): E_w(t_b), w = 10/25/50 ms
+36-38 onset edge, col 16 (cepstral distance 1): E_w(t_b), w = 10/25/50 ms
+39-41 onset edge, col 17 (cepstral distance 2): E_w(t_b), w = 10/25/50 ms
+42-44 onset edge, col 18 (cepstral distance 3): E_w(t_b), w = 10/25/50 ms
+45-47 onset edge, col 19 (cepstral distance 4): E_w(t_b), w = 10/25/50 ms
+48-50 offset edge, col 0 (short-term energy): E_w(t_e+1), w = 10/25/50 ms
+51-53 offset edge, col 1 (total energy): E_w(t_e+1), w = 10/25/50 ms
+54-56 offset edge, col 2 (low-band energy): E_w(t_e+1), w = 10/25/50 ms
+57-59 offset edge, col 3 (high-band energy): E_w(t_e+1), w = 10/25/50 ms
+60-62 offset edge, col 4 (Wiener entropy): E_w(t_e+1), w = 10/25/50 ms
+63-65 offset edge, col 5 (autocorrelation): E_w(t_e+1), w = 10/25/50 ms
+66-68 offset edge, col 6 (pitch): E_w(t_e+1), w = 10/25/50 ms
+69-71 offset edge, col 7 (voicing): E_w(t_e+1), w = 10/25/50 ms
+72-74 offset edge, col 8 (zero-crossing rate): E_w(t_e+1), w = 10/25/50 ms
+75-77 offset edge, col 9 (vowel probability): E_w(t_e+1), w = 10/25/50 ms
+78-80 offset edge, col 10 (nasal probability): E_w(t_e+1), w = 10/25/50 ms
+81-83 offset edge, col 13 (share of vowel scores): E_w(t_e+1), w = 10/25/50 ms
+84-86 offset edge, col 16 (cepstral distance 1): E_w(t_e+1), w = 10/25/50 ms
+87-89 offset edge, col 17 (cepstral distance 2): E_w(t_e+1), w = 10/25/50 ms
+90-92 offset edge, col 18 (cepstral distance 3): E_w(t_e+1), w = 10/25/50 ms
+93-95 offset edge, col 19 (cepstral distance 4): E_w(t_e+1), w = 10/25/50 ms
+96    inside vs outside, col 0 (short-term energy)
+97    inside vs outside, col 1 (total energy)
+98    inside vs outside, col 2 (low-band energy)
+99    inside vs outside, col 3 (high-band energy)
+100   inside vs outside, col 4 (Wiener entropy)
+101   inside vs outside, col 5 (autocorrelation)
+102   inside vs outside, col 6 (pitch)
+103   inside vs outside, col 7 (voicing)
+104   inside vs outside, col 8 (zero-crossing rate)
+105   inside vs outside, col 9 (vowel probability)
+106   inside vs outside, col 10 (nasal probability)
+107   inside vs outside, col 13 (share of vowel scores)
+108   inside vs outside, col 16 (cepstral distance 1)
+109   inside vs outside, col 17 (cepstral distance 2)
+110   inside vs outside, col 18 (cepstral distance 3)
+111   inside vs outside, col 19 (cepstral distance 4)
+112   duration prior: log Gamma(d; k, theta), k = mu^2/s^2, theta = s^2/mu
+113   duration prior: log N(d; mu, s) (Gaussian)
+114   duration prior: log LogNormal(d; m, v) (m, v: mean, std of log d)
+115   duration prior: d / mu (linear)
+===== ========================================================================
+
+``mu, s`` are the mean and standard deviation of the training durations (frames), ``m, v``
+those of their logarithms (:class:`DurationPrior`, fitted by
+:meth:`DurationPrior.fit`). The four prior dims span ``{d, d^2, log d, (log d)^2}``, so
+the trainer can shape any prior of the Gamma/Gaussian/log-normal families and mixtures.
+With another column selection or width set the blocks keep this order and sizes scale
+(``3F`` onset, ``3F`` offset, ``F`` inside, 4 prior; :func:`vowel_feature_names` lists them).
+
+Standardisation. Trainers take steps of size ``eta * (phi(y) - phi(y'))``, so dims of
+very different ranges (cepstral distances reach 100, probabilities stay in [0, 1]) learn
+at very different speeds. :class:`VowelTask` holds plain arrays ``center`` and ``scale``
+and returns ``phi = (phi_raw - center) / scale``; :meth:`VowelTask.fit_scale` sets them to
+the mean and standard deviation of ``phi_raw`` over the true outputs and random feasible
+candidates of the training inputs (dims that never vary keep scale 1). ``center`` shifts
+every score of a cut by one constant, so it changes neither the argmax nor any
+``phi(y) - phi(y')``. :func:`fit_vowel_task` fits the prior and the scale together.
+
+Decoder. Every feature is O(1) per candidate from precomputed arrays (cumulative sums of
+the columns, edge features per frame), and the score separates as
+``A[t_b] + B[t_e+1] + (Z[t_e+1] - Z[t_b]) / (d+1) + P[d]`` with ``A, B, Z`` per-frame
+products with ``w`` and ``P`` per-duration, so one numba loop (:func:`_best_pairs`)
+scores every pair with ``min_dur <= d <= max_dur`` (onsets and offsets within the given
+ranges) in O(T (max_dur - min_dur)) time, exactly (no pruning). The cost (orbit eq. 38)
+separates over onset and offset, so loss-augmented decoding adds it to ``A`` and ``B``.
+``decode_many`` splits its weight vectors over ``n_jobs`` threads (the loop releases the
+GIL). Measured: about 0.07 ms per decode of one of the peer's 440-frame cuts (31,457
+candidates; 2-core machine under load, BLAS limited to one thread).
+
+Search space. The peer searches onsets in [11, T-10] and durations of 9-91 frames
+(:data:`PEER_SEARCH`, :func:`peer_ranges`); here the ranges are parameters of
+:func:`make_vowel_input`, and offsets may go up to ``T-1`` unless ``offset_range`` says
+otherwise. A true output outside the search space is still a valid ``y`` for ``phi`` and
+``cost``, but the decoder can never return it.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+from numba import njit
+
+from aligner.errors import AlignmentError, FeatureError
+from aligner.learn.costs import onset_offset_cost
+from aligner.learn.task import StructuredTask
+
+#: the peer's (AutoVowelDuration) columns its 116-feature map uses, in its 20/22-column files
+PEER_COLUMNS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 17, 18, 19)
+
+#: names of :data:`PEER_COLUMNS`
+PEER_COLUMN_NAMES = (
+    "short_term_energy", "total_energy", "low_energy", "high_energy", "wiener_entropy",
+    "autocorrelation", "pitch", "voicing", "zero_crossing", "vowel_prob", "nasal_prob",
+    "vowel_share", "cepstral_dist_1", "cepstral_dist_2", "cepstral_dist_3", "cepstral_dist_4",
+)
+
+#: default edge window widths, frames (10, 25, 50 ms at 5 ms per frame)
+DEFAULT_WIDTHS = (2, 5, 10)
+
+#: default width of the outside windows of the inside-vs-outside features, frames (50 ms)
+DEFAULT_OUTSIDE_WIDTH = 10
+
+#: the peer's search space (``../shared/data/README.md``): onsets in [11, T-10], durations 9-91
+PEER_SEARCH = {"min_dur": 9, "max_dur": 91, "onset_margins": (11, 10)}
+
+#: names of the four duration-prior dims
+PRIOR_NAMES = ("dur_log_gamma", "dur_log_gauss", "dur_log_lognormal", "dur_linear")
+
+N_PRIOR = len(PRIOR_NAMES)
+
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def n_vowel_features(n_columns: int = len(PEER_COLUMNS), n_widths: int = len(DEFAULT_WIDTHS)) -> int:
+    """Length of the feature map for ``n_columns`` columns and ``n_widths`` edge widths."""
+    return n_columns * (2 * n_widths + 1) + N_PRIOR
+
+
+def vowel_feature_names(column_names: Sequence[str] = PEER_COLUMN_NAMES,
+                        widths: Sequence[int] = DEFAULT_WIDTHS, frame_ms: float = 5.0) -> list[str]:
+    """Name of every dim of the feature map, in order (see the module docstring's table)."""
+    ms = [f"{w * frame_ms:g}ms" for w in widths]
+    names = [f"onset_edge_{c}_{m}" for c in column_names for m in ms]
+    names += [f"offset_edge_{c}_{m}" for c in column_names for m in ms]
+    names += [f"inside_vs_outside_{c}" for c in column_names]
+    return names + list(PRIOR_NAMES)
+
+
+#: names of the 116 default dims
+FEATURE_NAMES = tuple(vowel_feature_names())
+
+
+# --------------------------------------------------------------------------------------
+# duration prior
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DurationPrior:
+    """Parameters of the four duration-prior dims, in frames.
+
+    ``mean``, ``std``: of the durations ``d = t_e - t_b``; ``log_mean``, ``log_std``: of
+    ``log d``. Defaults are the peer's tutorial training set rounded (51 +- 13 frames).
+    """
+
+    mean: float = 51.0
+    std: float = 13.0
+    log_mean: float = 3.9
+    log_std: float = 0.26
+
+    @classmethod
+    def fit(cls, durations, min_std: float = 1.0, min_log_std: float = 0.05) -> "DurationPrior":
+        """Moments of the training durations (frames, each >= 1); stds floored."""
+        d = np.asarray(durations, dtype=np.float64).reshape(-1)
+        if d.size == 0:
+            raise ValueError("DurationPrior.fit: no durations")
+        if np.any(d < 1) or not np.all(np.isfinite(d)):
+            raise ValueError("DurationPrior.fit: durations must be finite and >= 1 frame")
+        logs = np.log(d)
+        return cls(float(d.mean()), float(max(d.std(), min_std)),
+                   float(logs.mean()), float(max(logs.std(), min_log_std)))
+
+    def features(self, d) -> np.ndarray:
+        """The four prior dims for durations ``d`` (frames, >= 1): shape ``d.shape + (4,)``."""
+        d = np.asarray(d, dtype=np.float64)
+        mu, s = self.mean, self.std
+        k = mu * mu / (s * s)
+        theta = s * s / mu
+        logd = np.log(d)
+        out = np.empty(d.shape + (N_PRIOR,), dtype=np.float64)
+        out[..., 0] = (k - 1.0) * logd - d / theta - math.lgamma(k) - k * math.log(theta)
+        z = (d - mu) / s
+        out[..., 1] = -0.5 * z * z - math.log(s) - _LOG_SQRT_2PI
+        zl = (logd - self.log_mean) / self.log_std
+        out[..., 2] = -0.5 * zl * zl - logd - math.log(self.log_std) - _LOG_SQRT_2PI
+        out[..., 3] = d / mu
+        return out
+
+
+# --------------------------------------------------------------------------------------
+# input
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class VowelInput:
+    """Everything the feature map and the decoder need for one cut (frames of 5 ms).
+
+    Build it with :func:`make_vowel_input`, which validates and precomputes.
+
+    Attributes:
+        edge: (T+1, F*W) float64, ``edge[t, i*W + j] = E_{w_j}(t)`` of column i (the edge
+            feature of a boundary before frame t, module docstring).
+        before: (T+1, F) float64, ``M-_{W_o}(t)``, mean of the ``W_o`` frames before t.
+        after: (T+1, F) float64, ``M+_{W_o}(t)``, mean of the ``W_o`` frames from t on.
+        cum: (T+1, F) float64, ``cum[t] = sum_{u < t} x_u``.
+        widths: (W,) int64 edge widths, frames.
+        onset_lo, onset_hi, offset_lo, offset_hi: the searched onset and offset frames
+            (inclusive), already tightened to what the durations allow.
+        min_dur, max_dur: the searched durations ``t_e - t_b``, frames (inclusive).
+        outside_width: ``W_o``, frames.
+        name: the file or cut name used in error messages.
+    """
+
+    edge: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    cum: np.ndarray
+    widths: np.ndarray
+    onset_lo: int
+    onset_hi: int
+    offset_lo: int
+    offset_hi: int
+    min_dur: int
+    max_dur: int
+    outside_width: int
+    name: str = "<cut>"
+
+    @property
+    def n_frames(self) -> int:
+        """T, the number of frames."""
+        return self.cum.shape[0] - 1
+
+    @property
+    def n_columns(self) -> int:
+        """F, the number of selected acoustic columns."""
+        return self.cum.shape[1]
+
+    @property
+    def n_widths(self) -> int:
+        return self.widths.shape[0]
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of ``(t_b, t_e)`` pairs the decoder scores."""
+        b = np.arange(self.onset_lo, self.onset_hi + 1)
+        lo = np.maximum(b + self.min_dur, self.offset_lo)
+        hi = np.minimum(b + self.max_dur, self.offset_hi)
+        return int(np.maximum(hi - lo + 1, 0).sum())
+
+
+def _window_means(cum: np.ndarray, w: int):
+    """``(M-_w(t), M+_w(t))`` for t = 0..T from cumulative sums (clipped windows, empty -> 0)."""
+    T = cum.shape[0] - 1
+    t = np.arange(T + 1)
+    lo = np.maximum(t - w, 0)
+    hi = np.minimum(t + w, T)
+    n_before = (t - lo).astype(np.float64)[:, None]
+    n_after = (hi - t).astype(np.float64)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        before = np.where(n_before > 0, (cum[t] - cum[lo]) / n_before, 0.0)
+        after = np.where(n_after > 0, (cum[hi] - cum[t]) / n_after, 0.0)
+    return before, after
+
+
+def make_vowel_input(
+    features,
+    min_dur: int,
+    max_dur: int,
+    onset_range: Optional[tuple[int, int]] = None,
+    offset_range: Optional[tuple[int, int]] = None,
+    *,
+    columns: Optional[Sequence[int]] = PEER_COLUMNS,
+    widths: Sequence[int] = DEFAULT_WIDTHS,
+    outside_width: int = DEFAULT_OUTSIDE_WIDTH,
+    name: str = "<cut>",
+) -> VowelInput:
+    """Validate one cut and precompute what ``phi`` and the decoder need.
+
+    Args:
+        features: (T, C) acoustic frames (5 ms apart), finite (the AVD reader turns the
+            peer's ``nan`` into 0).
+        min_dur, max_dur: searched durations ``t_e - t_b``, frames (peer: 9 and 91).
+        onset_range: ``(lo, hi)`` inclusive onset frames to search; default ``(0, T-1)``
+            (peer: ``(11, T-10)``; :func:`peer_ranges` computes it).
+        offset_range: ``(lo, hi)`` inclusive offset frames; default ``(0, T-1)``.
+        columns: the columns of ``features`` to use (default :data:`PEER_COLUMNS`, for the
+            peer's 20/22-column files); ``None`` uses every column.
+        widths: edge window widths, frames (each >= 1).
+        outside_width: width of the windows outside the vowel that the inside-vs-outside
+            features compare against, frames.
+        name: the file or cut name used in error messages.
+
+    Raises:
+        FeatureError: features not 2-D, empty, non-finite, or too few columns.
+        AlignmentError: no ``(t_b, t_e)`` fits (the cut is shorter than ``min_dur`` or the
+            ranges exclude every candidate) - the message gives the numbers.
+        ValueError: inconsistent parameters (``min_dur < 1``, ``max_dur < min_dur``, ...).
+    """
+    X = np.asarray(features, dtype=np.float64)
+    if X.ndim != 2:
+        raise FeatureError(f"{name}: features must be a (frames, columns) array, got shape {X.shape}")
+    T, C = X.shape
+    if T == 0 or C == 0:
+        raise FeatureError(f"{name}: empty features (shape {X.shape})")
+    if columns is not None:
+        columns = np.asarray(columns, dtype=np.int64).reshape(-1)
+        if columns.size == 0:
+            raise ValueError(f"{name}: empty column selection")
+        if columns.min() < 0 or columns.max() >= C:
+            raise FeatureError(
+                f"{name}: features have {C} columns but the selection needs column {int(columns.max())} "
+                f"(pass columns=None to use all, or a selection that fits)"
+            )
+        X = X[:, columns]
+    if not np.all(np.isfinite(X)):
+        bad = np.argwhere(~np.isfinite(X))[0]
+        raise FeatureError(f"{name}: non-finite feature value at frame {bad[0]}, selected column {bad[1]}")
+    min_dur, max_dur = int(min_dur), int(max_dur)
+    if min_dur < 1:
+        raise ValueError(f"{name}: min_dur must be >= 1 frame, got {min_dur}")
+    if max_dur < min_dur:
+        raise ValueError(f"{name}: max_dur ({max_dur}) is below min_dur ({min_dur})")
+    widths = np.asarray(widths, dtype=np.int64).reshape(-1)
+    if widths.size == 0 or widths.min() < 1:
+        raise ValueError(f"{name}: widths must be >= 1 frame, got {widths.tolist()}")
+    outside_width = int(outside_width)
+    if outside_width < 1:
+        raise ValueError(f"{name}: outside_width must be >= 1 frame, got {outside_width}")
+
+    on_lo, on_hi = (0, T - 1) if onset_range is None else (int(onset_range[0]), int(onset_range[1]))
+    off_lo, off_hi = (0, T - 1) if offset_range is None else (int(offset_range[0]), int(offset_range[1]))
+    on_lo, off_lo = max(on_lo, 0), max(off_lo, 0)
+    on_hi, off_hi = min(on_hi, T - 1), min(off_hi, T - 1)
+    # tighten: an onset needs an offset min_dur..max_dur frames later within the offset range
+    on_lo = max(on_lo, off_lo - max_dur)
+    on_hi = min(on_hi, off_hi - min_dur)
+    if on_lo > on_hi or off_lo > off_hi:
+        raise AlignmentError(
+            f"{name}: no vowel of {min_dur}-{max_dur} frames fits in {T} frames "
+            f"(onsets {onset_range if onset_range is not None else (0, T - 1)}, "
+            f"offsets {offset_range if offset_range is not None else (0, T - 1)}); "
+            f"the cut is too short or the ranges too narrow"
+        )
+    off_lo = max(off_lo, on_lo + min_dur)
+    off_hi = min(off_hi, on_hi + max_dur)
+
+    cum = np.zeros((T + 1, X.shape[1]), dtype=np.float64)
+    np.cumsum(X, axis=0, out=cum[1:])
+    F, W = X.shape[1], widths.size
+    edge = np.empty((T + 1, F, W), dtype=np.float64)
+    for j, w in enumerate(widths):
+        before_w, after_w = _window_means(cum, int(w))
+        edge[:, :, j] = after_w - before_w
+    before, after = _window_means(cum, outside_width)
+    return VowelInput(
+        edge=np.ascontiguousarray(edge.reshape(T + 1, F * W)),
+        before=np.ascontiguousarray(before),
+        after=np.ascontiguousarray(after),
+        cum=cum,
+        widths=widths,
+        onset_lo=on_lo,
+        onset_hi=on_hi,
+        offset_lo=off_lo,
+        offset_hi=off_hi,
+        min_dur=min_dur,
+        max_dur=max_dur,
+        outside_width=outside_width,
+        name=name,
+    )
+
+
+def peer_ranges(n_frames: int, margins: tuple[int, int] = PEER_SEARCH["onset_margins"]) -> tuple[int, int]:
+    """The peer's onset range ``(margins[0], T - margins[1])`` for a cut of ``n_frames``."""
+    return int(margins[0]), int(n_frames) - int(margins[1])
+
+
+# --------------------------------------------------------------------------------------
+# the decoder
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _best_pairs(A, B, Z, P, inv_cnt, on_lo, on_hi, off_lo, off_hi, min_dur, max_dur, out, values):
+    """For each row k: ``argmax_{(b, e)} A[k,b] + B[k,e+1] + (Z[k,e+1]-Z[k,b]) inv_cnt[e-b] + P[k,e-b]``.
+
+    ``b`` in ``[on_lo, on_hi]``, ``e`` in ``[off_lo, off_hi]``, ``min_dur <= e - b <= max_dur``
+    (all frames). ``A, B, Z``: (n, T+1); ``P``: (n, max_dur+1); ``inv_cnt[d] = 1/(d+1)``.
+    Writes ``out[k] = (b, e)`` and ``values[k]``; ties go to the smallest ``b``, then ``e``.
+    """
+    n = A.shape[0]
+    for k in range(n):
+        best = -np.inf
+        bb = -1
+        be = -1
+        for b in range(on_lo, on_hi + 1):
+            e_lo = max(b + min_dur, off_lo)
+            e_hi = min(b + max_dur, off_hi)
+            ab = A[k, b]
+            zb = Z[k, b]
+            for e in range(e_lo, e_hi + 1):
+                d = e - b
+                v = ab + B[k, e + 1] + (Z[k, e + 1] - zb) * inv_cnt[d] + P[k, d]
+                if v > best:
+                    best = v
+                    bb = b
+                    be = e
+        out[k, 0] = bb
+        out[k, 1] = be
+        values[k] = best
+
+
+# --------------------------------------------------------------------------------------
+# the task
+# --------------------------------------------------------------------------------------
+
+
+class VowelTask(StructuredTask):
+    """Vowel onset/offset prediction (SPEC section 4) for the learning core.
+
+    Args:
+        tau_on, tau_off: tolerances of the cost (orbit eq. 38), frames.
+        n_columns, n_widths: the feature layout (must match the inputs; default 16 and 3,
+            116 dims).
+        prior: the :class:`DurationPrior` (fit it on training labels; default: the peer
+            tutorial's moments).
+        center, scale: (n_features,) standardisation arrays (default 0 and 1; see
+            :meth:`fit_scale`).
+        n_jobs: threads for :meth:`decode_many`.
+    """
+
+    def __init__(
+        self,
+        tau_on: float = 0.0,
+        tau_off: float = 0.0,
+        n_columns: int = len(PEER_COLUMNS),
+        n_widths: int = len(DEFAULT_WIDTHS),
+        prior: Optional[DurationPrior] = None,
+        center: Optional[np.ndarray] = None,
+        scale: Optional[np.ndarray] = None,
+        n_jobs: int = 2,
+    ):
+        if tau_on < 0 or tau_off < 0:
+            raise ValueError(f"tau_on and tau_off must be >= 0 frames, got {tau_on}, {tau_off}")
+        self.tau_on = float(tau_on)
+        self.tau_off = float(tau_off)
+        self.n_columns = int(n_columns)
+        self.n_widths = int(n_widths)
+        self.n_features = n_vowel_features(self.n_columns, self.n_widths)
+        self.prior = DurationPrior() if prior is None else prior
+        self.center = np.zeros(self.n_features) if center is None else _vec(center, self.n_features, "center")
+        self.scale = np.ones(self.n_features) if scale is None else _vec(scale, self.n_features, "scale")
+        if np.any(self.scale <= 0):
+            raise ValueError("scale entries must be > 0")
+        self.n_jobs = int(n_jobs)
+
+    # ---- layout -------------------------------------------------------------------
+    @property
+    def _blocks(self):
+        fw = self.n_columns * self.n_widths
+        return fw, 2 * fw, 2 * fw + self.n_columns  # ends of onset, offset, inside blocks
+
+    def _check_x(self, x: VowelInput):
+        if x.n_columns != self.n_columns or x.n_widths != self.n_widths:
+            raise ValueError(
+                f"{x.name}: input has {x.n_columns} columns x {x.n_widths} widths but the task "
+                f"expects {self.n_columns} x {self.n_widths}"
+            )
+
+    # ---- feature map --------------------------------------------------------------
+    def phi_raw(self, x: VowelInput, y) -> np.ndarray:
+        """The unstandardised features (module docstring table) of ``y = (t_b, t_e)``.
+
+        ``y`` need not lie in the searched ranges, only ``0 <= t_b < t_e < T``.
+        """
+        self._check_x(x)
+        b, e = _check_y(x, y)
+        return self._phi_raw_many(x, np.array([b]), np.array([e]))[0]
+
+    def _phi_raw_many(self, x: VowelInput, b: np.ndarray, e: np.ndarray) -> np.ndarray:
+        n1, n2, n3 = self._blocks
+        out = np.empty((b.shape[0], self.n_features), dtype=np.float64)
+        out[:, :n1] = x.edge[b]
+        out[:, n1:n2] = x.edge[e + 1]
+        inside = (x.cum[e + 1] - x.cum[b]) / (e - b + 1).astype(np.float64)[:, None]
+        out[:, n2:n3] = inside - 0.5 * (x.before[b] + x.after[e + 1])
+        out[:, n3:] = self.prior.features(e - b)
+        return out
+
+    def phi(self, x: VowelInput, y) -> np.ndarray:
+        """Standardised features ``(phi_raw(x, y) - center) / scale``, shape (n_features,)."""
+        return (self.phi_raw(x, y) - self.center) / self.scale
+
+    def score(self, x: VowelInput, y, w) -> float:
+        """``w . phi(x, y)``."""
+        return float(np.dot(np.asarray(w, dtype=np.float64), self.phi(x, y)))
+
+    # ---- standardisation -------------------------------------------------------------
+    def fit_prior(self, Y) -> "VowelTask":
+        """Fit the duration prior on training outputs ``Y`` (sequence of ``(t_b, t_e)``)."""
+        Y = np.asarray(Y, dtype=np.int64).reshape(-1, 2)
+        self.prior = DurationPrior.fit(Y[:, 1] - Y[:, 0])
+        return self
+
+    def fit_scale(self, X: Sequence[VowelInput], Y=None, n_per_input: int = 200, seed: int = 0,
+                  min_scale: float = 1e-8) -> "VowelTask":
+        """Set ``center``/``scale`` to the mean/std of ``phi_raw`` over training candidates.
+
+        For every input, ``n_per_input`` feasible ``(t_b, t_e)`` are drawn uniformly (plus the
+        true output when ``Y`` is given). Dims whose std is below ``min_scale`` keep scale 1.
+        """
+        rng = np.random.default_rng(seed)
+        rows = []
+        for i, x in enumerate(X):
+            self._check_x(x)
+            b, e = _sample_candidates(x, n_per_input, rng)
+            if Y is not None:
+                yb, ye = _check_y(x, Y[i])
+                b, e = np.append(b, yb), np.append(e, ye)
+            rows.append(self._phi_raw_many(x, b, e))
+        if not rows:
+            raise ValueError("fit_scale: no inputs")
+        F = np.concatenate(rows)
+        self.center = F.mean(axis=0)
+        std = F.std(axis=0)
+        self.scale = np.where(std > min_scale, std, 1.0)
+        return self
+
+    # ---- cost -----------------------------------------------------------------------
+    def cost(self, y, y_pred) -> float:
+        """Orbit eq. 38 in frames: ``[|dt_b| - tau_on]_+ + [|dt_e| - tau_off]_+``."""
+        return onset_offset_cost(y, y_pred, self.tau_on, self.tau_off)
+
+    # ---- inference ------------------------------------------------------------------
+    def decode(self, x: VowelInput, w) -> np.ndarray:
+        """``argmax_y w . phi(x, y)`` over the searched ``(t_b, t_e)``."""
+        return self._run(x, np.asarray(w, dtype=np.float64).reshape(1, -1), None, 0.0)[0][0]
+
+    def decode_augmented(self, x: VowelInput, y, w, eps: float) -> np.ndarray:
+        """``argmax_y' w . phi(x, y') + eps * cost(y, y')``; ``eps`` may be negative."""
+        y = np.asarray(_check_y(x, y), dtype=np.int64)
+        return self._run(x, np.asarray(w, dtype=np.float64).reshape(1, -1), y, float(eps))[0][0]
+
+    def decode_with_value(self, x: VowelInput, w, y=None, eps: float = 0.0):
+        """``(y_hat, objective)``: the argmax and ``w . phi(x, y_hat) + eps * cost(y, y_hat)``."""
+        y_ref = None if y is None else np.asarray(_check_y(x, y), dtype=np.int64)
+        ys, vals = self._run(x, np.asarray(w, dtype=np.float64).reshape(1, -1), y_ref, float(eps))
+        return ys[0], float(vals[0])
+
+    def decode_many(self, x: VowelInput, ws) -> list:
+        """Decode ``x`` under each row of ``ws`` (n, n_features), ``n_jobs`` threads in parallel."""
+        ws = np.asarray(ws, dtype=np.float64).reshape(-1, self.n_features)
+        n = ws.shape[0]
+        n_jobs = max(1, min(self.n_jobs, n // 8))
+        if n_jobs <= 1:
+            ys, _ = self._run(x, ws, None, 0.0)
+            return list(ys)
+        chunks = np.array_split(np.arange(n), n_jobs)
+        with ThreadPoolExecutor(max_workers=n_jobs) as pool:
+            parts = list(pool.map(lambda idx: self._run(x, ws[idx], None, 0.0)[0], chunks))
+        return [y for part in parts for y in part]
+
+    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps: float):
+        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives)."""
+        self._check_x(x)
+        if ws.shape[1] != self.n_features:
+            raise ValueError(f"w must have {self.n_features} entries, got {ws.shape[1]}")
+        if not np.all(np.isfinite(ws)):
+            raise ValueError("w holds NaN or infinite values")
+        n1, n2, n3 = self._blocks
+        we = ws / self.scale  # weights on the raw features
+        const = -(we @ self.center)
+        w_io = we[:, n2:n3]
+        A = we[:, :n1] @ x.edge.T - 0.5 * (w_io @ x.before.T)
+        B = we[:, n1:n2] @ x.edge.T - 0.5 * (w_io @ x.after.T)
+        Z = w_io @ x.cum.T
+        d = np.arange(x.max_dur + 1)
+        prior = np.zeros((x.max_dur + 1, N_PRIOR))
+        prior[1:] = self.prior.features(d[1:])
+        P = we[:, n3:] @ prior.T
+        if y_ref is not None and eps != 0.0:
+            t = np.arange(x.n_frames + 1)
+            A = A + eps * np.maximum(np.abs(t - y_ref[0]) - self.tau_on, 0.0)[None, :]
+            B = B + eps * np.maximum(np.abs(t - 1 - y_ref[1]) - self.tau_off, 0.0)[None, :]
+        inv_cnt = 1.0 / (d + 1.0)
+        n = ws.shape[0]
+        out = np.empty((n, 2), dtype=np.int64)
+        values = np.empty(n, dtype=np.float64)
+        _best_pairs(np.ascontiguousarray(A), np.ascontiguousarray(B), np.ascontiguousarray(Z),
+                    np.ascontiguousarray(P), inv_cnt, x.onset_lo, x.onset_hi, x.offset_lo,
+                    x.offset_hi, x.min_dur, x.max_dur, out, values)
+        return out, values + const
+
+
+def fit_vowel_task(X: Sequence[VowelInput], Y, tau_on: float = 0.0, tau_off: float = 0.0,
+                   n_jobs: int = 2, n_per_input: int = 200, seed: int = 0) -> VowelTask:
+    """A :class:`VowelTask` with its duration prior and standardisation fitted on ``(X, Y)``."""
+    if len(X) == 0 or len(X) != len(Y):
+        raise ValueError(f"fit_vowel_task: need as many outputs as inputs (got {len(X)} and {len(Y)})")
+    x0 = X[0]
+    task = VowelTask(tau_on, tau_off, n_columns=x0.n_columns, n_widths=x0.n_widths, n_jobs=n_jobs)
+    task.fit_prior(Y)
+    task.fit_scale(X, Y, n_per_input=n_per_input, seed=seed)
+    return task
+
+
+def _sample_candidates(x: VowelInput, n: int, rng: np.random.Generator):
+    """``n`` feasible ``(t_b, t_e)`` pairs drawn uniformly from the decoder's search space."""
+    b = np.arange(x.onset_lo, x.onset_hi + 1)
+    lo = np.maximum(b + x.min_dur, x.offset_lo)
+    hi = np.minimum(b + x.max_dur, x.offset_hi)
+    counts = np.maximum(hi - lo + 1, 0)
+    cum = np.cumsum(counts)
+    k = rng.integers(0, cum[-1], size=n)
+    i = np.searchsorted(cum, k, side="right")
+    start = cum[i] - counts[i]
+    return b[i], lo[i] + (k - start)
+
+
+def _vec(a, n, what) -> np.ndarray:
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    if a.shape != (n,):
+        raise ValueError(f"{what} must have {n} entries, got {a.shape[0]}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{what} holds NaN or infinite values")
+    return a.copy()
+
+
+def _check_y(x: VowelInput, y) -> tuple[int, int]:
+    """Validate ``(t_b, t_e)``: two integer frames with ``0 <= t_b < t_e < T``."""
+    y = np.asarray(y)
+    if y.shape != (2,):
+        raise ValueError(f"{x.name}: y must be (onset, offset), got shape {y.shape}")
+    if y.dtype.kind not in "iu" and not np.all(y == np.round(y)):
+        raise ValueError(f"{x.name}: y must hold integer frame indices, got {y.tolist()}")
+    b, e = int(y[0]), int(y[1])
+    if not 0 <= b < e < x.n_frames:
+        raise ValueError(f"{x.name}: need 0 <= onset < offset < T = {x.n_frames}, got ({b}, {e})")
+    return b, e

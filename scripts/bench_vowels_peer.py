@@ -1,0 +1,247 @@
+#!/usr/bin/env python
+"""Every trainer of the learning core on the peer's (AutoVowelDuration) vowel features.
+
+Data: ``../shared/data/vowel-tutorial`` (the peer's own front-end features, 22 columns per
+5 ms frame, and its manual labels), with the peer's split: 20 training examples (all of
+speaker C01) and 10 test examples (C01B1 and nine other speakers). The vowel task
+(:mod:`aligner.tasks.vowels`) uses the peer's columns 0-10, 13, 16-19 (116 dims) and the
+peer's search space (onsets in [11, T-10], durations 9-91 frames).
+
+Protocol. For each trainer, hyper-parameters (including the number of epochs) are chosen
+by K-fold cross-validation inside the 20 training examples: in every fold the duration
+prior and the feature standardisation are fitted on the fold's training part only, the
+trainer runs ``--epochs`` epochs and the held-out part's mean cost is recorded after every
+epoch; the (configuration, epoch count) with the lowest mean held-out cost wins. The
+trainer is then refitted on all 20 examples for that many epochs (no validation set, the
+last weights are kept) and scored once on the 10 test examples. The test split is never
+used for any choice.
+
+Reported per trainer (test split): mean |onset error| and |offset error| (ms), % of
+onsets within 10 ms and offsets within 20 ms, duration MAE (ms), Pearson r between
+predicted and manual durations, mean task cost (orbit eq. 38, frames, with
+``--tau-on/--tau-off``), and the CV cost that chose it. The peer's published rows (its
+back end run on the same 10 test examples) are printed beside ours. The whole-recording
+example ``wav/ex_bad.{data,labels}`` (20 columns: the peer's selection fits) is decoded by
+every trainer's final model too.
+
+    python scripts/bench_vowels_peer.py               # about 4.5 minutes on one core
+    python scripts/bench_vowels_peer.py --json          # or --json-out FILE beside the tables
+"""
+
+from __future__ import annotations
+
+import os
+
+# small matrix products: BLAS threads only fight the decoder (and other jobs) for cores
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import itertools  # noqa: E402
+import json  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aligner.features.avd import read_avd_example, read_avd_list  # noqa: E402
+from aligner.learn import TRAINERS, make_trainer  # noqa: E402
+from aligner.tasks.vowels import PEER_SEARCH, fit_vowel_task, make_vowel_input, peer_ranges  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"
+FRAME_MS = 5.0
+
+#: the peer's own results on the 10 test examples (../shared/data/README.md)
+PEER_ROWS = {
+    "peer: passive-aggressive (shipped)": {"onset_mae_ms": 6.5, "offset_mae_ms": 39.5, "duration_r": 0.876},
+    "peer: direct loss (best shipped, probably trained on the test speakers)":
+        {"onset_mae_ms": 2.5, "offset_mae_ms": 9.5, "duration_r": 0.888},
+}
+
+
+def load(pairs, name_prefix=""):
+    X, Y, names = [], [], []
+    for data, labels in pairs:
+        feats, y = read_avd_example(data, labels)
+        X.append(make_vowel_input(feats, PEER_SEARCH["min_dur"], PEER_SEARCH["max_dur"],
+                                  peer_ranges(len(feats)), name=str(data)))
+        Y.append(np.array(y, dtype=np.int64))
+        names.append(name_prefix + Path(data).stem)
+    return X, Y, names
+
+
+def param_grid(name: str, epochs: int, probit_samples: int, seed: int = 0) -> list[dict]:
+    """Hyper-parameter candidates of one trainer (the epoch count is chosen by CV on top)."""
+    base = {"epochs": epochs, "seed": seed, "eval_train": False}
+    avg = (False, True)
+    sch = ("invsqrt", "constant")
+    if name == "perceptron":
+        grid = [{"average": a, "schedule": s} for a, s in itertools.product(avg, sch)]
+    elif name in ("svm", "ramp"):  # costs are in frames (tens): large steps
+        grid = [{"eta0": e, "lam": l, "average": a, "schedule": s}
+                for e, l, a, s in itertools.product((1.0, 10.0, 100.0), (0.0, 1e-3, 1e-2), avg, sch)
+                if e * l < 1.0]
+    elif name in ("direct_toward", "direct_away"):
+        grid = [{"eta0": e, "eps": p, "average": a, "schedule": s}
+                for e, p, a, s in itertools.product((0.1, 1.0, 10.0), (1.0, 10.0, 100.0), avg, sch)]
+    elif name == "probit":  # N decodes per update: a smaller grid, averaging on
+        grid = [{"eta0": e, "noise_scale": n, "average": True, "schedule": s, "n_samples": probit_samples}
+                for e, n, s in itertools.product((0.1, 1.0, 10.0), (0.1, 1.0), sch)]
+    elif name == "orbit":  # large steps saturate exp(-(w.u)^2/2): small ones
+        grid = [{"eta0": e, "lam": l, "average": a, "schedule": s}
+                for e, l, a, s in itertools.product((0.001, 0.01, 0.03, 0.1), (0.0, 1e-3), avg, sch)]
+    else:
+        raise ValueError(name)
+    return [{**base, **g} for g in grid]
+
+
+def make_task(X, Y, args):
+    return fit_vowel_task(X, Y, tau_on=args.tau_on, tau_off=args.tau_off, n_jobs=args.jobs, seed=0)
+
+
+def cross_validate(name, X, Y, args):
+    """Choose (params, epochs) by K-fold CV inside the training examples."""
+    n = len(X)
+    folds = np.array_split(np.random.default_rng(args.seed).permutation(n), args.folds)
+    fold_tasks = []
+    for held in folds:
+        keep = np.setdiff1d(np.arange(n), held)
+        Xtr, Ytr = [X[i] for i in keep], [Y[i] for i in keep]
+        fold_tasks.append((make_task(Xtr, Ytr, args), Xtr, Ytr,
+                           [X[i] for i in held], [Y[i] for i in held]))
+    best = None
+    for params in param_grid(name, args.epochs, args.probit_samples, args.seed):
+        curves = []
+        for task, Xtr, Ytr, Xva, Yva in fold_tasks:
+            try:
+                res = make_trainer(name, **params).fit(task, Xtr, Ytr, Xva, Yva)
+                curve = [r.val_cost for r in res.history]
+            except FloatingPointError:
+                curve = []
+            curve += [np.inf] * (args.epochs - len(curve))
+            curves.append(curve)
+        mean_curve = np.mean(curves, axis=0)
+        ep = int(np.argmin(mean_curve))
+        if best is None or mean_curve[ep] < best[0]:
+            best = (float(mean_curve[ep]), params, ep + 1)
+    return best
+
+
+def evaluate(task, w, X, Y):
+    pred = np.array([task.decode(x, w) for x in X])
+    true = np.array(Y)
+    d_on = np.abs(pred[:, 0] - true[:, 0])
+    d_off = np.abs(pred[:, 1] - true[:, 1])
+    dur_p = (pred[:, 1] - pred[:, 0]) * FRAME_MS
+    dur_t = (true[:, 1] - true[:, 0]) * FRAME_MS
+    r = float(np.corrcoef(dur_p, dur_t)[0, 1]) if np.std(dur_p) > 0 else float("nan")
+    return {
+        "onset_mae_ms": float(d_on.mean() * FRAME_MS),
+        "offset_mae_ms": float(d_off.mean() * FRAME_MS),
+        "onset_within_10ms_pct": float(100 * np.mean(d_on * FRAME_MS <= 10)),
+        "offset_within_20ms_pct": float(100 * np.mean(d_off * FRAME_MS <= 20)),
+        "duration_mae_ms": float(np.mean(np.abs(dur_p - dur_t))),
+        "duration_r": r,
+        "mean_cost": float(np.mean([task.cost(y, p) for y, p in zip(true, pred)])),
+        "predictions": pred.tolist(),
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the vowel-tutorial directory")
+    ap.add_argument("--trainers", nargs="+", default=list(TRAINERS), choices=list(TRAINERS))
+    ap.add_argument("--folds", type=int, default=5, help="CV folds inside the 20 training examples")
+    ap.add_argument("--epochs", type=int, default=50, help="maximum epochs (CV picks the count)")
+    ap.add_argument("--probit-samples", type=int, default=50)
+    ap.add_argument("--tau-on", type=float, default=0.0, help="cost tolerance at the onset, frames")
+    ap.add_argument("--tau-off", type=float, default=0.0, help="cost tolerance at the offset, frames")
+    ap.add_argument("--jobs", type=int, default=1, help="threads for probit's decode_many")
+    ap.add_argument("--seed", type=int, default=0, help="seeds the CV folds and the trainers")
+    ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    ap.add_argument("--json-out", type=Path, help="also write the JSON object to this file")
+    args = ap.parse_args(argv)
+
+    if not args.data.is_dir():
+        sys.exit(f"vowel-tutorial data not found at {args.data} (pass --data)")
+    X, Y, _ = load(read_avd_list(args.data / "train.txt"))
+    Xt, Yt, test_names = load(read_avd_list(args.data / "test.txt"))
+    bad_path = args.data / "wav" / "ex_bad.data"
+    ex_bad = None
+    if bad_path.is_file():
+        Xb, Yb, _ = load([(bad_path, args.data / "wav" / "ex_bad.labels")])
+        ex_bad = (Xb, Yb)
+    task = make_task(X, Y, args)
+
+    results = {}
+    for name in args.trainers:
+        t0 = time.perf_counter()
+        cv_cost, params, epochs = cross_validate(name, X, Y, args)
+        cv_seconds = time.perf_counter() - t0
+        final = make_trainer(name, **{**params, "epochs": epochs})
+        fit = final.fit(task, X, Y)
+        row = evaluate(task, fit.w, Xt, Yt)
+        row.update({
+            "cv_cost": cv_cost, "epochs": epochs,
+            "params": {k: v for k, v in params.items() if k not in ("epochs", "seed", "eval_train")},
+            "seed": args.seed,
+            "decodes_per_update": fit.decodes_per_update, "fit_seconds": fit.seconds,
+            "cv_seconds": cv_seconds, "train_cost": task.mean_cost(X, Y, fit.w),
+        })
+        if ex_bad is not None:
+            pb = task.decode(ex_bad[0][0], fit.w)
+            row["ex_bad"] = {"pred": pb.tolist(), "true": ex_bad[1][0].tolist(),
+                             "onset_err_ms": float(abs(pb[0] - ex_bad[1][0][0]) * FRAME_MS),
+                             "offset_err_ms": float(abs(pb[1] - ex_bad[1][0][1]) * FRAME_MS)}
+        results[name] = row
+        if not args.json:
+            print(f"# {name}: cv cost {cv_cost:.2f} frames, {epochs} epochs, {row['params']} "
+                  f"({cv_seconds:.0f} s)", file=sys.stderr)
+
+    # decode speed of one cut (T = 440 frames, the peer's search space)
+    x0 = X[0]
+    wv = np.random.default_rng(0).normal(size=task.n_features)
+    task.decode(x0, wv)
+    t0 = time.perf_counter()
+    reps = 200
+    for _ in range(reps):
+        task.decode(x0, wv)
+    speed = {"frames": x0.n_frames, "candidates": x0.n_candidates,
+             "ms_per_decode": (time.perf_counter() - t0) / reps * 1000}
+
+    out = {"test_examples": test_names, "decode_speed": speed, "trainers": results,
+           "peer": PEER_ROWS, "tau_on": args.tau_on, "tau_off": args.tau_off,
+           "folds": args.folds, "max_epochs": args.epochs}
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(out, indent=1))
+    if args.json:
+        print(json.dumps(out, indent=1))
+        return
+    print("| trainer | onset MAE ms | offset MAE ms | onsets <=10 ms % | offsets <=20 ms % "
+          "| dur MAE ms | dur r | test cost | CV cost |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, r in PEER_ROWS.items():
+        print(f"| {name} | {r['onset_mae_ms']:.1f} | {r['offset_mae_ms']:.1f} | - | - | - "
+              f"| {r['duration_r']:.3f} | - | - |")
+    for name, r in results.items():
+        print(f"| {name} | {r['onset_mae_ms']:.1f} | {r['offset_mae_ms']:.1f} "
+              f"| {r['onset_within_10ms_pct']:.0f} | {r['offset_within_20ms_pct']:.0f} "
+              f"| {r['duration_mae_ms']:.1f} | {r['duration_r']:.3f} | {r['mean_cost']:.2f} "
+              f"| {r['cv_cost']:.2f} |")
+    print(f"\nTest cost: orbit eq. 38 in frames (tau_on = {args.tau_on:g}, tau_off = {args.tau_off:g}); "
+          f"CV: {args.folds} folds inside the 20 training examples, up to {args.epochs} epochs.")
+    if ex_bad is not None:
+        print(f"\nwav/ex_bad (whole recording, 20 columns, manual {ex_bad[1][0].tolist()}):")
+        for name, r in results.items():
+            e = r["ex_bad"]
+            print(f"- {name}: predicted {e['pred']} (onset error {e['onset_err_ms']:.0f} ms, "
+                  f"offset error {e['offset_err_ms']:.0f} ms)")
+    print(f"\nDecode: {speed['ms_per_decode']:.3f} ms per cut of {speed['frames']} frames "
+          f"({speed['candidates']} candidates).")
+
+
+if __name__ == "__main__":
+    main()
