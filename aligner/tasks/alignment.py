@@ -103,6 +103,7 @@ class AlignmentInput:
             ``start_lo[k] .. start_hi[k]`` (entry K is the end, ``T``). Every frame in the
             range lies on at least one complete valid segmentation.
         min_len: minimum length of every phone, frames (a 0-d int64 array).
+        agreement_mean: dim 1 is the per-phone mean (True, SPEC) or sum (False) of the agreement.
     """
 
     cum_agree: np.ndarray
@@ -115,6 +116,7 @@ class AlignmentInput:
     start_lo: np.ndarray
     start_hi: np.ndarray
     min_len: np.ndarray
+    agreement_mean: bool = True
 
     @property
     def n_frames(self) -> int:
@@ -168,6 +170,7 @@ def make_alignment_input(
     sigma_floor: float = 1.0,
     dist_scale: float | None = None,
     band: int | None = None,
+    agreement: str = "mean",
     name: str = "<utterance>",
 ) -> AlignmentInput:
     """Validate one utterance and precompute what ``phi`` and the decoder need.
@@ -186,6 +189,9 @@ def make_alignment_input(
             frames of ``T * sum_{j<k} mu_j / sum_j mu_j`` (its start if every phone
             stretched alike). Off (None) by default: it is NOT lossless, it trades exactness
             for speed on long recordings (time and memory become O(K band L)).
+        agreement: dim 1 per phone as the ``"mean"`` of the agreement over the phone's
+            frames (SPEC section 3) or their ``"sum"`` (each frame counts once, as in an HMM's
+            log-likelihood); both then summed over phones and divided by K.
         name: the utterance or file name used in error messages.
 
     Raises:
@@ -283,7 +289,14 @@ def make_alignment_input(
         start_lo=start_lo,
         start_hi=start_hi,
         min_len=np.asarray(min_frames, dtype=np.int64),
+        agreement_mean=_agreement_is_mean(agreement),
     )
+
+
+def _agreement_is_mean(agreement: str) -> bool:
+    if agreement not in ("mean", "sum"):
+        raise ValueError(f"agreement must be 'mean' or 'sum', got {agreement!r}")
+    return agreement == "mean"
 
 
 def _feasible_starts(T, max_len, min_len, band_lo, band_hi):
@@ -325,7 +338,7 @@ def _feasible_starts(T, max_len, min_len, band_lo, band_hi):
 
 @njit(cache=True, nogil=True)
 def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, min_len,
-                  start_lo, start_hi, bp_offset, w, y_ref, eps, cost_kind, tau, bp):
+                  start_lo, start_hi, bp_offset, w, y_ref, eps, cost_kind, tau, bp, agreement_mean):
     """argmax_y w . phi(x, y) + eps * cost(y_ref, y) by a segmental DP (all in frames).
 
     State ``(k, e, l)``: phone k ends at frame e (exclusive, e = its successor's start)
@@ -379,7 +392,7 @@ def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, mi
     inv_l = np.empty(l_max + 1)
     inv_l[0] = 0.0
     for l in range(1, l_max + 1):
-        inv_l[l] = 1.0 / l
+        inv_l[l] = 1.0 / l if agreement_mean else 1.0
 
     n_rows = 1
     for k in range(1, K + 1):
@@ -621,7 +634,8 @@ class AlignmentTask(StructuredTask):
         lengths = (ends - y).astype(np.float64)
         pc = x.phone_classes
         f = np.empty(self.n_features, dtype=np.float64)
-        f[0] = np.sum((x.cum_agree[pc, ends] - x.cum_agree[pc, y]) / lengths)
+        per_phone = x.cum_agree[pc, ends] - x.cum_agree[pc, y]
+        f[0] = np.sum(per_phone / lengths) if bool(x.agreement_mean) else np.sum(per_phone)
         f[1:5] = x.dist[y[1:]].sum(axis=0)
         f[5] = np.sum(_log_normal_pdf(lengths, x.dur_mean, x.dur_std))
         rate = lengths / x.dur_mean
@@ -675,7 +689,7 @@ class AlignmentTask(StructuredTask):
         y, value = _segmental_dp(
             x.cum_agree, x.dist, x.phone_classes, x.dur_mean, x.log_dur, x.max_len,
             int(x.min_len), x.start_lo, x.start_hi, offsets, w, y_ref, float(eps),
-            _COST_KINDS[self.cost_name], float(self.tau), bp,
+            _COST_KINDS[self.cost_name], float(self.tau), bp, bool(x.agreement_mean),
         )
         return y, float(value)
 

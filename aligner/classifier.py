@@ -1,0 +1,430 @@
+"""Frame phoneme classifier ``g(s_t, p)`` of the forced aligner (SPEC section 3).
+
+A multiclass SVM on the acoustic vector of frame ``t`` with ``context`` frames
+on either side, its RBF kernel approximated by the Nystroem method:
+
+1. stack frames ``t - c .. t + c`` (edges repeated) into one ``(2c+1) * 42`` vector
+   and standardise every dimension with the training set's mean and spread;
+2. kernel values against ``n_components`` landmarks (k-means centres of the
+   training vectors): ``k_j(x) = exp(-gamma / d * ||x - l_j||^2)``;
+3. one-vs-rest linear SVMs (squared hinge, L2, one bias per class) on the
+   Nystroem features ``k(x) K_LL^{-1/2}``, trained in the primal with L-BFGS;
+4. the SVM outputs are averaged over ``2 smooth + 1`` frames.
+
+At prediction time the whitening ``K_LL^{-1/2}`` is folded into the linear
+weights, so :meth:`FrameClassifier.scores` is one (T, d) x (d, m) product, an
+``exp`` and one (T, m) x (m, n_classes) product in float32: about 1 ms per
+second of audio (100 frames) for m = 2000 and d = 378. No scikit-learn, no
+per-frame Python at predict time.
+
+``scores`` returns calibrated log-posteriors ``log softmax(a * f(x))`` of the SVM
+outputs ``f`` (natural log; temperature ``a`` fitted on held-out utterances),
+minus the log class priors when ``prior_division`` is on: the "scaled
+likelihood" of hybrid recognisers, which SPEC section 3 found to help the
+aligner (whose phone sequence is given) although it lowers frame accuracy.
+``predict`` is the argmax of the SVM outputs.
+
+Persistence is pickle-free: :meth:`FrameClassifier.to_arrays` returns a dict of
+numpy arrays (hyper-parameters included, as 0-d arrays) for ``np.savez``;
+``np.load(..., allow_pickle=False)`` and :meth:`FrameClassifier.from_arrays`
+restore an identical predictor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Mapping, Sequence
+
+import numpy as np
+import scipy.optimize
+import scipy.sparse
+
+from .errors import FeatureError, ModelError
+
+#: bump when the meaning of the stored arrays changes
+FORMAT_VERSION = 1
+
+_HYPER = ("n_classes", "n_features", "context", "n_components", "gamma", "C", "seed",
+          "max_iter", "kmeans_iter", "calibration_fraction", "prior_division", "smooth",
+          "max_train_frames", "blas_threads")
+_LEARNED = ("mean", "inv_std", "landmarks", "landmark_sqnorm", "weights", "bias",
+            "temperature", "log_prior")
+
+
+def stack_context(frames: np.ndarray, context: int) -> np.ndarray:
+    """(T, D) frames -> (T, (2 context + 1) D): frames ``t - context .. t + context`` side by side.
+
+    Frames before the first and after the last repeat the edge frame. Column
+    block ``j`` holds frame ``t + j - context``.
+    """
+    frames = np.asarray(frames)
+    if context == 0:
+        return np.ascontiguousarray(frames)
+    T, D = frames.shape
+    padded = np.pad(frames, ((context, context), (0, 0)), mode="edge")
+    win = np.lib.stride_tricks.sliding_window_view(padded, (2 * context + 1, D))[:, 0]
+    return win.reshape(T, (2 * context + 1) * D)
+
+
+_CONTROLLER = None
+
+
+def _blas_threads(n: int):
+    """Context limiting the BLAS thread pool to ``n`` threads (n <= 0: leave it alone).
+
+    OpenBLAS's threads on small products gain little and, on a machine whose cores are
+    busy (parallel workers, other jobs), slow each product down 3-10 times.
+    """
+    global _CONTROLLER
+    if n <= 0:
+        return contextlib.nullcontext()
+    try:
+        if _CONTROLLER is None:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER = ThreadpoolController()
+        return _CONTROLLER.limit(limits=n, user_api="blas")
+    except Exception:  # threadpoolctl missing or unable to inspect the libraries
+        return contextlib.nullcontext()
+
+
+def _log_softmax(z: np.ndarray) -> np.ndarray:
+    z = z - z.max(axis=1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+def _smooth(dec: np.ndarray, radius: int) -> np.ndarray:
+    """Moving average of (T, C) values over ``2 radius + 1`` frames (the window shrinks at the edges)."""
+    T = dec.shape[0]
+    if radius <= 0 or T < 2:
+        return dec
+    cs = np.vstack([np.zeros((1, dec.shape[1]), np.float64), np.cumsum(dec, axis=0, dtype=np.float64)])
+    t = np.arange(T)
+    lo = np.maximum(t - radius, 0)
+    hi = np.minimum(t + radius + 1, T)
+    return ((cs[hi] - cs[lo]) / (hi - lo)[:, None]).astype(dec.dtype)
+
+
+class FrameClassifier:
+    """Nystroem-RBF one-vs-rest squared-hinge SVM over frames with context.
+
+    Parameters
+    ----------
+    n_classes : number of phone classes; labels are ints ``0 .. n_classes-1``
+        (39 for the Lee & Hon classes of :mod:`aligner.phones`).
+    context : frames of context on each side (the input is ``2 context + 1`` frames).
+    n_components : Nystroem landmarks ``m``; predict cost grows linearly with it.
+    gamma : RBF width *relative to the input dimension* ``d``: the kernel is
+        ``exp(-gamma / d * ||x - x'||^2)`` on standardised vectors.
+    C : weight of the squared-hinge loss (larger = less regularisation).
+    seed : seeds the landmark initialisation, the calibration split and the subsample.
+    max_iter : L-BFGS iterations of the SVM fit (the refit on all data after the
+        calibration uses half as many, warm-started).
+    kmeans_iter : Lloyd iterations placing the landmarks (0 = random training vectors).
+    calibration_fraction : share of the utterances held out to fit the softmax
+        temperature before the final fit on all utterances; 0 fits it on the
+        training frames (over-confident) and skips the refit.
+    prior_division : ``scores`` subtracts the log class priors (add-one smoothed
+        training frame frequencies).
+    smooth : radius in frames of the moving average of the SVM outputs (0 = off).
+    max_train_frames : train on a random subset of this many frames when given more
+        (bounds the training time on large corpora; 0 = no limit).
+    n_features : dimension of one input frame (42 for :func:`aligner.features.mfcc.mfcc_features`).
+    blas_threads : BLAS threads used by :meth:`fit` and :meth:`scores` (0 = the library's
+        default). 1 is fastest per core when several files are processed in parallel
+        or the cores are shared; it makes no difference to the results.
+    """
+
+    def __init__(self, n_classes: int = 39, context: int = 4, n_components: int = 2000,
+                 gamma: float = 0.5, C: float = 1.0, seed: int = 0, max_iter: int = 150,
+                 kmeans_iter: int = 5, calibration_fraction: float = 0.2,
+                 prior_division: bool = True, smooth: int = 1, max_train_frames: int = 60000,
+                 n_features: int = 42, blas_threads: int = 1):
+        self.n_classes = int(n_classes)
+        self.context = int(context)
+        self.n_components = int(n_components)
+        self.gamma = float(gamma)
+        self.C = float(C)
+        self.seed = int(seed)
+        self.max_iter = int(max_iter)
+        self.kmeans_iter = int(kmeans_iter)
+        self.calibration_fraction = float(calibration_fraction)
+        self.prior_division = bool(prior_division)
+        self.smooth = int(smooth)
+        self.max_train_frames = int(max_train_frames)
+        self.n_features = int(n_features)
+        self.blas_threads = int(blas_threads)
+        self._fitted = False
+        #: wall-clock seconds the last :meth:`fit` took
+        self.train_seconds_ = float("nan")
+
+    def get_params(self) -> dict:
+        """The constructor's parameters (plain Python values)."""
+        return {k: getattr(self, k) for k in _HYPER}
+
+    # ------------------------------------------------------------------ fit
+    def _check_frames(self, frames: np.ndarray) -> np.ndarray:
+        frames = np.asarray(frames)
+        if frames.ndim != 2 or frames.shape[1] != self.n_features or frames.shape[0] < 1:
+            raise FeatureError(
+                f"the frame classifier expects (T, {self.n_features}) frames with T >= 1, "
+                f"got shape {frames.shape}")
+        if not np.all(np.isfinite(frames)):
+            raise FeatureError("the frame classifier got NaN or infinite feature values")
+        return frames
+
+    def fit(self, frames_list: Sequence[np.ndarray],
+            labels_list: Sequence[np.ndarray]) -> "FrameClassifier":
+        """Train on utterances and return ``self``.
+
+        ``frames_list[i]``: (T_i, n_features) frames of utterance i;
+        ``labels_list[i]``: (T_i,) int class of each frame, in ``0 .. n_classes-1``.
+        """
+        t0 = time.perf_counter()
+        with _blas_threads(self.blas_threads):
+            self._fit(frames_list, labels_list)
+        self.train_seconds_ = time.perf_counter() - t0
+        return self
+
+    def _fit(self, frames_list, labels_list) -> None:
+        if len(frames_list) != len(labels_list) or len(frames_list) == 0:
+            raise ValueError(f"fit needs one label array per frame array (at least one), got "
+                             f"{len(frames_list)} frame arrays and {len(labels_list)} label arrays")
+        xs, ys = [], []
+        for i, (f, y) in enumerate(zip(frames_list, labels_list)):
+            f = self._check_frames(f)
+            y = np.asarray(y)
+            if y.shape != (f.shape[0],):
+                raise ValueError(f"utterance {i}: labels of shape {y.shape} for {f.shape[0]} frames")
+            if not np.issubdtype(y.dtype, np.integer) or y.min() < 0 or y.max() >= self.n_classes:
+                raise ValueError(f"utterance {i}: labels must be ints in 0..{self.n_classes - 1}")
+            xs.append(stack_context(f.astype(np.float32), self.context))
+            ys.append(y.astype(np.int64))
+        utt = np.concatenate([np.full(len(y), i) for i, y in enumerate(ys)])
+        X = np.vstack(xs)
+        y = np.concatenate(ys)
+        del xs
+        rng = np.random.default_rng(self.seed)
+        if 0 < self.max_train_frames < len(X):
+            keep = np.sort(rng.choice(len(X), self.max_train_frames, replace=False))
+            X, y, utt = X[keep], y[keep], utt[keep]
+        n, d = X.shape
+
+        # standardise each input dimension
+        self.mean = X.mean(axis=0, dtype=np.float64).astype(np.float32)
+        self.inv_std = (1.0 / np.maximum(X.std(axis=0, dtype=np.float64), 1e-6)).astype(np.float32)
+        P = (X - self.mean) * self.inv_std
+        del X
+
+        g = self.gamma / d
+        L = _kmeans(P, min(self.n_components, n), self.kmeans_iter, rng)
+        Z, M = _nystroem_features(P, L, g)
+        del P
+
+        counts = np.bincount(y, minlength=self.n_classes).astype(np.float64)
+        self.log_prior = np.log((counts + 1.0) / (counts.sum() + self.n_classes)).astype(np.float32)
+
+        # temperature from held-out utterances, then the final fit on everything
+        n_utt = len(ys)
+        n_held = min(int(round(self.calibration_fraction * n_utt)), n_utt - 1)
+        if self.calibration_fraction > 0 and n_held >= 1:
+            held = np.zeros(n_utt, bool)
+            held[rng.permutation(n_utt)[:n_held]] = True
+            tr = ~held[utt]
+            W, b = _fit_ovr_sqhinge(Z[tr], y[tr], self.n_classes, self.C, self.max_iter)
+            dec = _smooth_by_utterance(Z[~tr] @ W + b, utt[~tr], self.smooth)
+            self.temperature = np.float32(_fit_temperature(dec, y[~tr]))
+            W, b = _fit_ovr_sqhinge(Z, y, self.n_classes, self.C, max(self.max_iter // 2, 1),
+                                    W0=W, b0=b)
+        else:
+            W, b = _fit_ovr_sqhinge(Z, y, self.n_classes, self.C, self.max_iter)
+            dec = _smooth_by_utterance(Z @ W + b, utt, self.smooth)
+            self.temperature = np.float32(_fit_temperature(dec, y))
+
+        # fold the whitening into the weights: f(x) = k(x, L) @ (M @ W) + b
+        self.landmarks = L.astype(np.float32)
+        self.landmark_sqnorm = (L.astype(np.float64) ** 2).sum(axis=1).astype(np.float32)
+        self.weights = (M.astype(np.float64) @ W.astype(np.float64)).astype(np.float32)
+        self.bias = b.astype(np.float32)
+        self._fitted = True
+
+    # -------------------------------------------------------------- predict
+    def decision_function(self, frames: np.ndarray) -> np.ndarray:
+        """(T, n_classes) float32 one-vs-rest SVM outputs of (T, n_features) frames, time-smoothed."""
+        if not self._fitted:
+            raise ModelError("the frame classifier is not trained: call fit() or from_arrays()")
+        frames = self._check_frames(frames)
+        P = stack_context(frames.astype(np.float32, copy=False), self.context)
+        P = (P - self.mean) * self.inv_std
+        g = np.float32(self.gamma / P.shape[1])
+        with _blas_threads(self.blas_threads):
+            # -g ||p - l||^2 = 2 g p.l - g ||p||^2 - g ||l||^2
+            E = P @ self.landmarks.T
+            E *= 2 * g
+            E -= g * self.landmark_sqnorm
+            E -= (g * np.einsum("ij,ij->i", P, P))[:, None]
+            np.minimum(E, 0, out=E)
+            np.exp(E, out=E)
+            dec = E @ self.weights
+        dec += self.bias
+        return _smooth(dec, self.smooth)
+
+    def log_posteriors(self, frames: np.ndarray) -> np.ndarray:
+        """(T, n_classes) float32 calibrated natural-log posteriors ``log softmax(temperature * f)``."""
+        dec = self.decision_function(frames)
+        return _log_softmax(self.temperature * dec)
+
+    def scores(self, frames: np.ndarray) -> np.ndarray:
+        """(T, n_classes) float32 confidences ``g(s_t, p)`` of (T, n_features) frames.
+
+        :meth:`log_posteriors`, minus the log class priors if ``prior_division``
+        (then a log scaled likelihood, ``log p(p | s_t) - log p(p)``).
+        """
+        s = self.log_posteriors(frames)
+        if self.prior_division:
+            s -= self.log_prior
+        return s.astype(np.float32, copy=False)
+
+    def predict(self, frames: np.ndarray) -> np.ndarray:
+        """(T,) int64 most likely class of each frame (argmax of the SVM outputs)."""
+        return self.decision_function(frames).argmax(axis=1)
+
+    # ---------------------------------------------------------- persistence
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Every parameter as a plain numpy array (hyper-parameters as 0-d arrays).
+
+        Save with ``np.savez(path, **clf.to_arrays())``; nothing needs pickle, so
+        ``np.load(path, allow_pickle=False)`` reads it back.
+        """
+        if not self._fitted:
+            raise ModelError("the frame classifier is not trained: nothing to save")
+        out = {"format_version": np.array(FORMAT_VERSION, np.int64)}
+        for k in _HYPER:
+            v = getattr(self, k)
+            dtype = np.bool_ if isinstance(v, bool) else np.int64 if isinstance(v, int) else np.float64
+            out[k] = np.array(v, dtype)
+        for k in _LEARNED:
+            out[k] = np.array(getattr(self, k), np.float32)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "FrameClassifier":
+        """Rebuild a trained classifier from :meth:`to_arrays` output (or an ``np.load`` result)."""
+        missing = [k for k in ("format_version",) + _HYPER + _LEARNED if k not in arrays]
+        if missing:
+            raise ModelError(f"the frame classifier arrays lack {', '.join(missing)}")
+        version = int(np.asarray(arrays["format_version"]))
+        if version != FORMAT_VERSION:
+            raise ModelError(f"frame classifier format {version}; this aligner reads {FORMAT_VERSION}")
+        try:
+            clf = cls(**{k: np.asarray(arrays[k]).item() for k in _HYPER})
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"the frame classifier hyper-parameters are malformed: {exc}") from None
+        for k in _LEARNED:
+            v = np.asarray(arrays[k], np.float32)
+            setattr(clf, k, v if v.ndim else np.float32(v))
+        d = clf.n_features * (2 * clf.context + 1)
+        m = clf.landmarks.shape[0] if clf.landmarks.ndim == 2 else -1
+        expected = {"mean": (d,), "inv_std": (d,), "landmarks": (m, d), "landmark_sqnorm": (m,),
+                    "weights": (m, clf.n_classes), "bias": (clf.n_classes,),
+                    "log_prior": (clf.n_classes,), "temperature": ()}
+        for k, shape in expected.items():
+            if np.shape(getattr(clf, k)) != shape:
+                raise ModelError(f"frame classifier array {k!r} has shape {np.shape(getattr(clf, k))}, "
+                                 f"expected {shape}")
+        if not all(np.all(np.isfinite(getattr(clf, k))) for k in _LEARNED):
+            raise ModelError("the frame classifier arrays hold NaN or infinite values")
+        clf._fitted = True
+        return clf
+
+
+# ---------------------------------------------------------------- training helpers
+def _smooth_by_utterance(dec: np.ndarray, utt: np.ndarray, radius: int) -> np.ndarray:
+    if radius <= 0:
+        return dec
+    out = np.empty_like(dec)
+    for u in np.unique(utt):
+        i = np.flatnonzero(utt == u)
+        out[i] = _smooth(dec[i], radius)
+    return out
+
+
+def _kmeans(P: np.ndarray, m: int, iters: int, rng: np.random.Generator) -> np.ndarray:
+    """(m, d) centres of the rows of P: random rows refined by ``iters`` Lloyd iterations."""
+    P = P.astype(np.float32, copy=False)
+    L = P[rng.choice(len(P), m, replace=False)].copy()
+    n = len(P)
+    for _ in range(iters):
+        assign = np.empty(n, np.int64)
+        sq = (L * L).sum(axis=1)
+        for s in range(0, n, 8192):
+            assign[s:s + 8192] = (sq - 2 * (P[s:s + 8192] @ L.T)).argmin(axis=1)
+        members = scipy.sparse.csr_matrix((np.ones(n, np.float32), (assign, np.arange(n))), shape=(m, n))
+        counts = np.bincount(assign, minlength=m)
+        sums = np.asarray(members @ P)
+        used = counts > 0
+        L[used] = sums[used] / counts[used, None]
+    return L
+
+
+def _rbf(A: np.ndarray, B: np.ndarray, g: float) -> np.ndarray:
+    sq = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * (A @ B.T)
+    return np.exp(-g * np.maximum(sq, 0))
+
+
+def _nystroem_features(P: np.ndarray, L: np.ndarray, g: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nystroem features ``Z = k(P, L) M`` (float32) and ``M = K_LL^{-1/2}`` (rank-truncated)."""
+    K = _rbf(L.astype(np.float64), L.astype(np.float64), g)
+    w, U = np.linalg.eigh(K)
+    keep = w > 1e-6 * w.max()
+    M = (U[:, keep] / np.sqrt(w[keep])).astype(np.float32)
+    Z = np.empty((len(P), M.shape[1]), np.float32)
+    for s in range(0, len(P), 8192):
+        Z[s:s + 8192] = _rbf(P[s:s + 8192], L, g).astype(np.float32) @ M
+    return Z, M
+
+
+def _fit_ovr_sqhinge(Z: np.ndarray, y: np.ndarray, n_classes: int, C: float, max_iter: int,
+                     W0: np.ndarray | None = None, b0: np.ndarray | None = None):
+    """One-vs-rest L2-regularised squared-hinge SVMs, all classes at once, by L-BFGS.
+
+    Minimises ``sum_c [ ||w_c||^2 / 2 + C sum_i max(0, 1 - y_ic (z_i . w_c + b_c))^2 ]``
+    with ``y_ic = +1`` if ``y_i == c`` else ``-1`` (biases not regularised).
+    Returns ``W`` (r, n_classes) and ``b`` (n_classes,), float32.
+    """
+    n, r = Z.shape
+    Ys = -np.ones((n, n_classes), np.float32)
+    Ys[np.arange(n), y] = 1.0
+    nw = r * n_classes
+
+    def objective(theta):
+        W = theta[:nw].reshape(r, n_classes).astype(np.float32)
+        b = theta[nw:].astype(np.float32)
+        slack = np.maximum(1.0 - Ys * (Z @ W + b), 0.0)
+        loss = 0.5 * float(np.dot(theta[:nw], theta[:nw])) + C * float(
+            np.square(slack, dtype=np.float64).sum())
+        dS = (-2.0 * C) * slack * Ys
+        gW = (Z.T @ dS).astype(np.float64).ravel() + theta[:nw]
+        gb = dS.sum(axis=0, dtype=np.float64)
+        return loss, np.concatenate([gW, gb])
+
+    theta0 = np.zeros(nw + n_classes)
+    if W0 is not None:
+        theta0[:nw] = W0.ravel()
+        theta0[nw:] = b0
+    res = scipy.optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
+                                  options=dict(maxiter=max_iter))
+    return (res.x[:nw].reshape(r, n_classes).astype(np.float32),
+            res.x[nw:].astype(np.float32))
+
+
+def _fit_temperature(dec: np.ndarray, y: np.ndarray) -> float:
+    """Scale ``a`` minimising the mean negative log-likelihood of ``softmax(a * dec)``."""
+    dec = dec.astype(np.float64)
+    idx = np.arange(len(y))
+
+    def nll(log_a):
+        return -_log_softmax(np.exp(log_a) * dec)[idx, y].mean()
+
+    res = scipy.optimize.minimize_scalar(nll, bounds=(-3.0, 5.0), method="bounded")
+    return float(np.exp(res.x))

@@ -1,0 +1,1 @@
+"""Shipped default models (installed as ``aligner._models``); see README.md in this folder."""

@@ -1,0 +1,100 @@
+#!/usr/bin/env python
+"""Speaker-disjoint cross-validation of the forced aligner on a TIMIT-layout corpus.
+
+For each of ``--folds`` speaker folds, trains a model (classifier, durations, weights) on the
+other speakers, aligns the held-out speakers' utterances and writes their TextGrids to
+``OUT/hyp/<relative path>.TextGrid``; also writes the duration-only baseline (each phone's
+share of the utterance proportional to its class's mean duration) to ``OUT/baseline/``.
+Then scores both exactly as ``aligner evaluate CORPUS OUT/hyp`` does, and prints the figures.
+
+    python scripts/eval_alignment_cv.py --data ../shared/data/timit-sample --out runs/cv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from aligner.alignment_model import starts_to_intervals  # noqa: E402
+from aligner.corpus import find_utterances, speaker_folds  # noqa: E402
+from aligner.evaluation import evaluate_directories  # noqa: E402
+from aligner.textgrids import write_textgrid  # noqa: E402
+from aligner.training import load_utterances, train_alignment_model  # noqa: E402
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+
+
+def duration_only_starts(classes: np.ndarray, mean_frames: np.ndarray, n_frames: int) -> np.ndarray:
+    """Baseline: phone k starts at T * (sum of mean durations before k) / (sum of all)."""
+    mu = mean_frames[classes]
+    y = np.floor(n_frames * np.concatenate([[0.0], np.cumsum(mu)[:-1]]) / mu.sum()).astype(np.int64)
+    for i in range(1, len(y)):
+        y[i] = min(max(y[i], y[i - 1] + 1), n_frames - (len(y) - i))
+    return y
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
+    p.add_argument("--out", type=Path, default=Path("runs/cv"), help="where TextGrids go")
+    p.add_argument("--folds", type=int, default=4, help="outer speaker folds")
+    p.add_argument("--inner-folds", type=int, default=3, help="speaker folds for out-of-fold scores")
+    p.add_argument("--trainer", default="orbit")
+    p.add_argument("--params", default="{}", help="trainer parameters, JSON")
+    p.add_argument("--classifier", default="{}", help="classifier parameters, JSON")
+    p.add_argument("--val-speakers", type=int, default=2)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+
+    if not args.data.is_dir():
+        sys.exit(f"error: {args.data}: corpus not found")
+    start = time.perf_counter()
+    utterances = find_utterances(args.data)
+    data = load_utterances(utterances)
+    by_name = {d.name: d for d in data}
+    folds = speaker_folds(data, args.folds)
+    histories = []
+    for f, test_speakers in enumerate(folds):
+        train = [d for d in data if d.speaker not in test_speakers]
+        test = [d for d in data if d.speaker in test_speakers]
+        t0 = time.perf_counter()
+        model, result = train_alignment_model(
+            train, args.trainer, json.loads(args.params), json.loads(args.classifier),
+            n_folds=args.inner_folds, n_val_speakers=args.val_speakers)
+        histories.append({"fold": f, "test_speakers": test_speakers, "weights": model.weights.tolist(),
+                          "best_epoch": result.best_epoch, "seconds": round(time.perf_counter() - t0, 1)})
+        for d in test:
+            y = model.align_frames(model.make_input(d.frames, d.classes, name=d.name))
+            write_textgrid(args.out / "hyp" / f"{d.name}.TextGrid",
+                           [("phones", starts_to_intervals(y, d.symbols, d.duration_s))], d.duration_s)
+            yb = duration_only_starts(d.classes, model.durations.mean, len(d.frames))
+            write_textgrid(args.out / "baseline" / f"{d.name}.TextGrid",
+                           [("phones", starts_to_intervals(yb, d.symbols, d.duration_s))], d.duration_s)
+        print(f"fold {f + 1}/{len(folds)} (test {', '.join(test_speakers)}): trained in "
+              f"{histories[-1]['seconds']} s, weights {np.round(model.weights, 3).tolist()}", file=sys.stderr)
+
+    scores, problems = evaluate_directories(args.data, args.out / "hyp")
+    base, _ = evaluate_directories(args.data, args.out / "baseline")
+    assert not problems, problems
+    report = {"aligner": scores.to_dict(), "duration_only": base.to_dict(), "folds": histories,
+              "trainer": args.trainer, "utterances": len(by_name), "seconds": round(time.perf_counter() - start, 1)}
+    if args.json:
+        print(json.dumps(report))
+        return
+    print(f"{len(data)} utterances, {len(folds)} speaker folds, trainer {args.trainer}, "
+          f"{report['seconds']} s\n")
+    print(f"aligner ({args.trainer}):\n{scores.format()}\n")
+    print(f"duration-only baseline:\n{base.format()}\n")
+    print(f"same figures: aligner evaluate {args.data} {args.out / 'hyp'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,139 @@
+"""The frame phoneme classifier (aligner.classifier)."""
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aligner.classifier import FrameClassifier, stack_context
+from aligner.errors import FeatureError, ModelError
+
+TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+SMALL = dict(n_components=150, max_iter=60, kmeans_iter=2)
+
+
+def _synthetic(n_utt, n_classes=4, seed=0, T=60, separation=1.5):
+    """Utterances of runs of classes; each class a Gaussian blob in 42 dims."""
+    rng = np.random.default_rng(seed)
+    centres = np.random.default_rng(123).standard_normal((n_classes, 42)) * separation
+    frames, labels = [], []
+    for _ in range(n_utt):
+        runs = rng.integers(0, n_classes, T // 6)
+        y = np.repeat(runs, 6)[:T]
+        frames.append((centres[y] + rng.standard_normal((T, 42))).astype(np.float32))
+        labels.append(y)
+    return frames, labels
+
+
+@pytest.fixture(scope="module")
+def trained():
+    frames, labels = _synthetic(12)
+    return FrameClassifier(n_classes=4, context=2, **SMALL).fit(frames, labels)
+
+
+def test_stack_context():
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    s = stack_context(x, 1)
+    assert s.shape == (4, 9)
+    np.testing.assert_array_equal(s[0], np.r_[x[0], x[0], x[1]])
+    np.testing.assert_array_equal(s[2], np.r_[x[1], x[2], x[3]])
+    np.testing.assert_array_equal(s[3], np.r_[x[2], x[3], x[3]])
+    np.testing.assert_array_equal(stack_context(x, 0), x)
+
+
+def test_separable_problem_is_learned(trained):
+    frames, labels = _synthetic(4, seed=7)
+    acc = np.mean(np.concatenate([trained.predict(f) == y for f, y in zip(frames, labels)]))
+    assert acc > 0.9  # chance is 0.25
+
+
+def test_scores_shapes_and_calibration(trained):
+    frames, labels = _synthetic(2, seed=3)
+    s = trained.scores(frames[0])
+    assert s.shape == (60, 4) and s.dtype == np.float32 and np.all(np.isfinite(s))
+    lp = trained.log_posteriors(frames[0])
+    np.testing.assert_allclose(np.log(np.exp(lp).sum(axis=1)), 0, atol=1e-5)
+    np.testing.assert_allclose(s, lp - trained.log_prior, atol=1e-5)  # prior division is on by default
+    assert np.array_equal(trained.predict(frames[0]), trained.decision_function(frames[0]).argmax(1))
+    assert trained.temperature > 0
+
+
+def test_save_load_round_trip_is_identical(trained):
+    arrays = trained.to_arrays()
+    assert all(isinstance(v, np.ndarray) and v.dtype != object for v in arrays.values())
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    buffer.seek(0)
+    with np.load(buffer, allow_pickle=False) as loaded:
+        clf = FrameClassifier.from_arrays(loaded)
+    assert clf.get_params() == trained.get_params()
+    frames, _ = _synthetic(2, seed=5)
+    for f in frames:
+        assert np.array_equal(clf.scores(f), trained.scores(f))
+        assert np.array_equal(clf.predict(f), trained.predict(f))
+
+
+def test_from_arrays_rejects_bad_input(trained):
+    arrays = trained.to_arrays()
+    with pytest.raises(ModelError, match="weights"):
+        FrameClassifier.from_arrays({k: v for k, v in arrays.items() if k != "weights"})
+    with pytest.raises(ModelError, match="shape"):
+        FrameClassifier.from_arrays({**arrays, "bias": np.zeros(5, np.float32)})
+    with pytest.raises(ModelError, match="NaN"):
+        FrameClassifier.from_arrays({**arrays, "mean": np.full_like(arrays["mean"], np.nan)})
+    with pytest.raises(ModelError, match="format"):
+        FrameClassifier.from_arrays({**arrays, "format_version": np.array(99)})
+
+
+def test_untrained_and_bad_input_raise(trained):
+    with pytest.raises(ModelError):
+        FrameClassifier().scores(np.zeros((5, 42), np.float32))
+    with pytest.raises(FeatureError):
+        trained.scores(np.zeros((5, 13), np.float32))
+    with pytest.raises(FeatureError):
+        trained.scores(np.full((5, 42), np.nan, np.float32))
+    frames, labels = _synthetic(2)
+    with pytest.raises(ValueError):
+        FrameClassifier(n_classes=3, **SMALL).fit(frames, labels)  # label 3 out of range
+    with pytest.raises(ValueError):
+        FrameClassifier(n_classes=4, **SMALL).fit(frames, labels[:1])
+
+
+def test_single_frame_and_single_utterance():
+    frames, labels = _synthetic(1)
+    clf = FrameClassifier(n_classes=4, context=3, **SMALL).fit(frames, labels)  # no calibration split
+    assert clf.scores(frames[0][:1]).shape == (1, 4)
+
+
+def test_subsampling_bounds_training_set():
+    frames, labels = _synthetic(6)
+    clf = FrameClassifier(n_classes=4, max_train_frames=100, **SMALL).fit(frames, labels)
+    assert clf.landmarks.shape[0] == 100
+
+
+@pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT} (../shared/data is absent "
+                                                "in a fresh clone)")
+def test_real_timit_frames():
+    """Train on two utterances of one speaker, score a third: better than the majority class."""
+    import soundfile as sf
+
+    from aligner.features.mfcc import mfcc_features, time_to_boundary_frame
+    from aligner.phones import CLASSES39, TIMIT61_TO_39
+
+    frames, labels = [], []
+    for wav in sorted((TIMIT / "dr1-mcpm0").glob("*.wav"))[:3]:
+        audio, sr = sf.read(str(wav))
+        f = mfcc_features(audio, sr)
+        rows = [line.split() for line in wav.with_suffix(".phn").read_text().splitlines() if line.strip()]
+        starts = time_to_boundary_frame(np.array([int(r[0]) for r in rows]) / 16000, len(f))
+        starts[0] = 0
+        classes = [CLASSES39.index(TIMIT61_TO_39[r[2]]) for r in rows]
+        labels.append(np.repeat(classes, np.diff(np.append(starts, len(f)))))
+        frames.append(f)
+    clf = FrameClassifier(n_components=200, max_iter=40, kmeans_iter=1).fit(frames[:2], labels[:2])
+    s = clf.scores(frames[2])
+    assert s.shape == (len(frames[2]), 39) and np.all(np.isfinite(s))
+    acc = np.mean(clf.predict(frames[2]) == labels[2])
+    majority = np.bincount(labels[2]).max() / len(labels[2])
+    assert acc > majority + 0.05, (acc, majority)

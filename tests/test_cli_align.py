@@ -1,0 +1,158 @@
+"""`aligner align`, `align-corpus` and `evaluate` end to end with the shipped model, and bad input."""
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from click.testing import CliRunner
+
+from aligner.cli import main
+from aligner.models import default_model_dir
+from aligner.textgrids import read_interval_tier
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_WAV = REPO / "examples" / "demo.wav"
+DEMO_PHONES = REPO / "examples" / "demo.phones"
+TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+
+
+def run(*args):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def one_line_error(output: str) -> str:
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, output
+    return errors[0]
+
+
+@pytest.fixture
+def demo(tmp_path):
+    wav = tmp_path / "demo.wav"
+    shutil.copy(DEMO_WAV, wav)
+    return wav
+
+
+def test_align_demo_writes_textgrid_with_input_symbols(demo):
+    code, out = run("align", demo, DEMO_PHONES)
+    assert code == 0, out
+    tg = demo.with_suffix(".TextGrid")
+    intervals = read_interval_tier(tg, "phones")
+    symbols = DEMO_PHONES.read_text().split()
+    assert [label for _, _, label in intervals] == symbols
+    starts = [s for s, _, _ in intervals]
+    assert starts[0] == 0.0 and all(a < b for a, b in zip(starts, starts[1:]))
+    assert intervals[-1][1] == pytest.approx(sf.info(str(demo)).duration, abs=1e-4)
+
+
+def test_align_inline_phones_and_output_option(demo, tmp_path):
+    out_tg = tmp_path / "sub" / "x.TextGrid"
+    code, out = run("align", demo, DEMO_PHONES.read_text().strip(), "-o", out_tg)
+    assert code == 0, out
+    assert len(read_interval_tier(out_tg, "phones")) == len(DEMO_PHONES.read_text().split())
+
+
+@pytest.mark.parametrize("rate,channels", [(8000, 1), (44100, 2)])
+def test_other_rates_and_stereo_are_aligned(demo, tmp_path, rate, channels):
+    import librosa
+
+    audio, sr = sf.read(str(demo))
+    audio = librosa.resample(audio, orig_sr=sr, target_sr=rate)
+    if channels == 2:
+        audio = np.stack([audio, 0.5 * audio], axis=1)
+    path = tmp_path / f"demo_{rate}.wav"
+    sf.write(path, audio, rate)
+    code, out = run("align", path, DEMO_PHONES)
+    assert code == 0, out
+    assert len(read_interval_tier(path.with_suffix(".TextGrid"), "phones")) == 36
+
+
+def bad_case(tmp_path, kind):
+    """(audio, phones, extra args, text expected in the error)."""
+    wav = tmp_path / "a.wav"
+    phones = str(DEMO_PHONES)
+    extra = []
+    if kind == "missing":
+        return tmp_path / "nope.wav", phones, extra, "not found"
+    if kind == "not_audio":
+        wav.write_text("hello, I am text")
+        return wav, phones, extra, "not a readable audio file"
+    if kind == "empty_audio":
+        sf.write(wav, np.zeros(0, dtype=np.float32), 16000)
+        return wav, phones, extra, str(wav)
+    if kind == "silent_audio":
+        sf.write(wav, np.zeros(16000, dtype=np.float32), 16000)
+        return wav, phones, extra, "silent"
+    shutil.copy(DEMO_WAV, wav)
+    if kind == "unknown_symbol":
+        return wav, "sil HH AH0 QQ OW1 sil", extra, "QQ"
+    if kind == "too_many_phones":
+        return wav, " ".join(["AA"] * 400), extra, "400 phones"
+    if kind == "empty_transcript":
+        empty = tmp_path / "empty.phones"
+        empty.write_text("  \n")
+        return wav, str(empty), extra, "empty"
+    if kind in ("model_missing_file", "model_corrupted"):
+        model = tmp_path / "model"
+        shutil.copytree(default_model_dir(), model)
+        victim = model / "classifier.npz"
+        if kind == "model_missing_file":
+            victim.unlink()
+            expect = "missing"
+        else:
+            victim.write_bytes(victim.read_bytes()[:1000])
+            expect = "corrupted"
+        return wav, phones, ["--model", model], expect
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("kind", [
+    "missing", "not_audio", "empty_audio", "silent_audio", "unknown_symbol", "too_many_phones",
+    "empty_transcript", "model_missing_file", "model_corrupted",
+])
+def test_bad_input_gives_one_line_error_and_no_textgrid(tmp_path, kind):
+    audio, phones, extra, expected = bad_case(tmp_path, kind)
+    out_tg = tmp_path / "out.TextGrid"
+    code, out = run("align", audio, phones, "-o", out_tg, *extra)
+    assert code == 1, out
+    assert expected in one_line_error(out)
+    assert not out_tg.exists()
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_align_corpus_goes_on_past_bad_files(tmp_path):
+    corpus = tmp_path / "corpus"
+    (corpus / "spk").mkdir(parents=True)
+    shutil.copy(DEMO_WAV, corpus / "spk" / "good.wav")
+    (corpus / "spk" / "good.phn").write_text("\n".join(DEMO_PHONES.read_text().split()) + "\n")
+    (corpus / "spk" / "bad.wav").write_text("not audio")
+    (corpus / "spk" / "bad.phn").write_text("sil\nAA\nsil\n")
+    (corpus / "spk" / "lonely.wav").write_bytes(DEMO_WAV.read_bytes())  # no transcript: skipped
+    out_dir = tmp_path / "out"
+    code, out = run("align-corpus", corpus, out_dir)
+    assert code == 1
+    assert (out_dir / "spk" / "good.TextGrid").is_file()
+    assert not (out_dir / "spk" / "bad.TextGrid").exists()
+    assert "1 files failed" in out and "bad.wav" in out
+
+
+@pytest.mark.skipif(not TIMIT.is_dir(), reason="TIMIT sample not found at ../shared/data/timit-sample")
+def test_align_corpus_and_evaluate_on_timit_speaker(tmp_path):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(TIMIT / "dr1-fvmh0", corpus / "dr1-fvmh0")
+    out_dir = tmp_path / "out"
+    code, out = run("align-corpus", corpus, out_dir, "--jobs", "2")
+    assert code == 0, out
+    assert len(list(out_dir.rglob("*.TextGrid"))) == 10
+    code, out = run("evaluate", corpus, out_dir, "--json")
+    assert code == 0, out
+    import json
+
+    scores = json.loads(out.strip().splitlines()[-1])
+    assert scores["n_utterances"] == 10
+    # a broken pipeline (time convention, features, weights) falls far below this: the
+    # duration-only baseline places 14 % of TIMIT boundaries within 20 ms; the model 77 % here
+    assert scores["within_ms"]["20"] > 70.0

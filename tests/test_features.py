@@ -1,0 +1,126 @@
+"""The 10 ms MFCC front end and its time conventions (aligner.features.mfcc)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aligner.errors import FeatureError
+from aligner.features.mfcc import (FRAME_SHIFT, N_FEATURES, WINDOW, boundary_time, mfcc_features,
+                                   n_frames, time_to_boundary_frame)
+
+TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+
+
+def _noise(n, seed=0, scale=0.1):
+    return scale * np.random.default_rng(seed).standard_normal(n)
+
+
+def test_constants():
+    assert FRAME_SHIFT == 160 and WINDOW == 400 and N_FEATURES == 42
+
+
+@pytest.mark.parametrize("n", [400, 559, 560, 16000, 16123])
+def test_shape_dtype_and_frame_count(n):
+    f = mfcc_features(_noise(n))
+    assert f.shape == (1 + (n - 400) // 160, 42) == (n_frames(n), 42)
+    assert f.dtype == np.float32
+    assert np.all(np.isfinite(f))
+
+
+def test_n_frames():
+    assert n_frames(399) == 0 and n_frames(400) == 1 and n_frames(559) == 1 and n_frames(560) == 2
+    assert list(n_frames(np.array([0, 400, 16000]))) == [0, 1, 98]
+
+
+def test_per_utterance_normalisation():
+    f = mfcc_features(np.sin(np.arange(32000) * 0.05) * np.linspace(0, 1, 32000) + _noise(32000, scale=0.01))
+    np.testing.assert_allclose(f.mean(axis=0), 0, atol=1e-4)
+    np.testing.assert_allclose(f.std(axis=0), 1, atol=1e-3)
+
+
+@pytest.mark.parametrize("audio", [np.zeros(8000), 1e-12 * np.ones(8000), _noise(8000, scale=1e-9),
+                                   np.r_[np.zeros(4000), _noise(4000)], np.full(8000, 0.5)])
+def test_silent_or_degenerate_audio_stays_finite(audio):
+    f = mfcc_features(audio)
+    assert f.shape == (n_frames(len(audio)), 42)
+    assert np.all(np.isfinite(f))
+
+
+def test_int16_input_accepted():
+    a = (_noise(8000) * 10000).astype(np.int16)
+    assert np.all(np.isfinite(mfcc_features(a)))
+
+
+@pytest.mark.parametrize("bad", [np.zeros(399), np.zeros((2, 8000)), np.r_[np.zeros(800), np.nan]])
+def test_bad_audio_raises(bad):
+    with pytest.raises(FeatureError):
+        mfcc_features(bad)
+
+
+def test_wrong_sample_rate_raises():
+    with pytest.raises(FeatureError, match="16000"):
+        mfcc_features(np.zeros(8000), sample_rate=8000)
+
+
+def test_frames_are_not_centred():
+    """Frame t covers samples [160 t, 160 t + 400): a click at sample 5000 lights frames 29-31."""
+    audio = 1e-4 * _noise(16000)
+    audio[5000] = 1.0
+    energy = mfcc_features(audio)[:, 13]  # normalised log energy keeps the order
+    holding = [t for t in range(len(energy)) if 160 * t <= 5000 < 160 * t + 400]
+    assert holding == [29, 30, 31]
+    assert set(np.argsort(energy)[-3:]) == set(holding)
+
+
+def test_boundary_time_convention():
+    assert boundary_time(0) == pytest.approx(0.0075)
+    assert boundary_time(1) == pytest.approx(0.0175)
+    t = np.arange(0, 5000)
+    np.testing.assert_allclose(boundary_time(t), t * 0.010 + 0.0075)
+    # midway between the centres (160 t + 200 samples) of frames t-1 and t
+    np.testing.assert_allclose(boundary_time(t[1:]) * 16000, (160 * (t[1:] - 1) + 200 + 160 * t[1:] + 200) / 2)
+
+
+def test_time_to_boundary_frame_round_trips_and_rounds():
+    t = np.arange(0, 20000)
+    assert np.array_equal(time_to_boundary_frame(boundary_time(t)), t)
+    assert time_to_boundary_frame(boundary_time(7)) == 7
+    assert isinstance(time_to_boundary_frame(0.5), int)
+    # anything within +-5 ms of a boundary goes to that boundary's frame
+    for dt in (-0.0049, -0.001, 0.0, 0.001, 0.0049):
+        assert np.array_equal(time_to_boundary_frame(boundary_time(t[1:]) + dt), t[1:])
+    assert time_to_boundary_frame(0.0) == 0  # before the first boundary: frame 0
+    assert time_to_boundary_frame(10.0, n_frames=50) == 50  # clipped to the utterance
+
+
+def test_phn_start_maps_to_nearest_boundary():
+    """A phone starting at sample s starts at the frame whose boundary is nearest s / 16000."""
+    s = np.random.default_rng(1).integers(0, 16000 * 5, 2000)
+    t = time_to_boundary_frame(s / 16000)
+    all_t = np.arange(0, 600)
+    nearest = np.abs(boundary_time(all_t)[None, :] - (s / 16000)[:, None]).argmin(axis=1)
+    # ties (exactly 5 ms from two boundaries) may go either way; none beyond
+    dist = np.abs(boundary_time(t) - s / 16000)
+    best = np.abs(boundary_time(nearest) - s / 16000)
+    np.testing.assert_allclose(dist, best, atol=1e-12)
+    assert np.all(dist[s >= 120] <= 0.005 + 1e-12)
+
+
+@pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT} (../shared/data is absent "
+                                                "in a fresh clone)")
+def test_real_timit_utterances():
+    import soundfile as sf
+
+    for wav in sorted((TIMIT / "dr1-fvmh0").glob("*.wav"))[:3]:
+        audio, sr = sf.read(str(wav))
+        assert sr == 16000
+        f = mfcc_features(audio, sr)
+        assert f.shape == (1 + (len(audio) - 400) // 160, 42)
+        assert np.all(np.isfinite(f))
+        starts = np.array([int(line.split()[0]) for line in wav.with_suffix(".phn").read_text().split("\n")
+                           if line.strip()])
+        t = time_to_boundary_frame(starts / 16000, len(f))
+        assert np.all(np.diff(t) >= 0) and t.max() <= len(f)
+        inside = starts >= 120  # the first phone starts before the first boundary
+        assert np.all(np.abs(boundary_time(t[inside]) - starts[inside] / 16000) <= 0.005 + 1e-9)
