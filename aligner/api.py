@@ -98,8 +98,14 @@ class CorpusReport:
 _WORKER_MODEL: Optional[AlignmentModel] = None
 
 
-def _worker_init(model_path: str) -> None:
+def _worker_init(model_path: str, blas_threads: Optional[int] = None) -> None:
+    """Load the model and warm the decoder once per process; optionally cap BLAS threads
+    (with several worker processes, one BLAS thread each avoids oversubscribing the cores)."""
     global _WORKER_MODEL
+    if blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(blas_threads)
     _WORKER_MODEL = AlignmentModel.load(model_path)
     warm_up(_WORKER_MODEL)
 
@@ -147,7 +153,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
         pool = None
         mapper = map
     else:
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(model_path,))
+        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(model_path, 1))
         # start every worker (model load + warm-up) before the clock starts
         list(pool.map(_noop, range(jobs)))
         mapper = lambda f, it: pool.map(f, it, chunksize=1)  # noqa: E731

@@ -56,7 +56,7 @@ def fold39(label: str) -> int:
     return _INDEX[_FOLD.get(label, label)]
 
 
-def load_sample(root: Path) -> list[dict]:
+def load_sample(root: Path, warps: tuple = ()) -> list[dict]:
     """Every utterance: speaker, frames (T, 42), phone classes (K,), start frames (K,),
     start times (K,) in seconds, frame labels (T,), duration in seconds."""
     utts = []
@@ -74,6 +74,7 @@ def load_sample(root: Path) -> list[dict]:
                 y[k] = min(max(y[k], y[k - 1] + 1), T - (len(y) - k))
             labels = np.repeat(classes, np.diff(np.append(y, T)))
             utts.append(dict(speaker=spk_dir.name, name=f"{spk_dir.name}/{wav.stem}", frames=frames,
+                             warped=[mfcc_features(audio, sr, warp=w) for w in warps],
                              classes=classes, y=y, start_s=start_s, labels=labels,
                              seconds=len(audio) / sr, audio=audio))
     return utts
@@ -115,6 +116,9 @@ def main(argv=None) -> int:
     ap.add_argument("--smooth", type=int, default=1)
     ap.add_argument("--calibration-fraction", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--vtlp", default="",
+                    help="comma-separated warp factors (e.g. 0.9,1.1): add training copies of every "
+                         "training utterance with vocal tract length perturbation")
     ap.add_argument("--predict-threads", type=int, default=1,
                     help="BLAS threads while timing prediction (1 = cost per core; the aligner "
                          "runs one file per core)")
@@ -122,9 +126,10 @@ def main(argv=None) -> int:
     if not args.data.is_dir():
         ap.error(f"no TIMIT sample at {args.data} (use --data DIR)")
 
-    log = (lambda *a: None) if args.json else (lambda *a: print(*a, flush=True))
+    log = (lambda *a, **k: None) if args.json else (lambda *a, **k: print(*a, **k, flush=True))
     t0 = time.perf_counter()
-    utts = load_sample(args.data)
+    warps = tuple(float(w) for w in args.vtlp.split(",") if w.strip())
+    utts = load_sample(args.data, warps)
     load_s = time.perf_counter() - t0
     speakers = sorted({u["speaker"] for u in utts})
     per = len(speakers) // 4
@@ -133,6 +138,7 @@ def main(argv=None) -> int:
                   max_iter=args.max_iter, kmeans_iter=args.kmeans_iter, smooth=args.smooth,
                   calibration_fraction=args.calibration_fraction, seed=args.seed,
                   n_classes=len(CLASSES39))
+    log(f"VTLP training copies at warps {warps}; " if warps else "", end="")
     log(f"{len(utts)} utterances, {sum(len(u['frames']) for u in utts)} frames, "
         f"{len(speakers)} speakers; features {load_s:.1f} s; params {params}")
 
@@ -147,7 +153,9 @@ def main(argv=None) -> int:
     for f, held in enumerate(folds):
         train = [u for u in utts if u["speaker"] not in held]
         test = [u for u in utts if u["speaker"] in held]
-        clf = FrameClassifier(**params).fit([u["frames"] for u in train], [u["labels"] for u in train])
+        clf = FrameClassifier(**params).fit(
+            [u["frames"] for u in train] + [w for u in train for w in u["warped"]],
+            [u["labels"] for u in train] + [u["labels"] for u in train for _ in u["warped"]])
         correct = total = 0
         with threadpool_limits(args.predict_threads):
             for u in test:  # warm-up, then timed
@@ -181,7 +189,7 @@ def main(argv=None) -> int:
     def mean(key):
         return float(np.mean([r[key] for r in results]))
 
-    summary = dict(params=params, data=str(args.data), folds=results,
+    summary = dict(params=params, vtlp=list(warps), data=str(args.data), folds=results,
                    mean_frame_accuracy=mean("frame_accuracy"), mean_train_seconds=mean("train_seconds"),
                    mean_predict_ms_per_audio_second=mean("predict_ms_per_audio_second"),
                    mfcc_ms_per_audio_second=mfcc_ms,

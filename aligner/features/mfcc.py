@@ -119,13 +119,31 @@ def _mel_basis(sample_rate: int) -> np.ndarray:
     return _MEL_CACHE[sample_rate]
 
 
-def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+def _warp_spectrum(power: np.ndarray, warp: float, sample_rate: int) -> np.ndarray:
+    """Vocal tract length perturbation of (T, bins) power spectra (Jaitly & Hinton 2013).
+
+    Frequencies are scaled by ``warp`` up to ``4800 Hz * min(warp, 1) / warp`` and mapped
+    linearly above so that the Nyquist frequency stays fixed; ``warp > 1`` moves formants up.
+    """
+    nyquist = sample_rate / 2.0
+    freqs = np.linspace(0.0, nyquist, power.shape[1])
+    f0 = 4800.0 * min(warp, 1.0) / warp
+    source = np.interp(freqs, [0.0, warp * f0, nyquist], [0.0, f0, nyquist])  # inverse map
+    pos = source / nyquist * (power.shape[1] - 1)
+    i0 = np.minimum(np.floor(pos).astype(np.int64), power.shape[1] - 2)
+    w = pos - i0
+    return power[:, i0] * (1.0 - w) + power[:, i0 + 1] * w
+
+
+def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, warp: float = 1.0) -> np.ndarray:
     """The (T, 42) float32 acoustic vectors ``s_t`` of a mono 16 kHz recording.
 
     Parameters
     ----------
     audio : 1-D array of samples (any float/int scale; the normalisation removes it).
     sample_rate : in Hz; must be 16000 (frame sizes are fixed in samples).
+    warp : vocal tract length perturbation factor (1.0 = none). Only for augmenting
+        classifier training data (e.g. extra copies at 0.9 and 1.1); never at alignment time.
 
     Returns
     -------
@@ -167,6 +185,10 @@ def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE) -> np.ndarr
     emph = (frames - PREEMPHASIS * prev) * np.hamming(WINDOW)
 
     power = np.abs(np.fft.rfft(emph, n=N_FFT, axis=1)) ** 2          # (T, 257)
+    if warp != 1.0:
+        if not 0.5 <= warp <= 2.0:
+            raise FeatureError(f"warp factor {warp} outside 0.5 .. 2")
+        power = _warp_spectrum(power, float(warp), sample_rate)
     mel = power @ _mel_basis(sample_rate).T                            # (T, 40)
     log_mel = np.log(np.maximum(mel, _POWER_FLOOR))
     cep = scipy.fft.dct(log_mel, type=2, norm="ortho", axis=1)[:, :N_MFCC]
