@@ -168,6 +168,13 @@ class Trainer:
     def _shrink(self, w: np.ndarray, eta: float) -> np.ndarray:
         return (1.0 - eta * self.lam) * w if self.lam else w.copy()
 
+    def _step(self, task, x, w, eta, toward, away, scale: float = 1.0) -> np.ndarray:
+        """``(1 - eta lam) w + scale eta (phi(x, toward) - phi(x, away))``; no step if the two agree."""
+        w_new = self._shrink(w, eta)
+        if not task.same(toward, away):
+            w_new += scale * eta * (task.phi(x, toward) - task.phi(x, away))
+        return w_new
+
     # -- the loop -----------------------------------------------------------------------
     def fit(
         self,
@@ -256,11 +263,7 @@ class PerceptronTrainer(Trainer):
         super().__init__(epochs=epochs, eta0=eta0, schedule=schedule, lam=lam, **kw)
 
     def update(self, task, x, y, w, eta, rng):
-        y_hat = task.decode(x, w)
-        w_new = self._shrink(w, eta)
-        if not task.same(y, y_hat):
-            w_new += eta * (task.phi(x, y) - task.phi(x, y_hat))
-        return w_new
+        return self._step(task, x, w, eta, y, task.decode(x, w))
 
 
 class SVMTrainer(Trainer):
@@ -272,11 +275,7 @@ class SVMTrainer(Trainer):
     name = "svm"
 
     def update(self, task, x, y, w, eta, rng):
-        y_loss = task.decode_augmented(x, y, w, 1.0)
-        w_new = self._shrink(w, eta)
-        if not task.same(y, y_loss):
-            w_new += eta * (task.phi(x, y) - task.phi(x, y_loss))
-        return w_new
+        return self._step(task, x, w, eta, y, task.decode_augmented(x, y, w, 1.0))
 
 
 class RampTrainer(Trainer):
@@ -292,11 +291,7 @@ class RampTrainer(Trainer):
 
     def update(self, task, x, y, w, eta, rng):
         y_hat = task.decode(x, w)
-        y_loss = task.decode_augmented(x, y, w, 1.0)
-        w_new = self._shrink(w, eta)
-        if not task.same(y_hat, y_loss):
-            w_new += eta * (task.phi(x, y_hat) - task.phi(x, y_loss))
-        return w_new
+        return self._step(task, x, w, eta, y_hat, task.decode_augmented(x, y, w, 1.0))
 
 
 class _DirectLossTrainer(Trainer):
@@ -320,10 +315,7 @@ class DirectTowardTrainer(_DirectLossTrainer):
     def update(self, task, x, y, w, eta, rng):
         y_hat = task.decode(x, w)
         y_better = task.decode_augmented(x, y, w, -self.eps)
-        w_new = self._shrink(w, eta)
-        if not task.same(y_better, y_hat):
-            w_new += (eta / self.eps) * (task.phi(x, y_better) - task.phi(x, y_hat))
-        return w_new
+        return self._step(task, x, w, eta, y_better, y_hat, scale=1.0 / self.eps)
 
 
 class DirectAwayTrainer(_DirectLossTrainer):
@@ -340,10 +332,7 @@ class DirectAwayTrainer(_DirectLossTrainer):
     def update(self, task, x, y, w, eta, rng):
         y_hat = task.decode(x, w)
         y_worse = task.decode_augmented(x, y, w, self.eps)
-        w_new = self._shrink(w, eta)
-        if not task.same(y_hat, y_worse):
-            w_new += (eta / self.eps) * (task.phi(x, y_hat) - task.phi(x, y_worse))
-        return w_new
+        return self._step(task, x, w, eta, y_hat, y_worse, scale=1.0 / self.eps)
 
 
 class ProbitTrainer(Trainer):
