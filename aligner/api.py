@@ -96,18 +96,22 @@ class CorpusReport:
 
 
 _WORKER_MODEL: Optional[AlignmentModel] = None
+_WORKER_MODEL_PATH: Optional[str] = None
 
 
 def _worker_init(model_path: str, blas_threads: Optional[int] = None) -> None:
-    """Load the model and warm the decoder once per process; optionally cap BLAS threads
-    (with several worker processes, one BLAS thread each avoids oversubscribing the cores)."""
-    global _WORKER_MODEL
+    """Load the model and warm the decoder once per process, unless it was inherited by fork;
+    optionally cap BLAS threads (with several worker processes, one BLAS thread each avoids
+    oversubscribing the cores)."""
+    global _WORKER_MODEL, _WORKER_MODEL_PATH
     if blas_threads is not None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(blas_threads)
-    _WORKER_MODEL = AlignmentModel.load(model_path)
-    warm_up(_WORKER_MODEL)
+    if _WORKER_MODEL is None or _WORKER_MODEL_PATH != model_path:
+        _WORKER_MODEL = AlignmentModel.load(model_path)
+        _WORKER_MODEL_PATH = model_path
+        warm_up(_WORKER_MODEL)
 
 
 def _align_one(job) -> tuple:
@@ -148,12 +152,16 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     report = CorpusReport(skipped=[p for p in find_audio_files(corpus_dir) if p not in with_transcript])
     jobs_list = [(u.audio, u.transcript, out_dir / (u.name + ".TextGrid")) for u in utterances]
     jobs = max(1, min(jobs, len(jobs_list) or 1))
+    _worker_init(model_path)  # load and warm here: forked workers inherit both
     if jobs == 1:
-        _worker_init(model_path)
         pool = None
         mapper = map
     else:
-        pool = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(model_path, 1))
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
+                                   initargs=(model_path, 1))
         # start every worker (model load + warm-up) before the clock starts
         list(pool.map(_noop, range(jobs)))
         mapper = lambda f, it: pool.map(f, it, chunksize=1)  # noqa: E731
