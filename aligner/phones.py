@@ -27,6 +27,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from aligner.errors import TranscriptError
+from aligner.textfiles import read_text
 
 __all__ = [
     "SILENCE",
@@ -266,19 +267,6 @@ def _looks_like_path(text: str) -> bool:
     return "/" in token or os.sep in token or token.lower().endswith(_TRANSCRIPT_SUFFIXES)
 
 
-def _read_text(path: Path, what: str) -> str:
-    if not path.exists():
-        raise TranscriptError(f"{path}: {what} not found")
-    if path.is_dir():
-        raise TranscriptError(f"{path}: is a directory, not a {what}")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise TranscriptError(f"{path}: not a UTF-8 text file, so not a {what}") from None
-    except OSError as exc:
-        raise TranscriptError(f"{path}: cannot read {what} ({exc.strerror})") from None
-
-
 _INT = re.compile(r"^[+-]?[0-9]+$")
 
 
@@ -325,7 +313,7 @@ def read_transcript(
     if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.exists(source)):
         path = Path(source)
         name, from_file = str(path), True
-        text = _read_text(path, "transcript")
+        text = read_text(path, "transcript", TranscriptError)
         pairs = _tokens_with_lines(text, strict_phn=path.suffix.lower() == ".phn", source=name)
     elif isinstance(source, str):
         if _looks_like_path(source):
@@ -353,7 +341,7 @@ def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]
     file, a malformed line, negative times, ``end <= start`` or a start before the previous one.
     """
     path = Path(path)
-    text = _read_text(path, "phone alignment (.phn)")
+    text = read_text(path, "phone alignment (.phn)", TranscriptError)
     starts: list[int] = []
     ends: list[int] = []
     labels: list[str] = []

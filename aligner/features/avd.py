@@ -35,21 +35,11 @@ from typing import Optional, Union
 import numpy as np
 
 from aligner.errors import FeatureError
+from aligner.textfiles import read_text
 
 PathLike = Union[str, Path]
 
 __all__ = ["read_avd_features", "read_avd_labels", "read_avd_list", "read_avd_example"]
-
-
-def _read_text(path: Path, what: str) -> str:
-    if not path.is_file():
-        raise FeatureError(f"{path}: {what} file not found")
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise FeatureError(f"{path}: {what} file is not UTF-8 text") from None
-    except OSError as exc:
-        raise FeatureError(f"{path}: cannot read {what} file ({exc.strerror or exc})") from None
 
 
 def read_avd_features(path: PathLike, nan_to_zero: bool = True) -> np.ndarray:
@@ -63,7 +53,7 @@ def read_avd_features(path: PathLike, nan_to_zero: bool = True) -> np.ndarray:
             (or is infinite), or rows of different lengths (ragged) - naming file and line.
     """
     path = Path(path)
-    text = _read_text(path, "feature")
+    text = read_text(path, "feature file", FeatureError)
     rows = []
     n_cols = None
     first_line = 0
@@ -111,7 +101,7 @@ def read_avd_labels(path: PathLike, n_frames: Optional[int] = None) -> tuple[int
             ``onset >= offset``, a negative frame, or a frame beyond ``n_frames``.
     """
     path = Path(path)
-    lines = [ln for ln in _read_text(path, "label").splitlines() if ln.strip()]
+    lines = [ln for ln in read_text(path, "label file", FeatureError).splitlines() if ln.strip()]
     if len(lines) < 2:
         raise FeatureError(f"{path}: expected 2 lines ('1 2', then 'onset offset'), got {len(lines)}")
     fields = lines[1].split()
@@ -151,7 +141,7 @@ def read_avd_list(list_file: PathLike, root: Optional[PathLike] = None) -> list[
     list_file = Path(list_file)
     root = list_file.parent if root is None else Path(root)
     pairs = []
-    for lineno, line in enumerate(_read_text(list_file, "list").splitlines(), start=1):
+    for lineno, line in enumerate(read_text(list_file, "list file", FeatureError).splitlines(), start=1):
         fields = line.split()
         if not fields:
             continue
