@@ -18,7 +18,7 @@ from .errors import ModelError
 from .features.mfcc import FRAME_SHIFT, SAMPLE_RATE, boundary_time, mfcc_features
 from .models import ALIGNMENT_KIND, load_bundle, save_bundle
 from .phones import CLASSES39, PhoneSet
-from .tasks.alignment import AlignmentInput, AlignmentTask, make_alignment_input
+from .tasks.alignment import FEATURE_NAMES, AlignmentInput, AlignmentTask, make_alignment_input
 
 #: longest phone the decoder considers by default (frames; 10 ms each), except silence
 MAX_PHONE_FRAMES = 60
@@ -114,18 +114,12 @@ class AlignmentModel:
     def save(self, directory) -> None:
         arrays = {"classifier": self.classifier.to_arrays(), "durations": self.durations.to_arrays()}
         params = {"alignment": {"weights": [float(v) for v in self.weights],
-                                "feature_names": list(self.task_feature_names()),
+                                "feature_names": list(FEATURE_NAMES),
                                 "min_frames": int(self.min_frames),
                                 "classes": list(CLASSES39),
                                 "frame_shift_samples": FRAME_SHIFT,
                                 "sample_rate": SAMPLE_RATE}}
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
-
-    @staticmethod
-    def task_feature_names() -> tuple:
-        from .tasks.alignment import FEATURE_NAMES
-
-        return FEATURE_NAMES
 
     @classmethod
     def load(cls, directory) -> "AlignmentModel":
@@ -133,8 +127,8 @@ class AlignmentModel:
         try:
             p = params["alignment"]
             weights = np.asarray(p["weights"], dtype=float)
-            if weights.shape != (len(cls.task_feature_names()),) or not np.all(np.isfinite(weights)):
-                raise ValueError(f"weights must be {len(cls.task_feature_names())} finite numbers")
+            if weights.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(weights)):
+                raise ValueError(f"weights must be {len(FEATURE_NAMES)} finite numbers")
             if list(p["classes"]) != list(CLASSES39):
                 raise ValueError("phone classes differ from this aligner's")
             durations = DurationStats.from_arrays(arrays["durations"])
