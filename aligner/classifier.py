@@ -3,19 +3,21 @@
 A multiclass SVM on the acoustic vector of frame ``t`` with ``context`` frames
 on either side, its RBF kernel approximated by the Nystroem method:
 
-1. stack frames ``t - c .. t + c`` (edges repeated) into one ``(2c+1) * 42`` vector
-   and standardise every dimension with the training set's mean and spread;
+1. stack frames ``t - c .. t + c`` (edges repeated) into one ``d = (2c+1) * 42``
+   vector, standardise every dimension with the training set's mean and spread,
+   and project it on its first ``pca_dims`` principal components (128 of 378);
 2. kernel values against ``n_components`` landmarks (k-means centres of the
    training vectors): ``k_j(x) = exp(-gamma / d * ||x - l_j||^2)``;
 3. one-vs-rest linear SVMs (squared hinge, L2, one bias per class) on the
    Nystroem features ``k(x) K_LL^{-1/2}``, trained in the primal with L-BFGS;
-4. the SVM outputs are averaged over ``2 smooth + 1`` frames.
+4. optionally, the SVM outputs are averaged over ``2 smooth + 1`` frames (off by
+   default: it blurs phone boundaries more than it helps frame accuracy).
 
 At prediction time the whitening ``K_LL^{-1/2}`` is folded into the linear
-weights, so :meth:`FrameClassifier.scores` is one (T, d) x (d, m) product, an
-``exp`` and one (T, m) x (m, n_classes) product in float32: about 1 ms per
-second of audio (100 frames) for m = 2000 and d = 378. No scikit-learn, no
-per-frame Python at predict time.
+weights, so :meth:`FrameClassifier.scores` is a (T, 378) x (378, 128) product,
+a (T, 128) x (128, m) product, an ``exp`` and a (T, m) x (m, n_classes) product
+in float32: about 1 ms per second of audio (100 frames) on one core for
+m = 2000. No scikit-learn, no per-frame Python at predict time.
 
 ``scores`` returns calibrated log-posteriors ``log softmax(a * f(x))`` of the SVM
 outputs ``f`` (natural log; temperature ``a`` fitted on held-out utterances),
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Mapping, Sequence
+from typing import Mapping, Optional, Sequence
 
 import numpy as np
 import scipy.optimize
@@ -47,9 +49,12 @@ FORMAT_VERSION = 1
 
 _HYPER = ("n_classes", "n_features", "context", "n_components", "gamma", "C", "seed",
           "max_iter", "kmeans_iter", "calibration_fraction", "prior_division", "smooth",
-          "max_train_frames", "blas_threads")
-_LEARNED = ("mean", "inv_std", "landmarks", "landmark_sqnorm", "weights", "bias",
+          "max_train_frames", "blas_threads", "pca_dims")
+_LEARNED = ("mean", "inv_std", "projection", "landmarks", "landmark_sqnorm", "weights", "bias",
             "temperature", "log_prior")
+# arrays added after format 1 was first written, with the values that reproduce older files
+_OPTIONAL = {"pca_dims": np.array(0, np.int64), "blas_threads": np.array(1, np.int64),
+             "projection": np.zeros((0, 0), np.float32)}
 
 
 def stack_context(frames: np.ndarray, context: int) -> np.ndarray:
@@ -130,16 +135,19 @@ class FrameClassifier:
     max_train_frames : train on a random subset of this many frames when given more
         (bounds the training time on large corpora; 0 = no limit).
     n_features : dimension of one input frame (42 for :func:`aligner.features.mfcc.mfcc_features`).
+    pca_dims : if > 0, the standardised context vectors are projected on their first
+        ``pca_dims`` principal components before the kernel (cuts the predict cost; the
+        kernel width stays relative to the full dimension).
     blas_threads : BLAS threads used by :meth:`fit` and :meth:`scores` (0 = the library's
         default). 1 is fastest per core when several files are processed in parallel
         or the cores are shared; it makes no difference to the results.
     """
 
     def __init__(self, n_classes: int = 39, context: int = 4, n_components: int = 2000,
-                 gamma: float = 0.5, C: float = 1.0, seed: int = 0, max_iter: int = 150,
+                 gamma: float = 0.75, C: float = 1.0, seed: int = 0, max_iter: int = 150,
                  kmeans_iter: int = 5, calibration_fraction: float = 0.2,
-                 prior_division: bool = True, smooth: int = 1, max_train_frames: int = 60000,
-                 n_features: int = 42, blas_threads: int = 1):
+                 prior_division: bool = True, smooth: int = 0, max_train_frames: int = 60000,
+                 n_features: int = 42, blas_threads: int = 1, pca_dims: int = 128):
         self.n_classes = int(n_classes)
         self.context = int(context)
         self.n_components = int(n_components)
@@ -154,6 +162,7 @@ class FrameClassifier:
         self.max_train_frames = int(max_train_frames)
         self.n_features = int(n_features)
         self.blas_threads = int(blas_threads)
+        self.pca_dims = int(pca_dims)
         self._fitted = False
         #: wall-clock seconds the last :meth:`fit` took
         self.train_seconds_ = float("nan")
@@ -174,19 +183,22 @@ class FrameClassifier:
         return frames
 
     def fit(self, frames_list: Sequence[np.ndarray],
-            labels_list: Sequence[np.ndarray]) -> "FrameClassifier":
+            labels_list: Sequence[np.ndarray], groups: Optional[Sequence] = None) -> "FrameClassifier":
         """Train on utterances and return ``self``.
 
         ``frames_list[i]``: (T_i, n_features) frames of utterance i;
-        ``labels_list[i]``: (T_i,) int class of each frame, in ``0 .. n_classes-1``.
+        ``labels_list[i]``: (T_i,) int class of each frame, in ``0 .. n_classes-1``;
+        ``groups[i]`` (optional): a key shared by copies of one recording (e.g. its
+        vocal-tract-length-perturbed versions), so the calibration hold-out takes whole groups
+        and never calibrates on a copy of a training utterance.
         """
         t0 = time.perf_counter()
         with _blas_threads(self.blas_threads):
-            self._fit(frames_list, labels_list)
+            self._fit(frames_list, labels_list, groups)
         self.train_seconds_ = time.perf_counter() - t0
         return self
 
-    def _fit(self, frames_list, labels_list) -> None:
+    def _fit(self, frames_list, labels_list, groups=None) -> None:
         if len(frames_list) != len(labels_list) or len(frames_list) == 0:
             raise ValueError(f"fit needs one label array per frame array (at least one), got "
                              f"{len(frames_list)} frame arrays and {len(labels_list)} label arrays")
@@ -215,6 +227,12 @@ class FrameClassifier:
         self.inv_std = (1.0 / np.maximum(X.std(axis=0, dtype=np.float64), 1e-6)).astype(np.float32)
         P = (X - self.mean) * self.inv_std
         del X
+        if 0 < self.pca_dims < d:
+            w, V = np.linalg.eigh(P.T.astype(np.float64) @ P / n)
+            self.projection = np.ascontiguousarray(V[:, ::-1][:, :self.pca_dims]).astype(np.float32)
+            P = P @ self.projection
+        else:
+            self.projection = np.zeros((0, 0), np.float32)
 
         g = self.gamma / d
         L = _kmeans(P, min(self.n_components, n), self.kmeans_iter, rng)
@@ -225,12 +243,18 @@ class FrameClassifier:
         self.log_prior = np.log((counts + 1.0) / (counts.sum() + self.n_classes)).astype(np.float32)
 
         # temperature from held-out utterances, then the final fit on everything
-        n_utt = len(ys)
-        n_held = min(int(round(self.calibration_fraction * n_utt)), n_utt - 1)
+        if groups is None:
+            group_of = np.arange(len(ys))
+        else:
+            if len(groups) != len(ys):
+                raise ValueError(f"{len(groups)} groups for {len(ys)} utterances")
+            group_of = np.unique(np.asarray([str(g) for g in groups]), return_inverse=True)[1]
+        n_grp = int(group_of.max()) + 1
+        n_held = min(int(round(self.calibration_fraction * n_grp)), n_grp - 1)
         if self.calibration_fraction > 0 and n_held >= 1:
-            held = np.zeros(n_utt, bool)
-            held[rng.permutation(n_utt)[:n_held]] = True
-            tr = ~held[utt]
+            held = np.zeros(n_grp, bool)
+            held[rng.permutation(n_grp)[:n_held]] = True
+            tr = ~held[group_of[utt]]
             W, b = _fit_ovr_sqhinge(Z[tr], y[tr], self.n_classes, self.C, self.max_iter)
             dec = _smooth_by_utterance(Z[~tr] @ W + b, utt[~tr], self.smooth)
             self.temperature = np.float32(_fit_temperature(dec, y[~tr]))
@@ -258,6 +282,8 @@ class FrameClassifier:
         P = (P - self.mean) * self.inv_std
         g = np.float32(self.gamma / P.shape[1])
         with _blas_threads(self.blas_threads):
+            if self.projection.size:
+                P = P @ self.projection
             # -g ||p - l||^2 = 2 g p.l - g ||p||^2 - g ||l||^2
             E = P @ self.landmarks.T
             E *= 2 * g
@@ -310,6 +336,7 @@ class FrameClassifier:
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "FrameClassifier":
         """Rebuild a trained classifier from :meth:`to_arrays` output (or an ``np.load`` result)."""
+        arrays = {**_OPTIONAL, **{k: arrays[k] for k in arrays.keys()}}
         missing = [k for k in ("format_version",) + _HYPER + _LEARNED if k not in arrays]
         if missing:
             raise ModelError(f"the frame classifier arrays lack {', '.join(missing)}")
@@ -325,7 +352,9 @@ class FrameClassifier:
             setattr(clf, k, v if v.ndim else np.float32(v))
         d = clf.n_features * (2 * clf.context + 1)
         m = clf.landmarks.shape[0] if clf.landmarks.ndim == 2 else -1
-        expected = {"mean": (d,), "inv_std": (d,), "landmarks": (m, d), "landmark_sqnorm": (m,),
+        k = clf.pca_dims if 0 < clf.pca_dims < d else 0
+        expected = {"mean": (d,), "inv_std": (d,), "projection": (d, k) if k else (0, 0),
+                    "landmarks": (m, k or d), "landmark_sqnorm": (m,),
                     "weights": (m, clf.n_classes), "bias": (clf.n_classes,),
                     "log_prior": (clf.n_classes,), "temperature": ()}
         for k, shape in expected.items():

@@ -107,15 +107,18 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data" / "timit-sample")
     ap.add_argument("--json", action="store_true", help="print one JSON object only")
     ap.add_argument("--folds", type=int, default=4, help="run only the first N of the 4 folds")
-    ap.add_argument("--context", type=int, default=4)
-    ap.add_argument("--n-components", type=int, default=2000)
-    ap.add_argument("--gamma", type=float, default=0.5)
-    ap.add_argument("--C", type=float, default=1.0)
-    ap.add_argument("--max-iter", type=int, default=150)
-    ap.add_argument("--kmeans-iter", type=int, default=5)
-    ap.add_argument("--smooth", type=int, default=1)
-    ap.add_argument("--calibration-fraction", type=float, default=0.2)
-    ap.add_argument("--seed", type=int, default=0)
+    default = FrameClassifier().get_params()  # the benchmark's defaults are the classifier's
+    ap.add_argument("--context", type=int, default=default["context"])
+    ap.add_argument("--n-components", type=int, default=default["n_components"])
+    ap.add_argument("--gamma", type=float, default=default["gamma"])
+    ap.add_argument("--C", type=float, default=default["C"])
+    ap.add_argument("--max-iter", type=int, default=default["max_iter"])
+    ap.add_argument("--kmeans-iter", type=int, default=default["kmeans_iter"])
+    ap.add_argument("--smooth", type=int, default=default["smooth"])
+    ap.add_argument("--max-train-frames", type=int, default=default["max_train_frames"])
+    ap.add_argument("--calibration-fraction", type=float, default=default["calibration_fraction"])
+    ap.add_argument("--pca-dims", type=int, default=default["pca_dims"])
+    ap.add_argument("--seed", type=int, default=default["seed"])
     ap.add_argument("--vtlp", default="",
                     help="comma-separated warp factors (e.g. 0.9,1.1): add training copies of every "
                          "training utterance with vocal tract length perturbation")
@@ -137,6 +140,7 @@ def main(argv=None) -> int:
     params = dict(context=args.context, n_components=args.n_components, gamma=args.gamma, C=args.C,
                   max_iter=args.max_iter, kmeans_iter=args.kmeans_iter, smooth=args.smooth,
                   calibration_fraction=args.calibration_fraction, seed=args.seed,
+                  max_train_frames=args.max_train_frames, pca_dims=args.pca_dims,
                   n_classes=len(CLASSES39))
     log(f"VTLP training copies at warps {warps}; " if warps else "", end="")
     log(f"{len(utts)} utterances, {sum(len(u['frames']) for u in utts)} frames, "

@@ -51,6 +51,7 @@ def main(argv=None):
     p.add_argument("--params", default="{}", help="trainer parameters, JSON")
     p.add_argument("--classifier", default="{}", help="classifier parameters, JSON")
     p.add_argument("--val-speakers", type=int, default=2)
+    p.add_argument("--warps", default="0.9,1.1", help="VTLP factors of the classifier's training copies ('' = none)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
@@ -58,7 +59,7 @@ def main(argv=None):
         sys.exit(f"error: {args.data}: corpus not found")
     start = time.perf_counter()
     utterances = find_utterances(args.data)
-    data = load_utterances(utterances)
+    data = load_utterances(utterances, warps=tuple(float(w) for w in args.warps.split(',') if w.strip()))
     by_name = {d.name: d for d in data}
     folds = speaker_folds(data, args.folds)
     histories = []

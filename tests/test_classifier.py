@@ -74,6 +74,28 @@ def test_save_load_round_trip_is_identical(trained):
         assert np.array_equal(clf.predict(f), trained.predict(f))
 
 
+def test_pca_variant_round_trip_and_accuracy():
+    frames, labels = _synthetic(12)
+    clf = FrameClassifier(n_classes=4, context=2, pca_dims=20, **SMALL).fit(frames, labels)
+    assert clf.projection.shape == (5 * 42, 20) and clf.landmarks.shape[1] == 20
+    test_frames, test_labels = _synthetic(3, seed=9)
+    acc = np.mean(np.concatenate([clf.predict(f) == y for f, y in zip(test_frames, test_labels)]))
+    assert acc > 0.9
+    buffer = io.BytesIO()
+    np.savez(buffer, **clf.to_arrays())
+    buffer.seek(0)
+    with np.load(buffer, allow_pickle=False) as loaded:
+        again = FrameClassifier.from_arrays(loaded)
+    assert np.array_equal(again.scores(test_frames[0]), clf.scores(test_frames[0]))
+
+
+def test_files_without_later_optional_arrays_still_load():
+    frames, labels = _synthetic(6)
+    clf = FrameClassifier(n_classes=4, context=2, pca_dims=0, **SMALL).fit(frames, labels)
+    old = {k: v for k, v in clf.to_arrays().items() if k not in ("pca_dims", "projection", "blas_threads")}
+    assert np.array_equal(FrameClassifier.from_arrays(old).scores(frames[0]), clf.scores(frames[0]))
+
+
 def test_from_arrays_rejects_bad_input(trained):
     arrays = trained.to_arrays()
     with pytest.raises(ModelError, match="weights"):
@@ -137,3 +159,14 @@ def test_real_timit_frames():
     acc = np.mean(clf.predict(frames[2]) == labels[2])
     majority = np.bincount(labels[2]).max() / len(labels[2])
     assert acc > majority + 0.05, (acc, majority)
+
+
+def test_groups_keep_copies_together_in_calibration():
+    """Copies of one recording (VTLP) share a group; the group count must match the utterances."""
+    frames, labels = _synthetic(6, seed=5)
+    copies = [f + 0.01 for f in frames]
+    clf = FrameClassifier(n_classes=4, context=1, calibration_fraction=0.34, **SMALL)
+    clf.fit(frames + copies, labels + labels, groups=list(range(6)) * 2)
+    assert clf.temperature > 0 and np.isfinite(clf.temperature)
+    with pytest.raises(ValueError, match="groups"):
+        FrameClassifier(n_classes=4, **SMALL).fit(frames, labels, groups=[0, 1])

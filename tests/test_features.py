@@ -63,6 +63,16 @@ def test_wrong_sample_rate_raises():
         mfcc_features(np.zeros(8000), sample_rate=8000)
 
 
+def test_vtlp_warp():
+    audio = _noise(8000) + np.sin(np.arange(8000) * 0.3)
+    assert np.array_equal(mfcc_features(audio, warp=1.0), mfcc_features(audio))
+    warped = mfcc_features(audio, warp=1.1)
+    assert warped.shape == (n_frames(8000), 42) and np.all(np.isfinite(warped))
+    assert not np.allclose(warped, mfcc_features(audio))
+    with pytest.raises(FeatureError):
+        mfcc_features(audio, warp=3.0)
+
+
 def test_frames_are_not_centred():
     """Frame t covers samples [160 t, 160 t + 400): a click at sample 5000 lights frames 29-31."""
     audio = 1e-4 * _noise(16000)
