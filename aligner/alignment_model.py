@@ -3,7 +3,8 @@
 :class:`AlignmentModel` turns a recording's samples and its phone symbols into phone
 intervals in seconds: 10 ms MFCC frames (:mod:`aligner.features.mfcc`), classifier scores
 (:mod:`aligner.classifier`), the 7-dim feature map and its segmental DP
-(:mod:`aligner.tasks.alignment`). It saves to and loads from a model bundle
+(:mod:`aligner.tasks.alignment`), then, when the model has one, a sub-frame shift of every
+boundary (:mod:`aligner.boundary_refinement`). It saves to and loads from a model bundle
 (:mod:`aligner.models`), without pickle.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .boundary_refinement import BoundaryRefiner
 from .classifier import FrameClassifier
 from .errors import ModelError
 from .features.mfcc import FRAME_SHIFT, SAMPLE_RATE, boundary_time, mfcc_features
@@ -27,23 +29,50 @@ MAX_SILENCE_FRAMES = 200
 SILENCE_CLASS = CLASSES39.index("sil")
 
 
+#: a transcript symbol gets duration statistics of its own (rather than its class's) when the
+#: training data hold at least this many of it
+MIN_SYMBOL_COUNT = 10
+
+
+def duration_key(symbol: str) -> str:
+    """The key of a transcript symbol in the per-symbol duration table: lower case, stress
+    digits dropped (ARPAbet ``AH0`` -> ``ah``, TIMIT ``h#`` stays ``h#``)."""
+    return symbol.strip().lower().rstrip("012")
+
+
 @dataclass
 class DurationStats:
-    """Per-class phone durations, in frames: mean, std, and the longest length the decoder tries."""
+    """Phone durations, in frames: mean, std, and the longest length the decoder tries.
+
+    Per class of :data:`CLASSES39` (``mean``, ``std``, ``max_frames``, shape (39,)), and per
+    transcript symbol seen at least :data:`MIN_SYMBOL_COUNT` times in training
+    (``symbols`` (S,) keys of :func:`duration_key`, ``symbol_mean``/``symbol_std``/
+    ``symbol_max_frames`` (S,)). The class of silence holds TIMIT's utterance-edge silence
+    ``h#``, pauses, stop closures and glottal stops alike; their own statistics keep a 30 ms
+    closure from being given the spread of a 1 s pause.
+    """
 
     mean: np.ndarray
     std: np.ndarray
     max_frames: np.ndarray
+    symbols: np.ndarray = field(default_factory=lambda: np.zeros(0, "<U8"))
+    symbol_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    symbol_std: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    symbol_max_frames: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @classmethod
     def fit(cls, lengths_by_class: list, n_classes: int = len(CLASSES39),
-            max_phone_frames: int = MAX_PHONE_FRAMES, max_silence_frames: int = MAX_SILENCE_FRAMES):
-        """Statistics from observed lengths: ``lengths_by_class[c]`` is a list of lengths (frames).
+            max_phone_frames: int = MAX_PHONE_FRAMES, max_silence_frames: int = MAX_SILENCE_FRAMES,
+            lengths_by_symbol: dict | None = None, min_symbol_count: int = MIN_SYMBOL_COUNT):
+        """Statistics from observed lengths: ``lengths_by_class[c]`` is a list of lengths (frames);
+        ``lengths_by_symbol`` maps a transcript symbol to ``(class, lengths)``.
 
         A class never seen gets the mean and std of all phones. ``max_frames`` is twice the
         longest observed length, at least 15 frames, capped at ``max_phone_frames``
         (``max_silence_frames`` for silence; an unseen class gets the cap). The decoder's time
         grows with these lengths: on the TIMIT sample, silences of up to 99 frames give 198.
+        Symbols are kept when seen at least ``min_symbol_count`` times, with the same rules
+        (capped by their class's cap).
         """
         every = np.concatenate([np.asarray(v, float) for v in lengths_by_class if len(v)])
         mean = np.full(n_classes, every.mean())
@@ -58,15 +87,53 @@ class DurationStats:
                 if len(v) > 1:
                     std[c] = v.std()
                 max_frames[c] = int(np.clip(2 * v.max(), 15, caps[c]))
-        return cls(mean, np.maximum(std, 1.0), max_frames)
+        keys, s_mean, s_std, s_max = [], [], [], []
+        for sym, (c, lengths) in sorted((lengths_by_symbol or {}).items()):
+            v = np.asarray(lengths, float)
+            if len(v) >= max(min_symbol_count, 2):
+                keys.append(duration_key(sym))
+                s_mean.append(v.mean())
+                s_std.append(max(v.std(), 1.0))
+                s_max.append(int(np.clip(2 * v.max(), 15, caps[c])))
+        return cls(mean, np.maximum(std, 1.0), max_frames, np.array(keys, "<U8"),
+                   np.array(s_mean, float), np.array(s_std, float), np.array(s_max, np.int64))
+
+    def for_phones(self, classes: np.ndarray, symbols=None) -> tuple:
+        """``(mean, std, max_frames)``, each (K,), of phones of ``classes`` (K,) written as
+        ``symbols`` (K transcript symbols, optional): a symbol's own statistics when it has
+        them, its class's otherwise."""
+        classes = np.asarray(classes, np.int64)
+        mean, std, mx = self.mean[classes].copy(), self.std[classes].copy(), self.max_frames[classes].copy()
+        if symbols is not None and len(self.symbols):
+            index = {k: i for i, k in enumerate(self.symbols.tolist())}
+            for k, sym in enumerate(symbols):
+                i = index.get(duration_key(sym))
+                if i is not None:
+                    mean[k], std[k], mx[k] = self.symbol_mean[i], self.symbol_std[i], self.symbol_max_frames[i]
+        return mean, std, mx
 
     def to_arrays(self) -> dict:
-        return {"mean": self.mean, "std": self.std, "max_frames": self.max_frames}
+        return {"mean": self.mean, "std": self.std, "max_frames": self.max_frames,
+                "symbols": np.asarray(self.symbols, "<U8"), "symbol_mean": self.symbol_mean,
+                "symbol_std": self.symbol_std, "symbol_max_frames": self.symbol_max_frames}
 
     @classmethod
     def from_arrays(cls, d: dict):
-        return cls(np.asarray(d["mean"], float), np.asarray(d["std"], float),
-                   np.asarray(d["max_frames"], np.int64))
+        if "symbols" not in d:  # written before per-symbol statistics
+            return cls(np.asarray(d["mean"], float), np.asarray(d["std"], float),
+                       np.asarray(d["max_frames"], np.int64))
+        out = cls(np.asarray(d["mean"], float), np.asarray(d["std"], float),
+                  np.asarray(d["max_frames"], np.int64), np.asarray(d["symbols"]).astype("<U8"),
+                  np.asarray(d["symbol_mean"], float), np.asarray(d["symbol_std"], float),
+                  np.asarray(d["symbol_max_frames"], np.int64))
+        n = len(out.symbols)
+        if not (out.symbols.ndim == 1 and out.symbol_mean.shape == out.symbol_std.shape
+                == out.symbol_max_frames.shape == (n,)):
+            raise ValueError("per-symbol duration statistics have mismatched shapes")
+        if n and (not np.all(np.isfinite(out.symbol_mean)) or not np.all(out.symbol_std > 0)
+                  or not np.all(out.symbol_max_frames >= 1)):
+            raise ValueError("per-symbol duration statistics hold invalid values")
+        return out
 
 
 @dataclass
@@ -78,41 +145,58 @@ class AlignmentModel:
     weights: np.ndarray
     min_frames: int = 1
     training: dict = field(default_factory=dict)
+    refiner: BoundaryRefiner | None = None  #: sub-frame boundary shifts; None = grid times
 
     @property
     def task(self) -> AlignmentTask:
         return AlignmentTask()
 
     def make_input(self, frames: np.ndarray, phone_classes: np.ndarray, scores: np.ndarray | None = None,
-                   name: str = "<utterance>") -> AlignmentInput:
-        """The DP input of one utterance from its MFCC frames (T, 42) and phone classes (K,)."""
+                   name: str = "<utterance>", symbols=None) -> AlignmentInput:
+        """The DP input of one utterance from its MFCC frames (T, 42) and phone classes (K,);
+        ``symbols`` (the K transcript symbols) select per-symbol duration statistics."""
         if scores is None:
             scores = self.classifier.scores(frames)
-        d = self.durations
-        return make_alignment_input(scores, frames, phone_classes, d.mean[phone_classes],
-                                    d.std[phone_classes], d.max_frames[phone_classes],
+        mean, std, max_frames = self.durations.for_phones(phone_classes, symbols)
+        return make_alignment_input(scores, frames, phone_classes, mean, std, max_frames,
                                     self.min_frames, name=name)
 
     def align_frames(self, x: AlignmentInput) -> np.ndarray:
         """Start frame of every phone (K,), by the DP with this model's weights."""
         return self.task.decode(x, self.weights)
 
+    def start_times(self, y: np.ndarray, scores: np.ndarray, frames: np.ndarray,
+                    phone_classes: np.ndarray, duration_s: float) -> np.ndarray:
+        """Start times in **seconds** (K,) of phones decoded to start frames ``y``.
+
+        The boundary before frame t is at :func:`~aligner.features.mfcc.boundary_time` ``(t)``,
+        shifted by the refiner when the model has one; the first phone starts at 0.
+        """
+        if self.refiner is None:
+            return np.concatenate([[0.0], boundary_time(np.asarray(y)[1:])])
+        return self.refiner.start_times(scores, frames, phone_classes, y, duration_s)
+
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
               name: str = "<utterance>") -> list:
         """Phone intervals ``[(start_s, end_s, symbol), ...]`` covering the whole recording.
 
         ``samples``: float mono audio at 16 kHz. Phone k's start is the boundary before its
-        first frame (:func:`~aligner.features.mfcc.boundary_time`); the first phone starts at 0
-        and the last ends at the end of the audio.
+        first frame (:meth:`start_times`); the first phone starts at 0 and the last ends at
+        the end of the audio.
         """
         frames = mfcc_features(samples, SAMPLE_RATE)
         classes = phone_set.class_indices(symbols)
-        y = self.align_frames(self.make_input(frames, classes, name=name))
-        return starts_to_intervals(y, symbols, len(samples) / SAMPLE_RATE)
+        scores = self.classifier.scores(frames)
+        y = self.align_frames(self.make_input(frames, classes, scores, name=name, symbols=symbols))
+        duration_s = len(samples) / SAMPLE_RATE
+        return times_to_intervals(self.start_times(y, scores, frames, classes, duration_s), symbols,
+                                  duration_s)
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory) -> None:
         arrays = {"classifier": self.classifier.to_arrays(), "durations": self.durations.to_arrays()}
+        if self.refiner is not None:
+            arrays["refiner"] = self.refiner.to_arrays()
         params = {"alignment": {"weights": [float(v) for v in self.weights],
                                 "feature_names": list(FEATURE_NAMES),
                                 "min_frames": int(self.min_frames),
@@ -136,13 +220,19 @@ class AlignmentModel:
                 raise ValueError("duration statistics have the wrong shape")
             classifier = FrameClassifier.from_arrays(arrays["classifier"])
             min_frames = int(p["min_frames"])
-        except (KeyError, ValueError, TypeError) as exc:
+            refiner = BoundaryRefiner.from_arrays(arrays["refiner"]) if "refiner" in arrays else None
+        except (KeyError, ValueError, TypeError, ModelError) as exc:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
-        return cls(classifier, durations, weights, min_frames, manifest.get("training", {}))
+        return cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner)
 
 
 def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list:
     """Phone start frames -> ``[(start_s, end_s, symbol)]``; first start 0, last end ``duration_s``."""
-    starts = [0.0] + [float(boundary_time(int(t))) for t in y[1:]]
+    return times_to_intervals(np.concatenate([[0.0], boundary_time(np.asarray(y)[1:])]), symbols, duration_s)
+
+
+def times_to_intervals(starts_s: np.ndarray, symbols: list, duration_s: float) -> list:
+    """Phone start times (s) -> ``[(start_s, end_s, symbol)]``; the last ends at ``duration_s``."""
+    starts = [float(t) for t in starts_s]
     ends = starts[1:] + [float(duration_s)]
     return [(s, e, sym) for s, e, sym in zip(starts, ends, symbols)]

@@ -19,7 +19,8 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .alignment_model import AlignmentModel, DurationStats
+from .alignment_model import AlignmentModel, DurationStats, duration_key
+from .boundary_refinement import BoundaryRefiner, boundary_features
 from .audio import load_audio
 from .classifier import FrameClassifier
 from .corpus import Utterance, speaker_folds
@@ -57,6 +58,7 @@ class UtteranceData:
     y: np.ndarray  #: (K,) reference start frames
     duration_s: float
     warped: list = field(default_factory=list)  #: (T, 42) frames of VTLP copies (classifier training only)
+    starts_s: Optional[np.ndarray] = None  #: (K,) hand-labelled start times, seconds
 
     @property
     def frame_labels(self) -> np.ndarray:
@@ -91,7 +93,7 @@ def load_utterance(utt: Utterance, warps: tuple = ()) -> UtteranceData:
     y = reference_starts(starts, len(frames))
     warped = [mfcc_features(samples, warp=w) for w in warps]
     return UtteranceData(utt.name, utt.speaker, frames, phone_set.class_indices(labels), list(labels), y,
-                         len(samples) / 16000, warped)
+                         len(samples) / 16000, warped, np.asarray(starts, np.float64) / 16000)
 
 
 def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS) -> list:
@@ -105,13 +107,15 @@ def load_utterances(utterances: list, progress: Progress = None, warps: tuple = 
 
 
 def duration_stats(data: list) -> DurationStats:
-    """Per-class duration statistics (frames) of the reference alignments in ``data``."""
+    """Per-class and per-symbol duration statistics (frames) of the reference alignments in ``data``."""
     by_class = [[] for _ in CLASSES39]
+    by_symbol = {}
     for d in data:
         lengths = np.diff(np.append(d.y, len(d.frames)))
-        for c, n in zip(d.classes, lengths):
+        for c, sym, n in zip(d.classes, d.symbols, lengths):
             by_class[c].append(int(n))
-    return DurationStats.fit(by_class)
+            by_symbol.setdefault(duration_key(sym), (int(c), []))[1].append(int(n))
+    return DurationStats.fit(by_class, lengths_by_symbol=by_symbol)
 
 
 def fit_classifier(data: list, classifier_params: dict) -> FrameClassifier:
@@ -142,6 +146,22 @@ def out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progre
     return scores
 
 
+def fit_boundary_refiner(model: AlignmentModel, data: list, scores: list) -> BoundaryRefiner:
+    """A :class:`BoundaryRefiner` fitted on ``data`` decoded by ``model`` with ``scores``.
+
+    ``scores`` must be out of fold (as for the weights), so the refiner learns the shifts the
+    decoder needs on speakers the classifier has not seen.
+    """
+    features, shifts = [], []
+    for d, s in zip(data, scores):
+        if d.starts_s is None:
+            raise ValueError(f"{d.name}: no hand-labelled times to fit the boundary refiner on")
+        y = model.align_frames(model.make_input(d.frames, d.classes, s, name=d.name, symbols=d.symbols))
+        features.append(boundary_features(s, d.frames, d.classes, y))
+        shifts.append(1000.0 * (d.starts_s[1:] - model.start_times(y, s, d.frames, d.classes, d.duration_s)[1:]))
+    return BoundaryRefiner().fit(features, shifts)
+
+
 def train_alignment_model(
     data: list,
     trainer: str = "orbit",
@@ -152,11 +172,13 @@ def train_alignment_model(
     task_params: Optional[dict] = None,
     progress: Progress = None,
     epoch_callback=None,
+    refine: bool = True,
 ) -> tuple:
     """Train an :class:`AlignmentModel` on ``data`` (list of :class:`UtteranceData`).
 
     Returns ``(model, fit_result)``. ``n_val_speakers`` speakers (the last in sorted order)
-    form the early-stopping validation set of the weight training; 0 disables it.
+    form the early-stopping validation set of the weight training; 0 disables it. With
+    ``refine``, a :class:`BoundaryRefiner` is fitted on the out-of-fold decodes of ``data``.
     """
     start = time.perf_counter()
     classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
@@ -168,7 +190,8 @@ def train_alignment_model(
         progress("final classifier", 1, 1)
 
     model = AlignmentModel(final_classifier, durations, np.zeros(7))
-    inputs = [model.make_input(d.frames, d.classes, s, name=d.name) for d, s in zip(data, oof)]
+    inputs = [model.make_input(d.frames, d.classes, s, name=d.name, symbols=d.symbols)
+              for d, s in zip(data, oof)]
     speakers = sorted({d.speaker for d in data})
     val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
     train_idx = [i for i, d in enumerate(data) if d.speaker not in val_speakers]
@@ -183,6 +206,8 @@ def train_alignment_model(
         callback=epoch_callback,
     )
     model.weights = result.w
+    if refine:
+        model.refiner = fit_boundary_refiner(model, data, oof)
     model.training = {
         "utterances": len(data),
         "speakers": speakers,
@@ -193,6 +218,7 @@ def train_alignment_model(
         "classifier_params": classifier_params,
         "classifier_folds": n_folds,
         "vtlp_copies_per_utterance": len(data[0].warped) if data else 0,
+        "boundary_refinement": bool(refine),
         "best_epoch": result.best_epoch,
         "history": result.history_dicts(),
         "decodes_per_update": result.decodes_per_update,

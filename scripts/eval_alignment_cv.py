@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from aligner.alignment_model import starts_to_intervals  # noqa: E402
+from aligner.alignment_model import starts_to_intervals, times_to_intervals  # noqa: E402
 from aligner.corpus import find_utterances, speaker_folds  # noqa: E402
 from aligner.evaluation import evaluate_directories  # noqa: E402
 from aligner.textgrids import write_textgrid  # noqa: E402
@@ -52,6 +52,7 @@ def main(argv=None):
     p.add_argument("--classifier", default="{}", help="classifier parameters, JSON")
     p.add_argument("--val-speakers", type=int, default=2)
     p.add_argument("--warps", default="0.9,1.1", help="VTLP factors of the classifier's training copies ('' = none)")
+    p.add_argument("--no-refine", action="store_true", help="no sub-frame boundary refinement")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
@@ -69,13 +70,18 @@ def main(argv=None):
         t0 = time.perf_counter()
         model, result = train_alignment_model(
             train, args.trainer, json.loads(args.params), json.loads(args.classifier),
-            n_folds=args.inner_folds, n_val_speakers=args.val_speakers)
+            n_folds=args.inner_folds, n_val_speakers=args.val_speakers, refine=not args.no_refine)
         histories.append({"fold": f, "test_speakers": test_speakers, "weights": model.weights.tolist(),
                           "best_epoch": result.best_epoch, "seconds": round(time.perf_counter() - t0, 1)})
         for d in test:
-            y = model.align_frames(model.make_input(d.frames, d.classes, name=d.name))
+            scores = model.classifier.scores(d.frames)
+            y = model.align_frames(model.make_input(d.frames, d.classes, scores, name=d.name, symbols=d.symbols))
+            times = model.start_times(y, scores, d.frames, d.classes, d.duration_s)
             write_textgrid(args.out / "hyp" / f"{d.name}.TextGrid",
-                           [("phones", starts_to_intervals(y, d.symbols, d.duration_s))], d.duration_s)
+                           [("phones", times_to_intervals(times, d.symbols, d.duration_s))], d.duration_s)
+            if model.refiner is not None:  # the same decode without the sub-frame shifts
+                write_textgrid(args.out / "grid" / f"{d.name}.TextGrid",
+                               [("phones", starts_to_intervals(y, d.symbols, d.duration_s))], d.duration_s)
             yb = duration_only_starts(d.classes, model.durations.mean, len(d.frames))
             write_textgrid(args.out / "baseline" / f"{d.name}.TextGrid",
                            [("phones", starts_to_intervals(yb, d.symbols, d.duration_s))], d.duration_s)
@@ -84,8 +90,10 @@ def main(argv=None):
 
     scores, problems = evaluate_directories(args.data, args.out / "hyp")
     base, _ = evaluate_directories(args.data, args.out / "baseline")
+    grid = evaluate_directories(args.data, args.out / "grid")[0] if (args.out / "grid").is_dir() else None
     assert not problems, problems
-    report = {"aligner": scores.to_dict(), "duration_only": base.to_dict(), "folds": histories,
+    report = {"aligner": scores.to_dict(), "duration_only": base.to_dict(),
+              "without_refinement": grid.to_dict() if grid else None, "folds": histories,
               "trainer": args.trainer, "utterances": len(by_name), "seconds": round(time.perf_counter() - start, 1)}
     if args.json:
         print(json.dumps(report))
@@ -93,6 +101,8 @@ def main(argv=None):
     print(f"{len(data)} utterances, {len(folds)} speaker folds, trainer {args.trainer}, "
           f"{report['seconds']} s\n")
     print(f"aligner ({args.trainer}):\n{scores.format()}\n")
+    if grid:
+        print(f"the same decodes on the 10 ms grid (no boundary refinement):\n{grid.format()}\n")
     print(f"duration-only baseline:\n{base.format()}\n")
     print(f"same figures: aligner evaluate {args.data} {args.out / 'hyp'}")
 
