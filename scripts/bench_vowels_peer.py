@@ -11,7 +11,10 @@ Protocol. For each trainer, hyper-parameters (including the number of epochs) ar
 by K-fold cross-validation inside the 20 training examples: in every fold the duration
 prior and the feature standardisation are fitted on the fold's training part only, the
 trainer runs ``--epochs`` epochs and the held-out part's mean cost is recorded after every
-epoch; the (configuration, epoch count) with the lowest mean held-out cost wins. The
+epoch; the (design, configuration, epoch count) with the lowest mean held-out cost wins
+(designs, :data:`DESIGNS`: the duration prior's form - full four dims, one log-normal dim
+with its log std doubled, or off - each with or without per-cut z-scoring of the acoustic
+columns; 6 in all, chosen per trainer). The
 trainer is then refitted on all 20 examples for that many epochs (no validation set, the
 last weights are kept) and scored once on the 10 test examples. The test split is never
 used for any choice.
@@ -24,7 +27,8 @@ back end run on the same 10 test examples) are printed beside ours. The whole-re
 example ``wav/ex_bad.{data,labels}`` (20 columns: the peer's selection fits) is decoded by
 every trainer's final model too.
 
-    python scripts/bench_vowels_peer.py               # about 4.5 minutes on one core
+    python scripts/bench_vowels_peer.py               # about 40 minutes on a loaded 2-core machine
+    python scripts/bench_vowels_peer.py --designs full   # one design: about 5 minutes
     python scripts/bench_vowels_peer.py --json          # or --json-out FILE beside the tables
 """
 
