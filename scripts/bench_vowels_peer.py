@@ -11,7 +11,10 @@ Protocol. For each trainer, hyper-parameters (including the number of epochs) ar
 by K-fold cross-validation inside the 20 training examples: in every fold the duration
 prior and the feature standardisation are fitted on the fold's training part only, the
 trainer runs ``--epochs`` epochs and the held-out part's mean cost is recorded after every
-epoch; the (configuration, epoch count) with the lowest mean held-out cost wins. The
+epoch; the (design, configuration, epoch count) with the lowest mean held-out cost wins
+(designs, :data:`DESIGNS`: the duration prior's form - full four dims, one log-normal dim
+with its log std doubled, or off - each with or without per-cut z-scoring of the acoustic
+columns; 6 in all, chosen per trainer). The
 trainer is then refitted on all 20 examples for that many epochs (no validation set, the
 last weights are kept) and scored once on the 10 test examples. The test split is never
 used for any choice.
@@ -24,7 +27,8 @@ back end run on the same 10 test examples) are printed beside ours. The whole-re
 example ``wav/ex_bad.{data,labels}`` (20 columns: the peer's selection fits) is decoded by
 every trainer's final model too.
 
-    python scripts/bench_vowels_peer.py               # about 4.5 minutes on one core
+    python scripts/bench_vowels_peer.py               # about 40 minutes on a loaded 2-core machine
+    python scripts/bench_vowels_peer.py --designs full   # one design: about 5 minutes
     python scripts/bench_vowels_peer.py --json          # or --json-out FILE beside the tables
 """
 
@@ -62,12 +66,25 @@ PEER_ROWS = {
 }
 
 
-def load(pairs, name_prefix=""):
+#: feature-map / prior designs the CV chooses among (per trainer, on the training examples only):
+#: the duration prior's form and widening (:class:`~aligner.tasks.vowels.DurationPrior`) and
+#: per-cut z-scoring of the acoustic columns (``make_vowel_input(cut_norm=True)``)
+DESIGNS = {
+    "full": {"prior_form": "full", "prior_widen": 1.0, "cut_norm": False},
+    "full+cutnorm": {"prior_form": "full", "prior_widen": 1.0, "cut_norm": True},
+    "lognormal_x2": {"prior_form": "lognormal", "prior_widen": 2.0, "cut_norm": False},
+    "lognormal_x2+cutnorm": {"prior_form": "lognormal", "prior_widen": 2.0, "cut_norm": True},
+    "off": {"prior_form": "off", "prior_widen": 1.0, "cut_norm": False},
+    "off+cutnorm": {"prior_form": "off", "prior_widen": 1.0, "cut_norm": True},
+}
+
+
+def load(pairs, name_prefix="", cut_norm=False):
     X, Y, names = [], [], []
     for data, labels in pairs:
         feats, y = read_avd_example(data, labels)
         X.append(make_vowel_input(feats, PEER_SEARCH["min_dur"], PEER_SEARCH["max_dur"],
-                                  peer_ranges(len(feats)), name=str(data)))
+                                  peer_ranges(len(feats)), name=str(data), cut_norm=cut_norm))
         Y.append(np.array(y, dtype=np.int64))
         names.append(name_prefix + Path(data).stem)
     return X, Y, names
@@ -98,20 +115,27 @@ def param_grid(name: str, epochs: int, probit_samples: int, seed: int = 0) -> li
     return [{**base, **g} for g in grid]
 
 
-def make_task(X, Y, args):
-    return fit_vowel_task(X, Y, tau_on=args.tau_on, tau_off=args.tau_off, n_jobs=args.jobs, seed=0)
+def make_task(X, Y, args, design="full"):
+    d = DESIGNS[design]
+    return fit_vowel_task(X, Y, tau_on=args.tau_on, tau_off=args.tau_off, n_jobs=args.jobs, seed=0,
+                          prior_form=d["prior_form"], prior_widen=d["prior_widen"])
 
 
-def cross_validate(name, X, Y, args):
-    """Choose (params, epochs) by K-fold CV inside the training examples."""
+def make_folds(X, Y, args, design):
+    """The CV folds of one design: (task fitted on the fold's training part, Xtr, Ytr, Xva, Yva)."""
     n = len(X)
     folds = np.array_split(np.random.default_rng(args.seed).permutation(n), args.folds)
     fold_tasks = []
     for held in folds:
         keep = np.setdiff1d(np.arange(n), held)
         Xtr, Ytr = [X[i] for i in keep], [Y[i] for i in keep]
-        fold_tasks.append((make_task(Xtr, Ytr, args), Xtr, Ytr,
+        fold_tasks.append((make_task(Xtr, Ytr, args, design), Xtr, Ytr,
                            [X[i] for i in held], [Y[i] for i in held]))
+    return fold_tasks
+
+
+def cross_validate(name, fold_tasks, args):
+    """Choose (params, epochs) by K-fold CV inside the training examples (one design's folds)."""
     best = None
     for params in param_grid(name, args.epochs, args.probit_samples, args.seed):
         curves = []
@@ -161,31 +185,47 @@ def main(argv=None):
     ap.add_argument("--tau-off", type=float, default=0.0, help="cost tolerance at the offset, frames")
     ap.add_argument("--jobs", type=int, default=1, help="threads for probit's decode_many")
     ap.add_argument("--seed", type=int, default=0, help="seeds the CV folds and the trainers")
+    ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS),
+                    help="feature/prior designs; CV inside the training examples picks one per trainer")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--json-out", type=Path, help="also write the JSON object to this file")
     args = ap.parse_args(argv)
 
     if not args.data.is_dir():
         sys.exit(f"vowel-tutorial data not found at {args.data} (pass --data)")
-    X, Y, _ = load(read_avd_list(args.data / "train.txt"))
-    Xt, Yt, test_names = load(read_avd_list(args.data / "test.txt"))
-    bad_path = args.data / "wav" / "ex_bad.data"
-    ex_bad = None
-    if bad_path.is_file():
-        Xb, Yb, _ = load([(bad_path, args.data / "wav" / "ex_bad.labels")])
-        ex_bad = (Xb, Yb)
-    task = make_task(X, Y, args)
+    # per design: training inputs, CV folds (test inputs are built only for the chosen designs)
+    train_pairs = read_avd_list(args.data / "train.txt")
+    data = {}
+    for design in args.designs:
+        X, Y, _ = load(train_pairs, cut_norm=DESIGNS[design]["cut_norm"])
+        data[design] = (X, Y, make_folds(X, Y, args, design))
 
     results = {}
     for name in args.trainers:
         t0 = time.perf_counter()
-        cv_cost, params, epochs = cross_validate(name, X, Y, args)
+        cv_by_design = {}
+        best = None
+        for design in args.designs:
+            cv_cost, params, epochs = cross_validate(name, data[design][2], args)
+            cv_by_design[design] = cv_cost
+            if best is None or cv_cost < best[0]:
+                best = (cv_cost, params, epochs, design)
+        cv_cost, params, epochs, design = best
         cv_seconds = time.perf_counter() - t0
+        cut_norm = DESIGNS[design]["cut_norm"]
+        X, Y, _ = data[design]
+        task = make_task(X, Y, args, design)
+        Xt, Yt, test_names = load(read_avd_list(args.data / "test.txt"), cut_norm=cut_norm)
+        bad_path = args.data / "wav" / "ex_bad.data"
+        ex_bad = None
+        if bad_path.is_file():
+            Xb, Yb, _ = load([(bad_path, args.data / "wav" / "ex_bad.labels")], cut_norm=cut_norm)
+            ex_bad = (Xb, Yb)
         final = make_trainer(name, **{**params, "epochs": epochs})
         fit = final.fit(task, X, Y)
         row = evaluate(task, fit.w, Xt, Yt)
         row.update({
-            "cv_cost": cv_cost, "epochs": epochs,
+            "cv_cost": cv_cost, "design": design, "cv_cost_by_design": cv_by_design, "epochs": epochs,
             "params": {k: v for k, v in params.items() if k not in ("epochs", "seed", "eval_train")},
             "seed": args.seed,
             "decodes_per_update": fit.decodes_per_update, "fit_seconds": fit.seconds,
@@ -198,7 +238,9 @@ def main(argv=None):
                              "offset_err_ms": float(abs(pb[1] - ex_bad[1][0][1]) * FRAME_MS)}
         results[name] = row
         if not args.json:
-            print(f"# {name}: cv cost {cv_cost:.2f} frames, {epochs} epochs, {row['params']} "
+            print(f"# {name}: cv cost {cv_cost:.2f} frames, design {design} "
+                  f"(CV by design: {', '.join(f'{k} {v:.2f}' for k, v in cv_by_design.items())}), "
+                  f"{epochs} epochs, {row['params']} "
                   f"({cv_seconds:.0f} s)", file=sys.stderr)
 
     # decode speed of one cut (T = 440 frames, the peer's search space)
@@ -214,25 +256,27 @@ def main(argv=None):
 
     out = {"test_examples": test_names, "decode_speed": speed, "trainers": results,
            "peer": PEER_ROWS, "tau_on": args.tau_on, "tau_off": args.tau_off,
-           "folds": args.folds, "max_epochs": args.epochs}
+           "folds": args.folds, "max_epochs": args.epochs,
+           "designs": {k: DESIGNS[k] for k in args.designs}}
     if args.json_out is not None:
         args.json_out.write_text(json.dumps(out, indent=1))
     if args.json:
         print(json.dumps(out, indent=1))
         return
     print("| trainer | onset MAE ms | offset MAE ms | onsets <=10 ms % | offsets <=20 ms % "
-          "| dur MAE ms | dur r | test cost | CV cost |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| dur MAE ms | dur r | test cost | CV cost | design (by CV) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, r in PEER_ROWS.items():
         print(f"| {name} | {r['onset_mae_ms']:.1f} | {r['offset_mae_ms']:.1f} | - | - | - "
-              f"| {r['duration_r']:.3f} | - | - |")
+              f"| {r['duration_r']:.3f} | - | - | - |")
     for name, r in results.items():
         print(f"| {name} | {r['onset_mae_ms']:.1f} | {r['offset_mae_ms']:.1f} "
               f"| {r['onset_within_10ms_pct']:.0f} | {r['offset_within_20ms_pct']:.0f} "
               f"| {r['duration_mae_ms']:.1f} | {r['duration_r']:.3f} | {r['mean_cost']:.2f} "
-              f"| {r['cv_cost']:.2f} |")
+              f"| {r['cv_cost']:.2f} | {r['design']} |")
     print(f"\nTest cost: orbit eq. 38 in frames (tau_on = {args.tau_on:g}, tau_off = {args.tau_off:g}); "
-          f"CV: {args.folds} folds inside the 20 training examples, up to {args.epochs} epochs.")
+          f"CV: {args.folds} folds inside the 20 training examples, up to {args.epochs} epochs; "
+          f"{len(args.designs)} designs compared ({', '.join(args.designs)}).")
     if ex_bad is not None:
         print(f"\nwav/ex_bad (whole recording, 20 columns, manual {ex_bad[1][0].tolist()}):")
         for name, r in results.items():

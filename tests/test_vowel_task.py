@@ -20,6 +20,7 @@ from aligner.tasks.vowels import (
     fit_vowel_task,
     make_vowel_input,
     n_vowel_features,
+    normalise_cut,
     peer_ranges,
     vowel_feature_names,
 )
@@ -147,6 +148,72 @@ def test_standardisation():
     w = rng.normal(size=task.n_features)
     other = VowelTask(n_columns=3, prior=task.prior, scale=task.scale)
     np.testing.assert_array_equal(task.decode(X[1], w), other.decode(X[1], w))
+
+
+@pytest.mark.parametrize("form", ["gamma", "lognormal", "off"])
+def test_prior_forms_and_widening(form):
+    d = np.array([9.0, 37.0, 50.0, 91.0])
+    p = DurationPrior(mean=50.0, std=12.0, log_mean=3.9, log_std=0.25, form=form, widen=2.0)
+    got = p.features(d)
+    live = {"gamma": [0], "lognormal": [2], "off": []}[form]
+    dead = [i for i in range(4) if i not in live]
+    np.testing.assert_array_equal(got[:, dead], 0.0)
+    if form == "gamma":  # std widened 2x
+        np.testing.assert_allclose(got[:, 0], stats.gamma.logpdf(d, 50.0 ** 2 / 24.0 ** 2, scale=24.0 ** 2 / 50.0))
+    if form == "lognormal":  # log std widened 2x
+        np.testing.assert_allclose(got[:, 2], stats.lognorm.logpdf(d, 0.5, scale=math.exp(3.9)))
+    # the fitted task carries the form; dead dims have zero spread, so scale 1 and phi 0
+    rng = np.random.default_rng(4)
+    X = [make_vowel_input(rng.normal(size=(60, 2)), 4, 20, columns=None) for _ in range(3)]
+    Y = [np.array([10, 30]), np.array([12, 25]), np.array([20, 35])]
+    task = fit_vowel_task(X, Y, prior_form=form, prior_widen=2.0)
+    assert task.prior.form == form and task.prior.widen == 2.0
+    for i in dead:
+        assert task.scale[-4 + i] == 1.0
+        assert task.phi(X[0], (10, 30))[-4 + i] == 0.0
+    with pytest.raises(ValueError):
+        DurationPrior(form="bogus")
+    with pytest.raises(ValueError):
+        DurationPrior(widen=0.0)
+
+
+def test_cut_norm_is_applied_in_phi_and_decode():
+    rng = np.random.default_rng(5)
+    feats = rng.normal(size=(50, 3)) * [1.0, 10.0, 100.0] + [0.0, 5.0, -300.0]
+    feats[:, 2] = 7.0  # a constant column becomes 0, not NaN
+    z = normalise_cut(feats)
+    np.testing.assert_allclose(z[:, :2].mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(z[:, :2].std(axis=0), 1.0)
+    np.testing.assert_array_equal(z[:, 2], 0.0)
+    x = make_vowel_input(feats, 3, 15, columns=None, widths=(1, 3), cut_norm=True)
+    ref = make_vowel_input(z, 3, 15, columns=None, widths=(1, 3))
+    task = VowelTask(n_columns=3, n_widths=2, center=rng.normal(size=n_vowel_features(3, 2)),
+                     scale=rng.uniform(0.5, 2.0, size=n_vowel_features(3, 2)))
+    np.testing.assert_allclose(task.phi(x, (10, 20)), task.phi(ref, (10, 20)))
+    # decode on the normalised input is the brute-force argmax of the standardised phi
+    w = rng.normal(size=task.n_features)
+    want, _ = brute_force(task, x, w)
+    np.testing.assert_array_equal(task.decode(x, w), want)
+    np.testing.assert_array_equal(task.decode(x, w), task.decode(ref, w))
+    # column selection happens first: the normalisation is over the selected columns only
+    x2 = make_vowel_input(feats, 3, 15, columns=[1, 0], widths=(1, 3), cut_norm=True)
+    np.testing.assert_allclose(x2.cum[-1], z[:, [1, 0]].sum(axis=0), atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_decoder_brute_force_with_prior_forms_and_cut_norm(seed):
+    rng = np.random.default_rng(100 + seed)
+    x, task = random_case(rng, ranges=True)
+    feats = rng.normal(size=(28, 3)) * 5 + 2
+    x = make_vowel_input(feats, 2, 9, columns=None, widths=(1, 3), cut_norm=True)
+    for form in ("full", "gamma", "lognormal", "off"):
+        task.prior = DurationPrior(mean=5.0, std=2.0, log_mean=1.5, log_std=0.4, form=form, widen=1.5)
+        w = rng.normal(size=task.n_features)
+        y = np.array(list(all_pairs(x))[int(rng.integers(0, x.n_candidates))])
+        want, best = brute_force(task, x, w, y, 1.0)
+        got, value = task.decode_with_value(x, w, y, 1.0)
+        np.testing.assert_array_equal(got, want)
+        assert value == pytest.approx(best, rel=1e-9, abs=1e-9)
 
 
 # --------------------------------------------------------------------------------------

@@ -83,6 +83,16 @@ dims  feature (default layout: peer columns, widths 10/25/50 ms)
 those of their logarithms (:class:`DurationPrior`, fitted by
 :meth:`DurationPrior.fit`). The four prior dims span ``{d, d^2, log d, (log d)^2}``, so
 the trainer can shape any prior of the Gamma/Gaussian/log-normal families and mixtures.
+Because of that, widening the moments hardly changes what ``"full"`` can express; the other
+forms (``DurationPrior(form=...)``, ``fit_vowel_task(prior_form=..., prior_widen=...)``)
+restrict it: ``"gamma"`` or ``"lognormal"`` keep one dim (the log-density with ``std``,
+``log_std`` multiplied by ``widen``, so the learner can only scale a fixed, possibly widened
+shape - for test speakers whose vowels are longer than the training speaker's), and ``"off"``
+zeroes all four. The layout stays 116 dims; the dead dims are 0 for every candidate.
+
+Per-cut normalisation. ``make_vowel_input(..., cut_norm=True)`` z-scores every selected
+column over the cut's own frames first (:func:`normalise_cut`), so the features are relative
+to the cut (speaker level, recording gain) rather than absolute; default off.
 With another column selection or width set the blocks keep this order and sizes scale
 (``3F`` onset, ``3F`` offset, ``F`` inside, 4 prior; :func:`vowel_feature_names` lists them).
 
@@ -151,6 +161,9 @@ PRIOR_NAMES = ("dur_log_gamma", "dur_log_gauss", "dur_log_lognormal", "dur_linea
 
 N_PRIOR = len(PRIOR_NAMES)
 
+#: the forms of :class:`DurationPrior` (which of the four prior dims are live)
+PRIOR_FORMS = ("full", "gamma", "lognormal", "off")
+
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -190,9 +203,21 @@ class DurationPrior:
     std: float = 13.0
     log_mean: float = 3.9
     log_std: float = 0.26
+    #: which dims are live: ``"full"`` (all four), ``"gamma"`` (dim 0 only), ``"lognormal"``
+    #: (dim 2 only) or ``"off"`` (none); the others are 0 for every duration
+    form: str = "full"
+    #: factor on ``std`` and ``log_std`` (> 0): ``widen > 1`` flattens the prior
+    widen: float = 1.0
+
+    def __post_init__(self):
+        if self.form not in PRIOR_FORMS:
+            raise ValueError(f"DurationPrior: form must be one of {PRIOR_FORMS}, got {self.form!r}")
+        if not self.widen > 0:
+            raise ValueError(f"DurationPrior: widen must be > 0, got {self.widen}")
 
     @classmethod
-    def fit(cls, durations, min_std: float = 1.0, min_log_std: float = 0.05) -> "DurationPrior":
+    def fit(cls, durations, min_std: float = 1.0, min_log_std: float = 0.05, form: str = "full",
+            widen: float = 1.0) -> "DurationPrior":
         """Moments of the training durations (frames, each >= 1); stds floored."""
         d = np.asarray(durations, dtype=np.float64).reshape(-1)
         if d.size == 0:
@@ -201,22 +226,28 @@ class DurationPrior:
             raise ValueError("DurationPrior.fit: durations must be finite and >= 1 frame")
         logs = np.log(d)
         return cls(float(d.mean()), float(max(d.std(), min_std)),
-                   float(logs.mean()), float(max(logs.std(), min_log_std)))
+                   float(logs.mean()), float(max(logs.std(), min_log_std)), form=form, widen=float(widen))
 
     def features(self, d) -> np.ndarray:
         """The four prior dims for durations ``d`` (frames, >= 1): shape ``d.shape + (4,)``."""
         d = np.asarray(d, dtype=np.float64)
-        mu, s = self.mean, self.std
-        k = mu * mu / (s * s)
-        theta = s * s / mu
+        out = np.zeros(d.shape + (N_PRIOR,), dtype=np.float64)
+        if self.form == "off":
+            return out
+        mu, s, ls = self.mean, self.std * self.widen, self.log_std * self.widen
         logd = np.log(d)
-        out = np.empty(d.shape + (N_PRIOR,), dtype=np.float64)
-        out[..., 0] = (k - 1.0) * logd - d / theta - math.lgamma(k) - k * math.log(theta)
-        z = (d - mu) / s
-        out[..., 1] = -0.5 * z * z - math.log(s) - _LOG_SQRT_2PI
-        zl = (logd - self.log_mean) / self.log_std
-        out[..., 2] = -0.5 * zl * zl - logd - math.log(self.log_std) - _LOG_SQRT_2PI
-        out[..., 3] = d / mu
+        if self.form in ("full", "gamma"):
+            k = mu * mu / (s * s)
+            theta = s * s / mu
+            out[..., 0] = (k - 1.0) * logd - d / theta - math.lgamma(k) - k * math.log(theta)
+        if self.form == "full":
+            z = (d - mu) / s
+            out[..., 1] = -0.5 * z * z - math.log(s) - _LOG_SQRT_2PI
+        if self.form in ("full", "lognormal"):
+            zl = (logd - self.log_mean) / ls
+            out[..., 2] = -0.5 * zl * zl - logd - math.log(ls) - _LOG_SQRT_2PI
+        if self.form == "full":
+            out[..., 3] = d / mu
         return out
 
 
@@ -307,6 +338,7 @@ def make_vowel_input(
     widths: Sequence[int] = DEFAULT_WIDTHS,
     outside_width: int = DEFAULT_OUTSIDE_WIDTH,
     name: str = "<cut>",
+    cut_norm: bool = False,
 ) -> VowelInput:
     """Validate one cut and precompute what ``phi`` and the decoder need.
 
@@ -323,6 +355,9 @@ def make_vowel_input(
         outside_width: width of the windows outside the vowel that the inside-vs-outside
             features compare against, frames.
         name: the file or cut name used in error messages.
+        cut_norm: z-score every selected column over this cut (its own mean and standard
+            deviation; a constant column becomes 0) before anything else, so the features
+            are relative to the cut rather than to the speaker or recording level.
 
     Raises:
         FeatureError: features not 2-D, empty, non-finite, or too few columns.
@@ -349,6 +384,8 @@ def make_vowel_input(
     if not np.all(np.isfinite(X)):
         bad = np.argwhere(~np.isfinite(X))[0]
         raise FeatureError(f"{name}: non-finite feature value at frame {bad[0]}, selected column {bad[1]}")
+    if cut_norm:
+        X = normalise_cut(X)
     min_dur, max_dur = int(min_dur), int(max_dur)
     if min_dur < 1:
         raise ValueError(f"{name}: min_dur must be >= 1 frame, got {min_dur}")
@@ -401,6 +438,13 @@ def make_vowel_input(
         outside_width=outside_width,
         name=name,
     )
+
+
+def normalise_cut(X, min_std: float = 1e-8) -> np.ndarray:
+    """Per-column z-scores of a (T, F) cut over its own frames (constant columns -> 0)."""
+    X = np.asarray(X, dtype=np.float64)
+    std = X.std(axis=0)
+    return (X - X.mean(axis=0)) / np.where(std > min_std, std, 1.0)
 
 
 def peer_ranges(n_frames: int, margins: tuple[int, int] = PEER_SEARCH["onset_margins"]) -> tuple[int, int]:
@@ -529,10 +573,14 @@ class VowelTask(StructuredTask):
         return float(np.dot(np.asarray(w, dtype=np.float64), self.phi(x, y)))
 
     # ---- standardisation -------------------------------------------------------------
-    def fit_prior(self, Y) -> "VowelTask":
-        """Fit the duration prior on training outputs ``Y`` (sequence of ``(t_b, t_e)``)."""
+    def fit_prior(self, Y, form: str = "full", widen: float = 1.0) -> "VowelTask":
+        """Fit the duration prior on training outputs ``Y`` (sequence of ``(t_b, t_e)``).
+
+        ``form`` and ``widen``: see :class:`DurationPrior`. Refit the scale afterwards
+        (:meth:`fit_scale`), since the prior dims change.
+        """
         Y = np.asarray(Y, dtype=np.int64).reshape(-1, 2)
-        self.prior = DurationPrior.fit(Y[:, 1] - Y[:, 0])
+        self.prior = DurationPrior.fit(Y[:, 1] - Y[:, 0], form=form, widen=widen)
         return self
 
     def fit_scale(self, X: Sequence[VowelInput], Y=None, n_per_input: int = 200, seed: int = 0,
@@ -626,13 +674,18 @@ class VowelTask(StructuredTask):
 
 
 def fit_vowel_task(X: Sequence[VowelInput], Y, tau_on: float = 0.0, tau_off: float = 0.0,
-                   n_jobs: int = 2, n_per_input: int = 200, seed: int = 0) -> VowelTask:
-    """A :class:`VowelTask` with its duration prior and standardisation fitted on ``(X, Y)``."""
+                   n_jobs: int = 2, n_per_input: int = 200, seed: int = 0, prior_form: str = "full",
+                   prior_widen: float = 1.0) -> VowelTask:
+    """A :class:`VowelTask` with its duration prior and standardisation fitted on ``(X, Y)``.
+
+    ``prior_form`` and ``prior_widen`` are passed to :meth:`DurationPrior.fit` (the prior's
+    moments always come from ``Y``).
+    """
     if len(X) == 0 or len(X) != len(Y):
         raise ValueError(f"fit_vowel_task: need as many outputs as inputs (got {len(X)} and {len(Y)})")
     x0 = X[0]
     task = VowelTask(tau_on, tau_off, n_columns=x0.n_columns, n_widths=x0.n_widths, n_jobs=n_jobs)
-    task.fit_prior(Y)
+    task.fit_prior(Y, form=prior_form, widen=prior_widen)
     task.fit_scale(X, Y, n_per_input=n_per_input, seed=seed)
     return task
 
