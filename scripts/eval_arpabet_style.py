@@ -9,7 +9,11 @@ with :func:`aligner.evaluation.score_alignments`.
 
 The figures measure held-out accuracy only for speakers the model did not see: by default the
 script tests the speakers missing from the model's ``training.speakers`` and, when the model
-saw them all, tests every speaker and says so.
+saw them all, tests every speaker and says so. Several ``--model`` options pool the results of
+models trained on speaker-disjoint folds, each tested on its own held-out speakers.
+
+Two rows per setting: every boundary (all phones but the first), and the starts of stops and
+affricates alone (where the split moves the boundary from the burst to the closure).
 
     python scripts/eval_arpabet_style.py --model models/timit-alignment
 """
@@ -26,7 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from aligner.alignment_model import AlignmentModel  # noqa: E402
+from aligner.alignment_model import AlignmentModel, DurationStats  # noqa: E402
 from aligner.audio import SAMPLE_RATE, load_audio  # noqa: E402
 from aligner.corpus import find_utterances  # noqa: E402
 from aligner.evaluation import TOLERANCES_MS, score_alignments  # noqa: E402
@@ -109,54 +113,71 @@ def format_row(label: str, scores) -> str:
     return f"{label:<44} {scores.n_boundaries:6d}  {within}  {scores.mean_ms:7.1f}  {scores.median_ms:6.1f}"
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
-    p.add_argument("--model", type=Path, default=None, help="alignment model bundle (default: shipped)")
-    p.add_argument("--speakers", default=None,
-                   help="comma-separated test speakers (default: those the model did not see, else all)")
-    args = p.parse_args(argv)
-
-    if not args.data.is_dir():
-        sys.exit(f"error: {args.data}: corpus not found")
-    model_dir = args.model if args.model is not None else default_model_dir(ALIGNMENT_KIND)
-    model = AlignmentModel.load(model_dir)
-    utterances = find_utterances(args.data)
-    all_speakers = sorted({u.speaker for u in utterances})
+def test_speakers_of(model: AlignmentModel, all_speakers: list, requested: list | None) -> tuple:
+    """``(test speakers, those of them the model saw)``: ``requested`` if given, else the
+    speakers missing from the model's ``training.speakers``, else (it saw them all) all."""
     seen = set(model.training.get("speakers", []))
-    if args.speakers:
-        test_speakers = [s.strip() for s in args.speakers.split(",") if s.strip()]
+    if requested:
+        test = list(requested)
     else:
-        unseen = [s for s in all_speakers if seen and s not in seen]
-        test_speakers = unseen or all_speakers
-    seen_test = sorted(set(test_speakers) & seen)
-    has_symbol_stats = len(model.durations.symbols) > 0
-    print(f"model {model_dir}: trained on {len(seen) or '?'} speakers; per-symbol durations: "
-          f"{'yes' if has_symbol_stats else 'no (closures use class sil)'}")
-    print(f"test speakers: {', '.join(test_speakers)}")
-    if seen_test:
-        print(f"WARNING: the model saw {len(seen_test)} of the {len(test_speakers)} test speakers "
-              f"({', '.join(seen_test)}): these figures are not held-out accuracy")
-    elif not seen:
-        print("WARNING: the model does not list its training speakers")
+        test = [s for s in all_speakers if seen and s not in seen] or list(all_speakers)
+    return test, sorted(set(test) & seen)
 
+
+def align_both_ways(model: AlignmentModel, utterances: list, rows: dict) -> None:
+    """Align every utterance's ARPAbet-style transcript with stops whole and split; append
+    ``(ref_starts_s, hyp_starts_s, symbols)`` to ``rows[False]`` and ``rows[True]``."""
     arpabet = get_phone_set("arpabet")
-    start = time.perf_counter()
-    rows = {False: [], True: []}
     for utt in utterances:
-        if utt.speaker not in test_speakers:
-            continue
         samples = load_audio(utt.audio)
         duration_s = len(samples) / SAMPLE_RATE
         phn_starts, _, labels = read_phn(utt.transcript)
         ref_starts, symbols = arpabet_reference(phn_starts / SAMPLE_RATE, labels)
         frames = mfcc_features(samples, SAMPLE_RATE)
-        scores = model.classifier.scores(frames)
+        scores = model.classifier.scores(frames)  # once for both decodes
         for split in (False, True):
             intervals = model.align_scored(frames, scores, symbols, arpabet, duration_s,
                                            name=utt.name, split_stops=split)
             assert [s for _, _, s in intervals] == symbols
             rows[split].append((ref_starts, np.array([a for a, _, _ in intervals]), symbols))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
+    p.add_argument("--model", type=Path, action="append", default=None,
+                   help="alignment model bundle (default: shipped); repeat it to pool several models, "
+                        "each tested on the speakers it did not see (speaker-disjoint folds)")
+    p.add_argument("--speakers", default=None,
+                   help="comma-separated test speakers (default: those the model did not see, else all)")
+    p.add_argument("--class-durations-only", action="store_true",
+                   help="drop the model's per-symbol duration table (as in models that predate it): "
+                        "closures then get class sil's statistics")
+    args = p.parse_args(argv)
+
+    if not args.data.is_dir():
+        sys.exit(f"error: {args.data}: corpus not found")
+    utterances = find_utterances(args.data)
+    all_speakers = sorted({u.speaker for u in utterances})
+    requested = [s.strip() for s in args.speakers.split(",") if s.strip()] if args.speakers else None
+    start = time.perf_counter()
+    rows = {False: [], True: []}
+    for model_dir in args.model or [default_model_dir(ALIGNMENT_KIND)]:
+        model = AlignmentModel.load(model_dir)
+        if args.class_durations_only:
+            d = model.durations
+            model.durations = DurationStats(d.mean, d.std, d.max_frames)
+        test, seen_test = test_speakers_of(model, all_speakers, requested)
+        n_seen = len(model.training.get("speakers", [])) or "?"
+        symbol_stats = "yes" if len(model.durations.symbols) else "no (closures use class sil)"
+        print(f"model {model_dir}: trained on {n_seen} speakers; per-symbol durations: {symbol_stats}")
+        print(f"  test speakers: {', '.join(test)}")
+        if seen_test:
+            print(f"  WARNING: the model saw {len(seen_test)} of the {len(test)} test speakers "
+                  f"({', '.join(seen_test)}): these figures are not held-out accuracy")
+        elif not model.training.get("speakers"):
+            print("  WARNING: the model does not list its training speakers")
+        align_both_ways(model, [u for u in utterances if u.speaker in test], rows)
     if not rows[False]:
         sys.exit("error: no utterance of the test speakers found")
 

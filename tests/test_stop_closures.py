@@ -150,3 +150,21 @@ def test_arpabet_reference_conversion():
     assert symbols == ["sil", "d", "ih", "k", "t", "ae", "ch", "d", "ah", "sil"]
     assert ref_starts.tolist() == [0, 1, 3, 4, 5, 7, 9, 11, 12, 13]
     assert ARPABET.first_unknown(symbols) is None
+
+
+def test_cli_split_stops_flag(tmp_path):
+    from click.testing import CliRunner
+
+    from aligner.cli import main
+    from aligner.textgrids import read_interval_tier
+
+    outs = {}
+    for flag in ("--split-stops", "--no-split-stops"):
+        out = tmp_path / f"{flag.strip('-')}.TextGrid"
+        result = CliRunner().invoke(main, ["align", str(DEMO_WAV), str(DEMO_PHONES), "-o", str(out), flag])
+        assert result.exit_code == 0, result.output
+        outs[flag] = read_interval_tier(out, "phones")
+    symbols, _ = read_transcript(DEMO_PHONES)
+    for intervals in outs.values():
+        assert [s for *_, s in intervals] == symbols
+    assert outs["--split-stops"] != outs["--no-split-stops"]
