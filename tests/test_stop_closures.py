@@ -168,3 +168,19 @@ def test_cli_split_stops_flag(tmp_path):
     for intervals in outs.values():
         assert [s for *_, s in intervals] == symbols
     assert outs["--split-stops"] != outs["--no-split-stops"]
+
+
+def test_closures_get_closure_duration_statistics():
+    from aligner.alignment_model import DurationStats
+
+    n = len(CLASSES39)
+    lengths_by_class = [[3, 4]] * n
+    lengths_by_class[SIL] = [10, 30]
+    by_symbol = {"dcl": (SIL, [5] * 12), "d": (CLASSES39.index("d"), [2] * 12)}
+    stats = DurationStats.fit(lengths_by_class, lengths_by_symbol=by_symbol)
+    x = expand_stop_closures(["sil", "D", "AH0", "sil"], ARPABET)
+    mean, _, _ = stats.for_phones(x.classes, x.symbols)
+    assert mean.tolist() == [20.0, 5.0, 2.0, 3.5, 20.0]  # sil: class; dcl and D: their own
+    # a model without per-symbol statistics gives the closure class sil's
+    old = DurationStats(stats.mean, stats.std, stats.max_frames)
+    assert old.for_phones(x.classes, x.symbols)[0].tolist() == [20.0, 20.0, 3.5, 3.5, 20.0]
