@@ -20,6 +20,7 @@ from .errors import ModelError
 from .features.mfcc import FRAME_SHIFT, SAMPLE_RATE, boundary_time, mfcc_features
 from .models import ALIGNMENT_KIND, load_bundle, save_bundle
 from .phones import CLASSES39, PhoneSet
+from .stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
 from .tasks.alignment import FEATURE_NAMES, AlignmentInput, AlignmentTask, make_alignment_input
 
 #: longest phone the decoder considers by default (frames; 10 ms each), except silence
@@ -177,20 +178,43 @@ class AlignmentModel:
         return self.refiner.start_times(scores, frames, phone_classes, y, duration_s)
 
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
-              name: str = "<utterance>") -> list:
+              name: str = "<utterance>", split_stops: bool | None = None) -> list:
         """Phone intervals ``[(start_s, end_s, symbol), ...]`` covering the whole recording.
 
         ``samples``: float mono audio at 16 kHz. Phone k's start is the boundary before its
         first frame (:meth:`start_times`); the first phone starts at 0 and the last ends at
-        the end of the audio.
+        the end of the audio. ``split_stops``: decode every stop and affricate as its TIMIT
+        closure + release and merge them back (:mod:`aligner.stop_closures`); None = automatic,
+        i.e. for phone sets without closure symbols (``arpabet``, ``timit39``).
         """
         frames = mfcc_features(samples, SAMPLE_RATE)
-        classes = phone_set.class_indices(symbols)
         scores = self.classifier.scores(frames)
-        y = self.align_frames(self.make_input(frames, classes, scores, name=name, symbols=symbols))
-        duration_s = len(samples) / SAMPLE_RATE
-        return times_to_intervals(self.start_times(y, scores, frames, classes, duration_s), symbols,
-                                  duration_s)
+        return self.align_scored(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
+                                 name=name, split_stops=split_stops)
+
+    def align_scored(self, frames: np.ndarray, scores: np.ndarray, symbols: list, phone_set: PhoneSet,
+                     duration_s: float, name: str = "<utterance>", split_stops: bool | None = None) -> list:
+        """:meth:`align` from an utterance's MFCC frames (T, 42), its classifier scores (T, 39)
+        and its duration in **seconds** (to decode one utterance several ways, scoring once).
+
+        With the stop split, the intervals still hold exactly ``symbols``, in order: a stop's
+        interval starts at its closure's start. In automatic mode (``split_stops`` None) an
+        utterance too short for the extra closures is decoded without them.
+        """
+        expanded = None
+        if should_split_stops(phone_set, split_stops):
+            expanded = expand_stop_closures(symbols, phone_set)
+            if split_stops is None and len(expanded.symbols) * self.min_frames > len(frames):
+                expanded = None
+        if expanded is not None:
+            internal_symbols, classes = expanded.symbols, expanded.classes
+        else:
+            internal_symbols, classes = list(symbols), phone_set.class_indices(symbols)
+        y = self.align_frames(self.make_input(frames, classes, scores, name=name, symbols=internal_symbols))
+        starts_s = self.start_times(y, scores, frames, classes, duration_s)
+        if expanded is not None:
+            starts_s = merge_stop_closures(starts_s, expanded)
+        return times_to_intervals(starts_s, symbols, duration_s)
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory) -> None:

@@ -45,12 +45,16 @@ def load_model(model: str | os.PathLike | AlignmentModel | None = None) -> Align
     return _load_model_cached(str(path.resolve()))
 
 
-def align(audio, phones, model=None, phone_set: str = "auto", name: str | None = None) -> list:
+def align(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
+          split_stops: bool | None = None) -> list:
     """Align a recording to its phones; returns ``[(start_s, end_s, symbol), ...]`` in seconds.
 
     ``audio``: a path, or float samples at 16 kHz. ``phones``: a transcript path (TIMIT ``.phn``
     or whitespace-separated symbols), an inline string of symbols, or a list of symbols.
-    ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``.
+    ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``. ``split_stops``: decode
+    each stop/affricate as TIMIT closure + release and merge them back into the one input
+    symbol (:mod:`aligner.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
+    whose stops include their closure; not for ``timit61``, which writes closures).
     """
     m = load_model(model)
     if isinstance(audio, (str, os.PathLike)):
@@ -63,16 +67,19 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, phone_set)
     try:
-        return m.align(samples, symbols, pset, name=name)
+        return m.align(samples, symbols, pset, name=name, split_stops=split_stops)
     except AlignmentError as exc:
         msg = str(exc)
         raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
 
 
-def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto") -> Path:
-    """Align one file and write a TextGrid (tier ``phones``); ``out`` defaults to AUDIO.TextGrid."""
+def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
+               split_stops: bool | None = None) -> Path:
+    """Align one file and write a TextGrid (tier ``phones``); ``out`` defaults to AUDIO.TextGrid.
+
+    ``split_stops``: as for :func:`align`."""
     out = Path(out) if out is not None else Path(audio).with_suffix(".TextGrid")
-    intervals = align(audio, transcript, model, phone_set)
+    intervals = align(audio, transcript, model, phone_set, split_stops=split_stops)
     write_textgrid(out, [(PHONE_TIER, intervals)], xmax=intervals[-1][1])
     return out
 

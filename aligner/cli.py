@@ -53,7 +53,10 @@ PHONE_SETS = click.Choice(["auto", "timit61", "timit39", "arpabet"])
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
 @click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True,
               help="Symbols of PHONES: TIMIT-61, the 39 Lee & Hon classes, or ARPAbet (stress digits ignored).")
-def align(audio, phones, output, model, phone_set):
+@click.option("--split-stops/--no-split-stops", default=None,
+              help="Decode each stop/affricate as TIMIT closure + release, merged back into its symbol "
+                   "[automatic: for ARPAbet and timit39, not TIMIT-61].")
+def align(audio, phones, output, model, phone_set, split_stops):
     """Align AUDIO to PHONES and write a Praat TextGrid with a tier `phones`.
 
     AUDIO: WAV, FLAC, OGG or NIST SPHERE, any sample rate, mono or stereo.
@@ -62,7 +65,7 @@ def align(audio, phones, output, model, phone_set):
     """
     from . import api
 
-    out = _run(api.align_file, audio, phones, output, model, phone_set)
+    out = _run(api.align_file, audio, phones, output, model, phone_set, split_stops)
     click.echo(str(out))
 
 
