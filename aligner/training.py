@@ -142,6 +142,108 @@ def out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progre
     return scores
 
 
+@dataclass
+class PreparedWeightTraining:
+    """Everything the weight training needs, computed once for any number of trainers.
+
+    ``inputs[i]`` is the DP input of ``data[i]`` built from its out-of-fold classifier scores;
+    ``train_idx`` / ``val_idx`` index the weight-training and validation utterances (speaker
+    disjoint). ``classifier`` (trained on every utterance of ``data``) and ``durations`` are
+    those of the models :func:`fit_weights` returns.
+    """
+
+    data: list
+    inputs: list
+    train_idx: list
+    val_idx: list
+    classifier: FrameClassifier
+    durations: DurationStats
+    classifier_params: dict
+    n_folds: int
+    seconds: float  #: wall time of the preparation (classifiers and inputs), seconds
+
+    @property
+    def speakers(self) -> list:
+        return sorted({d.speaker for d in self.data})
+
+    @property
+    def validation_speakers(self) -> list:
+        return sorted({self.data[i].speaker for i in self.val_idx})
+
+
+def prepare_weight_training(
+    data: list,
+    classifier_params: Optional[dict] = None,
+    n_folds: int = 4,
+    n_val_speakers: int = 2,
+    progress: Progress = None,
+) -> PreparedWeightTraining:
+    """Duration statistics, out-of-fold scores and the final classifier of ``data``, once.
+
+    ``n_val_speakers`` speakers (the last in sorted order) form the early-stopping validation
+    set of the weight training; 0 disables it.
+    """
+    start = time.perf_counter()
+    classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
+    durations = duration_stats(data)
+    oof = out_of_fold_scores(data, n_folds, classifier_params, progress)
+    final_classifier = fit_classifier(data, classifier_params)
+    if progress:
+        progress("final classifier", 1, 1)
+    model = AlignmentModel(final_classifier, durations, np.zeros(7))
+    inputs = [model.make_input(d.frames, d.classes, s, name=d.name) for d, s in zip(data, oof)]
+    speakers = sorted({d.speaker for d in data})
+    val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
+    return PreparedWeightTraining(
+        data, inputs,
+        [i for i, d in enumerate(data) if d.speaker not in val_speakers],
+        [i for i, d in enumerate(data) if d.speaker in val_speakers],
+        final_classifier, durations, classifier_params, n_folds, time.perf_counter() - start)
+
+
+def fit_weights(
+    prepared: PreparedWeightTraining,
+    trainer: str = "orbit",
+    trainer_params: Optional[dict] = None,
+    task_params: Optional[dict] = None,
+    epoch_callback=None,
+) -> tuple:
+    """Learn the 7 weights on ``prepared`` with trainer ``trainer`` (any of the learning core).
+
+    ``trainer_params`` override :data:`DEFAULT_TRAINER_PARAMS`. Returns ``(model, fit_result)``;
+    the model shares ``prepared``'s classifier and duration statistics.
+    """
+    start = time.perf_counter()
+    trainer_params = dict(DEFAULT_TRAINER_PARAMS, **(trainer_params or {}))
+    data, inputs = prepared.data, prepared.inputs
+    task = AlignmentTask(**(task_params or {}))
+    fitter = make_trainer(trainer, **trainer_params)
+    result: FitResult = fitter.fit(
+        task,
+        [inputs[i] for i in prepared.train_idx], [data[i].y for i in prepared.train_idx],
+        [inputs[i] for i in prepared.val_idx], [data[i].y for i in prepared.val_idx],
+        w0=INITIAL_WEIGHTS,
+        callback=epoch_callback,
+    )
+    model = AlignmentModel(prepared.classifier, prepared.durations, result.w)
+    model.training = {
+        "utterances": len(data),
+        "speakers": prepared.speakers,
+        "validation_speakers": prepared.validation_speakers,
+        "audio_seconds": round(float(sum(d.duration_s for d in data)), 2),
+        "trainer": trainer,
+        "trainer_params": fitter.get_params(),
+        "classifier_params": prepared.classifier_params,
+        "classifier_folds": prepared.n_folds,
+        "vtlp_copies_per_utterance": len(data[0].warped) if data else 0,
+        "best_epoch": result.best_epoch,
+        "history": result.history_dicts(),
+        "decodes_per_update": result.decodes_per_update,
+        "seconds": round(prepared.seconds + time.perf_counter() - start, 2),
+    }
+    return model, result
+
+
 def train_alignment_model(
     data: list,
     trainer: str = "orbit",
@@ -156,46 +258,8 @@ def train_alignment_model(
     """Train an :class:`AlignmentModel` on ``data`` (list of :class:`UtteranceData`).
 
     Returns ``(model, fit_result)``. ``n_val_speakers`` speakers (the last in sorted order)
-    form the early-stopping validation set of the weight training; 0 disables it.
+    form the early-stopping validation set of the weight training; 0 disables it. Equivalent
+    to :func:`prepare_weight_training` then :func:`fit_weights`.
     """
-    start = time.perf_counter()
-    classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
-    trainer_params = dict(DEFAULT_TRAINER_PARAMS, **(trainer_params or {}))
-    durations = duration_stats(data)
-    oof = out_of_fold_scores(data, n_folds, classifier_params, progress)
-    final_classifier = fit_classifier(data, classifier_params)
-    if progress:
-        progress("final classifier", 1, 1)
-
-    model = AlignmentModel(final_classifier, durations, np.zeros(7))
-    inputs = [model.make_input(d.frames, d.classes, s, name=d.name) for d, s in zip(data, oof)]
-    speakers = sorted({d.speaker for d in data})
-    val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
-    train_idx = [i for i, d in enumerate(data) if d.speaker not in val_speakers]
-    val_idx = [i for i, d in enumerate(data) if d.speaker in val_speakers]
-    task = AlignmentTask(**(task_params or {}))
-    fitter = make_trainer(trainer, **trainer_params)
-    result: FitResult = fitter.fit(
-        task,
-        [inputs[i] for i in train_idx], [data[i].y for i in train_idx],
-        [inputs[i] for i in val_idx], [data[i].y for i in val_idx],
-        w0=INITIAL_WEIGHTS,
-        callback=epoch_callback,
-    )
-    model.weights = result.w
-    model.training = {
-        "utterances": len(data),
-        "speakers": speakers,
-        "validation_speakers": sorted(val_speakers),
-        "audio_seconds": round(float(sum(d.duration_s for d in data)), 2),
-        "trainer": trainer,
-        "trainer_params": fitter.get_params(),
-        "classifier_params": classifier_params,
-        "classifier_folds": n_folds,
-        "vtlp_copies_per_utterance": len(data[0].warped) if data else 0,
-        "best_epoch": result.best_epoch,
-        "history": result.history_dicts(),
-        "decodes_per_update": result.decodes_per_update,
-        "seconds": round(time.perf_counter() - start, 2),
-    }
-    return model, result
+    prepared = prepare_weight_training(data, classifier_params, n_folds, n_val_speakers, progress)
+    return fit_weights(prepared, trainer, trainer_params, task_params, epoch_callback)
