@@ -159,7 +159,7 @@ class PreparedWeightTraining:
     classifier: FrameClassifier
     durations: DurationStats
     classifier_params: dict
-    n_folds: int
+    n_folds: int  #: classifier folds of the out-of-fold scores (0: a separate classifier part)
     seconds: float  #: wall time of the preparation (classifiers and inputs), seconds
 
     @property
@@ -177,28 +177,44 @@ def prepare_weight_training(
     n_folds: int = 4,
     n_val_speakers: int = 2,
     progress: Progress = None,
+    classifier_data: Optional[list] = None,
+    validation_speakers: Optional[set] = None,
 ) -> PreparedWeightTraining:
     """Duration statistics, out-of-fold scores and the final classifier of ``data``, once.
 
     ``n_val_speakers`` speakers (the last in sorted order) form the early-stopping validation
-    set of the weight training; 0 disables it.
+    set of the weight training; 0 disables it. ``validation_speakers`` names them instead.
+
+    With ``classifier_data`` (utterances of other speakers, as in the orbit and DLM papers'
+    TIMIT split) the classifier is trained once on those and scores every utterance of
+    ``data``, instead of out-of-fold scores over ``data``; the duration statistics then come
+    from both.
     """
     start = time.perf_counter()
     classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
-    durations = duration_stats(data)
-    oof = out_of_fold_scores(data, n_folds, classifier_params, progress)
-    final_classifier = fit_classifier(data, classifier_params)
+    if classifier_data:
+        durations = duration_stats(list(classifier_data) + list(data))
+        final_classifier = fit_classifier(classifier_data, classifier_params)
+        scores = [final_classifier.scores(d.frames) for d in data]
+    else:
+        durations = duration_stats(data)
+        scores = out_of_fold_scores(data, n_folds, classifier_params, progress)
+        final_classifier = fit_classifier(data, classifier_params)
     if progress:
         progress("final classifier", 1, 1)
     model = AlignmentModel(final_classifier, durations, np.zeros(7))
-    inputs = [model.make_input(d.frames, d.classes, s, name=d.name) for d, s in zip(data, oof)]
+    inputs = [model.make_input(d.frames, d.classes, s, name=d.name) for d, s in zip(data, scores)]
     speakers = sorted({d.speaker for d in data})
-    val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
+    if validation_speakers is not None:
+        val_speakers = set(validation_speakers)
+    else:
+        val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
     return PreparedWeightTraining(
         data, inputs,
         [i for i, d in enumerate(data) if d.speaker not in val_speakers],
         [i for i, d in enumerate(data) if d.speaker in val_speakers],
-        final_classifier, durations, classifier_params, n_folds, time.perf_counter() - start)
+        final_classifier, durations, classifier_params, 0 if classifier_data else n_folds,
+        time.perf_counter() - start)
 
 
 def fit_weights(
