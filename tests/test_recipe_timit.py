@@ -141,9 +141,9 @@ def test_grids_cover_every_trainer():
 
 @pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"TIMIT sample not found at {SAMPLE}")
 def test_recipe_end_to_end_on_a_tiny_sample(tmp_path):
-    """Every trainer through the same calls on 4 speakers x 3 utterances, 2 folds, 2 seeds."""
+    """Every trainer through the same calls on 4 speakers x 2 utterances, 2 folds, 2 seeds."""
     out = tmp_path / "out"
-    results = run_recipe(SAMPLE, out, quick=True, seeds=2, folds=2, max_speakers=4, max_per_speaker=3,
+    results = run_recipe(SAMPLE, out, quick=True, seeds=2, folds=2, max_speakers=4, max_per_speaker=2,
                          trainers=["perceptron", "svm", "ramp", "direct_toward", "direct_away", "orbit", "probit"],
                          command="test")
     from aligner.learn import TRAINERS
@@ -158,7 +158,7 @@ def test_recipe_end_to_end_on_a_tiny_sample(tmp_path):
     for split in saved["splits"]:
         assert not set(split["test_speakers"]) & set(split["train_speakers"])
     for trainer, r in results["summary"].items():
-        assert r["n_utterances"] == 2 * 2 * 3  # every test utterance of both folds, scored once per seed
+        assert r["n_utterances"] == 4 * 2  # every test utterance of both folds, scored once per seed
         assert len(r["within_20ms"]["values"]) == 2
         assert 0.0 <= r["within_20ms"]["mean"] <= 100.0
         assert r["within_10ms"]["mean"] <= r["within_40ms"]["mean"]
@@ -167,3 +167,25 @@ def test_recipe_end_to_end_on_a_tiny_sample(tmp_path):
     assert results["summary"]["perceptron"]["decodes_per_update"]["mean"] == pytest.approx(1.0)
     assert results["summary"]["probit"]["decodes_per_update"]["mean"] == pytest.approx(100.0)
     assert results["summary"]["ramp"]["decodes_per_update"]["mean"] == pytest.approx(2.0)
+
+
+@pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"TIMIT sample not found at {SAMPLE}")
+def test_prepare_weight_training_with_a_separate_classifier_part():
+    """The full-TIMIT path: classifier trained on other speakers, named validation speakers."""
+    from aligner.training import fit_weights, load_utterances, prepare_weight_training
+
+    utts = [u for u in find_utterances(SAMPLE) if u.utterance_id.startswith("sx")]
+    speakers = sorted({u.speaker for u in utts})[:4]
+    data = load_utterances([u for u in utts if u.speaker in speakers], warps=())
+    classifier_part = [d for d in data if d.speaker in speakers[:2]]
+    weight_part = [d for d in data if d.speaker in speakers[2:]]
+    prepared = prepare_weight_training(weight_part, {"n_components": 100, "max_train_frames": 5000},
+                                       classifier_data=classifier_part, validation_speakers={speakers[2]})
+    assert prepared.n_folds == 0
+    assert prepared.validation_speakers == [speakers[2]]
+    assert {weight_part[i].speaker for i in prepared.train_idx} == {speakers[3]}
+    assert len(prepared.inputs) == len(weight_part)
+    model, result = fit_weights(prepared, "orbit", {"epochs": 1, "eval_train": False})
+    assert model.classifier is prepared.classifier
+    assert result.updates == len(prepared.train_idx)
+    assert model.training["classifier_folds"] == 0
