@@ -83,3 +83,109 @@ def speaker_folds(utterances: list[Utterance], n_folds: int) -> list[list[str]]:
     if n_folds < 2 or n_folds > len(speakers):
         raise ValueError(f"need 2 <= n_folds <= {len(speakers)} speakers, got {n_folds}")
     return [speakers[i::n_folds] for i in range(n_folds)]
+
+
+# --------------------------------------------------------------------------------------
+# the standard splits of the full TIMIT release
+# --------------------------------------------------------------------------------------
+
+#: The TIMIT core test set (TIMIT documentation, ``TESTSET.DOC``): 24 speakers of the TEST part,
+#: two male and one female from each dialect region DR1-DR8; 192 utterances without SA1/SA2.
+CORE_TEST_SPEAKERS = {
+    "dr1": ("mdab0", "mwbt0", "felc0"),
+    "dr2": ("mtas1", "mwew0", "fpas0"),
+    "dr3": ("mjmp0", "mlnt0", "fpkt0"),
+    "dr4": ("mlll0", "mtls0", "fjlm0"),
+    "dr5": ("mbpm0", "mklt0", "fnlp0"),
+    "dr6": ("mcmj0", "mjdh0", "fmgd0"),
+    "dr7": ("mgrt0", "mnjm0", "fdhc0"),
+    "dr8": ("mjln0", "mpam0", "fmld0"),
+}
+CORE_TEST_SPEAKER_SET = frozenset(s for speakers in CORE_TEST_SPEAKERS.values() for s in speakers)
+
+#: Speakers of the weight-validation part and of the classifier part of TRAIN. The orbit paper
+#: (sec. 6.2) divides TIMIT TRAIN without SA1/SA2 (462 speakers, 3696 utterances) into 1500
+#: utterances for the frame classifier, 1796 for the weights and 400 for validation; in whole
+#: speakers (8 utterances each) that is 188 / 224 / 50 speakers (1504 / 1792 / 400 utterances).
+TIMIT_VALIDATION_SPEAKERS = 50
+TIMIT_CLASSIFIER_SPEAKERS = 188
+
+_DIALECT_FOLDER = re.compile(r"^dr(\d+)(?:-|$)")
+
+
+def dialect_region(utt: Utterance) -> str:
+    """``dr1`` .. ``dr8`` from the utterance's path (a ``DR<N>`` or ``dr<N>-<speaker>`` folder), else ``""``."""
+    for part in Path(utt.name).parts[:-1]:
+        m = _DIALECT_FOLDER.match(part.lower())
+        if m:
+            return f"dr{int(m.group(1))}"
+    return ""
+
+
+def is_sa_sentence(utt: Utterance) -> bool:
+    """Whether the utterance is one of the dialect sentences SA1/SA2 (read by every speaker)."""
+    return utt.utterance_id.startswith("sa")
+
+
+def is_full_timit_layout(utterances: list[Utterance]) -> bool:
+    """Whether the utterances come from an LDC-style tree with TRAIN and TEST parts."""
+    parts = {u.part for u in utterances}
+    return "train" in parts and "test" in parts
+
+
+def _evenly_spaced(items: list, n: int) -> list:
+    """``n`` items spread evenly over ``items`` (sorted by dialect region, so stratified)."""
+    if n <= 0:
+        return []
+    if n > len(items):
+        raise ValueError(f"cannot take {n} of {len(items)} speakers")
+    return [items[int((j + 0.5) * len(items) / n)] for j in range(n)]
+
+
+def timit_standard_split(
+    utterances: list[Utterance],
+    include_sa: bool = False,
+    test_set: str = "core",
+    n_validation_speakers: int = TIMIT_VALIDATION_SPEAKERS,
+    n_classifier_speakers: int = TIMIT_CLASSIFIER_SPEAKERS,
+) -> dict:
+    """Speaker-disjoint parts of a full TIMIT tree: ``{"classifier", "weights", "validation", "test"}``.
+
+    * ``test``: the core test set's speakers (:data:`CORE_TEST_SPEAKERS`), or with
+      ``test_set="complete"`` every TEST speaker (the DLM paper's 1344 utterances);
+    * ``validation``, ``classifier``: ``n_validation_speakers`` and then ``n_classifier_speakers``
+      TRAIN speakers, evenly spaced in (dialect region, speaker) order so every region is
+      represented; ``weights``: the remaining TRAIN speakers.
+
+    SA1/SA2 are dropped unless ``include_sa``. Each part is a list of :class:`Utterance` in
+    corpus order. Raises ``ValueError`` when the tree has no TRAIN or TEST part, or too few
+    TRAIN speakers for the requested parts.
+    """
+    if test_set not in ("core", "complete"):
+        raise ValueError(f"test_set must be 'core' or 'complete', got {test_set!r}")
+    kept = [u for u in utterances if include_sa or not is_sa_sentence(u)]
+    train = [u for u in kept if u.part == "train"]
+    test_all = [u for u in kept if u.part == "test"]
+    if not train or not test_all:
+        raise ValueError("a full TIMIT tree needs utterances under both TRAIN and TEST "
+                         f"(found {len(train)} and {len(test_all)})")
+    if test_set == "core":
+        test = [u for u in test_all if u.speaker in CORE_TEST_SPEAKER_SET]
+        if not test:
+            raise ValueError("none of the 24 core test speakers is under TEST")
+    else:
+        test = test_all
+    region = {u.speaker: dialect_region(u) for u in train}
+    speakers = sorted(region, key=lambda s: (region[s], s))
+    if n_validation_speakers + n_classifier_speakers >= len(speakers):
+        raise ValueError(f"TRAIN has {len(speakers)} speakers: too few for {n_validation_speakers} "
+                         f"validation and {n_classifier_speakers} classifier speakers plus weight training")
+    validation = set(_evenly_spaced(speakers, n_validation_speakers))
+    rest = [s for s in speakers if s not in validation]
+    classifier = set(_evenly_spaced(rest, n_classifier_speakers))
+    return {
+        "classifier": [u for u in train if u.speaker in classifier],
+        "weights": [u for u in train if u.speaker not in classifier and u.speaker not in validation],
+        "validation": [u for u in train if u.speaker in validation],
+        "test": test,
+    }

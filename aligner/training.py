@@ -162,6 +162,132 @@ def fit_boundary_refiner(model: AlignmentModel, data: list, scores: list) -> Bou
     return BoundaryRefiner().fit(features, shifts)
 
 
+@dataclass
+class PreparedWeightTraining:
+    """Everything the weight training needs, computed once for any number of trainers.
+
+    ``inputs[i]`` is the DP input of ``data[i]`` built from its out-of-fold classifier scores;
+    ``train_idx`` / ``val_idx`` index the weight-training and validation utterances (speaker
+    disjoint). ``classifier`` (trained on every utterance of ``data``) and ``durations`` are
+    those of the models :func:`fit_weights` returns.
+    """
+
+    data: list
+    inputs: list
+    train_idx: list
+    val_idx: list
+    classifier: FrameClassifier
+    durations: DurationStats
+    classifier_params: dict
+    n_folds: int  #: classifier folds of the out-of-fold scores (0: a separate classifier part)
+    seconds: float  #: wall time of the preparation (classifiers and inputs), seconds
+    scores: list = field(default_factory=list)  #: (T, 39) out-of-fold classifier scores of ``data``
+
+    @property
+    def speakers(self) -> list:
+        return sorted({d.speaker for d in self.data})
+
+    @property
+    def validation_speakers(self) -> list:
+        return sorted({self.data[i].speaker for i in self.val_idx})
+
+
+def prepare_weight_training(
+    data: list,
+    classifier_params: Optional[dict] = None,
+    n_folds: int = 4,
+    n_val_speakers: int = 2,
+    progress: Progress = None,
+    classifier_data: Optional[list] = None,
+    validation_speakers: Optional[set] = None,
+) -> PreparedWeightTraining:
+    """Duration statistics, out-of-fold scores and the final classifier of ``data``, once.
+
+    ``n_val_speakers`` speakers (the last in sorted order) form the early-stopping validation
+    set of the weight training; 0 disables it. ``validation_speakers`` names them instead.
+
+    With ``classifier_data`` (utterances of other speakers, as in the orbit and DLM papers'
+    TIMIT split) the classifier is trained once on those and scores every utterance of
+    ``data``, instead of out-of-fold scores over ``data``; the duration statistics then come
+    from both.
+    """
+    start = time.perf_counter()
+    classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
+    if classifier_data:
+        durations = duration_stats(list(classifier_data) + list(data))
+        final_classifier = fit_classifier(classifier_data, classifier_params)
+        scores = [final_classifier.scores(d.frames) for d in data]
+    else:
+        durations = duration_stats(data)
+        scores = out_of_fold_scores(data, n_folds, classifier_params, progress)
+        final_classifier = fit_classifier(data, classifier_params)
+    if progress:
+        progress("final classifier", 1, 1)
+    model = AlignmentModel(final_classifier, durations, np.zeros(7))
+    inputs = [model.make_input(d.frames, d.classes, s, name=d.name, symbols=d.symbols)
+              for d, s in zip(data, scores)]
+    speakers = sorted({d.speaker for d in data})
+    if validation_speakers is not None:
+        val_speakers = set(validation_speakers)
+    else:
+        val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
+    return PreparedWeightTraining(
+        data, inputs,
+        [i for i, d in enumerate(data) if d.speaker not in val_speakers],
+        [i for i, d in enumerate(data) if d.speaker in val_speakers],
+        final_classifier, durations, classifier_params, 0 if classifier_data else n_folds,
+        time.perf_counter() - start, scores)
+
+
+def fit_weights(
+    prepared: PreparedWeightTraining,
+    trainer: str = "orbit",
+    trainer_params: Optional[dict] = None,
+    task_params: Optional[dict] = None,
+    epoch_callback=None,
+    refine: bool = True,
+) -> tuple:
+    """Learn the 7 weights on ``prepared`` with trainer ``trainer`` (any of the learning core).
+
+    ``trainer_params`` override :data:`DEFAULT_TRAINER_PARAMS`. Returns ``(model, fit_result)``;
+    the model shares ``prepared``'s classifier and duration statistics. With ``refine``, a
+    :class:`BoundaryRefiner` is fitted on the decodes of every utterance of ``prepared`` with its
+    out-of-fold scores.
+    """
+    start = time.perf_counter()
+    trainer_params = dict(DEFAULT_TRAINER_PARAMS, **(trainer_params or {}))
+    data, inputs = prepared.data, prepared.inputs
+    task = AlignmentTask(**(task_params or {}))
+    fitter = make_trainer(trainer, **trainer_params)
+    result: FitResult = fitter.fit(
+        task,
+        [inputs[i] for i in prepared.train_idx], [data[i].y for i in prepared.train_idx],
+        [inputs[i] for i in prepared.val_idx], [data[i].y for i in prepared.val_idx],
+        w0=INITIAL_WEIGHTS,
+        callback=epoch_callback,
+    )
+    model = AlignmentModel(prepared.classifier, prepared.durations, result.w)
+    if refine:
+        model.refiner = fit_boundary_refiner(model, data, prepared.scores)
+    model.training = {
+        "utterances": len(data),
+        "speakers": prepared.speakers,
+        "validation_speakers": prepared.validation_speakers,
+        "audio_seconds": round(float(sum(d.duration_s for d in data)), 2),
+        "trainer": trainer,
+        "trainer_params": fitter.get_params(),
+        "classifier_params": prepared.classifier_params,
+        "classifier_folds": prepared.n_folds,
+        "vtlp_copies_per_utterance": len(data[0].warped) if data else 0,
+        "boundary_refinement": bool(refine),
+        "best_epoch": result.best_epoch,
+        "history": result.history_dicts(),
+        "decodes_per_update": result.decodes_per_update,
+        "seconds": round(prepared.seconds + time.perf_counter() - start, 2),
+    }
+    return model, result
+
+
 def train_alignment_model(
     data: list,
     trainer: str = "orbit",
@@ -177,51 +303,9 @@ def train_alignment_model(
     """Train an :class:`AlignmentModel` on ``data`` (list of :class:`UtteranceData`).
 
     Returns ``(model, fit_result)``. ``n_val_speakers`` speakers (the last in sorted order)
-    form the early-stopping validation set of the weight training; 0 disables it. With
-    ``refine``, a :class:`BoundaryRefiner` is fitted on the out-of-fold decodes of ``data``.
+    form the early-stopping validation set of the weight training; 0 disables it. Equivalent
+    to :func:`prepare_weight_training` then :func:`fit_weights` (``refine``: fit a
+    :class:`BoundaryRefiner` too).
     """
-    start = time.perf_counter()
-    classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
-    trainer_params = dict(DEFAULT_TRAINER_PARAMS, **(trainer_params or {}))
-    durations = duration_stats(data)
-    oof = out_of_fold_scores(data, n_folds, classifier_params, progress)
-    final_classifier = fit_classifier(data, classifier_params)
-    if progress:
-        progress("final classifier", 1, 1)
-
-    model = AlignmentModel(final_classifier, durations, np.zeros(7))
-    inputs = [model.make_input(d.frames, d.classes, s, name=d.name, symbols=d.symbols)
-              for d, s in zip(data, oof)]
-    speakers = sorted({d.speaker for d in data})
-    val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
-    train_idx = [i for i, d in enumerate(data) if d.speaker not in val_speakers]
-    val_idx = [i for i, d in enumerate(data) if d.speaker in val_speakers]
-    task = AlignmentTask(**(task_params or {}))
-    fitter = make_trainer(trainer, **trainer_params)
-    result: FitResult = fitter.fit(
-        task,
-        [inputs[i] for i in train_idx], [data[i].y for i in train_idx],
-        [inputs[i] for i in val_idx], [data[i].y for i in val_idx],
-        w0=INITIAL_WEIGHTS,
-        callback=epoch_callback,
-    )
-    model.weights = result.w
-    if refine:
-        model.refiner = fit_boundary_refiner(model, data, oof)
-    model.training = {
-        "utterances": len(data),
-        "speakers": speakers,
-        "validation_speakers": sorted(val_speakers),
-        "audio_seconds": round(float(sum(d.duration_s for d in data)), 2),
-        "trainer": trainer,
-        "trainer_params": fitter.get_params(),
-        "classifier_params": classifier_params,
-        "classifier_folds": n_folds,
-        "vtlp_copies_per_utterance": len(data[0].warped) if data else 0,
-        "boundary_refinement": bool(refine),
-        "best_epoch": result.best_epoch,
-        "history": result.history_dicts(),
-        "decodes_per_update": result.decodes_per_update,
-        "seconds": round(time.perf_counter() - start, 2),
-    }
-    return model, result
+    prepared = prepare_weight_training(data, classifier_params, n_folds, n_val_speakers, progress)
+    return fit_weights(prepared, trainer, trainer_params, task_params, epoch_callback, refine)

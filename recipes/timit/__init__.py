@@ -1,0 +1,1 @@
+"""The TIMIT alignment recipe (``python -m recipes.timit CORPUS_DIR OUT_DIR``); see README.md."""

@@ -1,0 +1,3 @@
+from .recipe import main
+
+main()
