@@ -328,13 +328,13 @@ def _measure_one(job) -> tuple:
         duration = len(samples) / SAMPLE_RATE
         windows = ([(0.0, duration, "")] if tier is None
                    else _search_windows(Path(audio), name, tier, pad, duration))
-        for start, end, label in windows:
-            where = name if tier is None else f"{name} [{label} {start:.3f}-{end:.3f} s]"
-            try:
-                m = model.measure(samples, None if tier is None else (start, end), name=where)
-            except AlignerError as exc:
-                msg = str(exc)
-                failures.append((name, msg if where in msg else f"{where}: {msg}"))
+        where = [name if tier is None else f"{name} [{label} {start:.3f}-{end:.3f} s]"
+                 for start, end, label in windows]
+        results = model.measure_windows(samples, [None if tier is None else w[:2] for w in windows], where)
+        for (start, end, label), place, m in zip(windows, where, results):
+            if isinstance(m, Exception):
+                msg = str(m)
+                failures.append((name, msg if place in msg else f"{place}: {msg}"))
                 continue
             records.append(VowelRecord(name, m.onset_s, m.offset_s, m.duration_s, m.score, label, start, end))
         written = None

@@ -27,9 +27,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .classifier import FrameClassifier
-from .errors import AlignmentError, FeatureError, ModelError
+from .errors import AlignerError, AlignmentError, FeatureError, ModelError
 from .features.vowel_acoustics import (COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS, SAMPLE_RATE,
-                                       frames_to_seconds, vowel_acoustics)
+                                       frames_to_seconds, seconds_to_frames, vowel_acoustics)
 from .models import VOWEL_KIND, load_bundle, save_bundle
 from .tasks.vowels import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
                            make_vowel_input, n_vowel_features, vowel_feature_names)
@@ -119,11 +119,16 @@ class VowelModel:
                 f"vowel probability >= {self.min_vowel_sum:g}; highest voicing {float(voicing.max()):.2f}, "
                 f"highest vowel probability {float(vowel_sum.max()):.2f})")
 
-    def decode_frames(self, features: np.ndarray, name: str = "<cut>"):
-        """``((t_b, t_e), score)`` for (T, 22) frames, searching the whole of them."""
+    def decode_frames(self, features: np.ndarray, name: str = "<cut>", first: int = 0, last: int | None = None):
+        """``((t_b, t_e), score)`` for (T, 22) frames, the vowel searched within frames ``first..last``.
+
+        Onsets and offsets keep ``edge_margin`` frames from the ends of the recording; the edge
+        and outside windows may look past ``first``/``last`` into the rest of the recording.
+        """
         T = features.shape[0]
-        m = self.edge_margin
-        x = make_vowel_input(features, self.min_dur, self.max_dur, (m, T - 1 - m), (m, T - 1 - m),
+        last = T - 1 if last is None else min(int(last), T - 1)
+        lo, hi = max(int(first), self.edge_margin), min(last, T - 1 - self.edge_margin)
+        x = make_vowel_input(features, self.min_dur, self.max_dur, (lo, hi), (lo, hi),
                              columns=self.columns, widths=self.widths, outside_width=self.outside_width,
                              name=name)
         y, value = self.task.decode_with_value(x, self.weights)
@@ -131,37 +136,52 @@ class VowelModel:
 
     def measure(self, samples: np.ndarray, window: Optional[tuple] = None, name: str = "<recording>"
                 ) -> VowelMeasurement:
-        """Measure the vowel in 16 kHz ``samples``, or in ``window = (start_s, end_s)`` of them.
+        """Measure the vowel in 16 kHz ``samples``, or within ``window = (start_s, end_s)`` of them.
 
-        The window's audio is analysed on its own (as a CVC recording would be). Raises
-        :class:`~aligner.errors.AlignmentError` when no vowel of ``min_dur..max_dur`` fits or the
-        audio holds no vowel-like frames (:meth:`check_vowel_like`),
-        :class:`~aligner.errors.FeatureError` for audio shorter than 25 ms or a window outside
-        the recording.
+        Raises :class:`~aligner.errors.AlignmentError` when no vowel of ``min_dur..max_dur`` fits or
+        the window holds no vowel-like frames (:meth:`check_vowel_like`),
+        :class:`~aligner.errors.FeatureError` for audio shorter than 25 ms or a window outside the
+        recording.
+        """
+        result = self.measure_windows(samples, [window], [name])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def measure_windows(self, samples: np.ndarray, windows: Sequence, names: Sequence[str]) -> list:
+        """One :class:`VowelMeasurement` (or the :class:`~aligner.errors.AlignerError` explaining why
+        not) per window ``(start_s, end_s)`` (``None`` = the whole recording), in order.
+
+        The acoustics are computed once, over the whole recording (levels are z-scored over it),
+        and each vowel is searched with its onset and offset inside its window.
         """
         samples = np.asarray(samples, dtype=np.float32)
-        start = 0
-        if window is not None:
-            start_s, end_s = float(window[0]), float(window[1])
-            duration = samples.shape[0] / SAMPLE_RATE
-            if end_s <= start_s:
-                raise FeatureError(f"{name}: empty search window {start_s:.3f}-{end_s:.3f} s")
-            if start_s >= duration:
-                raise FeatureError(f"{name}: search window {start_s:.3f}-{end_s:.3f} s starts after the end "
-                                   f"of the audio ({duration:.3f} s)")
-            start = max(int(round(start_s * SAMPLE_RATE)), 0)
-            samples = samples[start:min(int(round(end_s * SAMPLE_RATE)), samples.shape[0])]
+        duration = samples.shape[0] / SAMPLE_RATE
         try:
             features = self.acoustics(samples)
         except FeatureError as exc:
-            raise FeatureError(f"{name}: {exc}") from None
-        self.check_vowel_like(features, name)
-        (t_b, t_e), value = self.decode_frames(features, name)
-        on, off = frames_to_seconds(t_b, t_e)
-        off = min(off, samples.shape[0] / SAMPLE_RATE)
-        offset = start / SAMPLE_RATE
-        return VowelMeasurement(on + offset, off + offset, float(value),
-                                t_b + int(round(offset / FRAME_SECONDS)), t_e + int(round(offset / FRAME_SECONDS)))
+            return [FeatureError(f"{name}: {exc}") for name in names]
+        T = features.shape[0]
+        out = []
+        for window, name in zip(windows, names):
+            try:
+                if window is None:
+                    first, last = 0, T - 1
+                else:
+                    start_s, end_s = float(window[0]), float(window[1])
+                    if end_s <= start_s:
+                        raise FeatureError(f"{name}: empty search window {start_s:.3f}-{end_s:.3f} s")
+                    if start_s >= duration:
+                        raise FeatureError(f"{name}: search window {start_s:.3f}-{end_s:.3f} s starts after "
+                                           f"the end of the audio ({duration:.3f} s)")
+                    first, last = seconds_to_frames(max(start_s, 0.0), min(end_s, duration))
+                self.check_vowel_like(features[first:last + 1], name)
+                (t_b, t_e), value = self.decode_frames(features, name, first, last)
+                on, off = frames_to_seconds(t_b, t_e)
+                out.append(VowelMeasurement(on, min(off, duration), float(value), t_b, t_e))
+            except AlignerError as exc:
+                out.append(exc)
+        return out
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory) -> None:
