@@ -279,7 +279,9 @@ def load_vowel_model(model=None):
 
 
 def _vowel_inputs(inputs) -> list:
-    """``[(audio path, name)]``: files as given, directories searched recursively (name relative to it)."""
+    """``[(audio path, name, output stem)]``: files as given, directories searched recursively (name
+    relative to the directory). The output stem (for ``--textgrid-dir``) is the relative path for
+    files found in a directory and the bare file name for files given directly."""
     from .corpus import find_audio_files
     from .errors import AudioError
 
@@ -292,9 +294,9 @@ def _vowel_inputs(inputs) -> list:
             files = find_audio_files(path)
             if not files:
                 raise AudioError(f"{path}: no audio files in this directory")
-            found += [(f, f.relative_to(path).as_posix()) for f in files]
+            found += [(f, f.relative_to(path).as_posix(), f.relative_to(path).with_suffix("")) for f in files]
         elif path.exists():
-            found.append((path, str(item)))
+            found.append((path, str(item), Path(path.name).with_suffix("")))
         else:
             raise AudioError(f"{path}: no such file or directory")
     return found
@@ -385,8 +387,9 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
 
     Without ``tier`` each whole file is one search window. With ``tier``, the TextGrid beside each
     audio file (same stem) gives the windows: one measurement per non-empty interval of that tier,
-    widened by ``pad`` seconds on both sides. With ``textgrid_dir``, one TextGrid per file (relative
-    path kept, suffix ``.TextGrid``) with an interval tier ``vowel``.
+    widened by ``pad`` seconds on both sides. With ``textgrid_dir``, one TextGrid per file with an
+    interval tier ``vowel`` (files found in a directory keep their relative path there; files given
+    directly are named after the file alone), suffix ``.TextGrid``.
 
     Goes on past bad files and windows: they are listed in ``report.failed``. ``progress(done,
     total)`` is called after each file. Records keep the input order.
@@ -397,8 +400,8 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     vowel_model = load_vowel_model(model)
     files = _vowel_inputs(inputs)
     tg_dir = Path(textgrid_dir) if textgrid_dir is not None else None
-    job_list = [(str(a), n, tier, float(pad), None if tg_dir is None else tg_dir / Path(n).with_suffix(".TextGrid"))
-                for a, n in files]
+    job_list = [(str(a), n, tier, float(pad), None if tg_dir is None else tg_dir / f"{stem}.TextGrid")
+                for a, n, stem in files]
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both

@@ -222,9 +222,11 @@ def test_missing_input_and_model_are_one_line_errors(tmp_path):
     assert code == 1 and "model directory not found" in output
 
 
-def test_api_returns_records_and_failures(cvc_dir):
-    records, failed = api.measure_vowels([cvc_dir / "a.wav"])
+def test_api_returns_records_and_failures(cvc_dir, tmp_path):
+    report = api.measure_vowels([(cvc_dir / "a.wav").resolve()], textgrid_dir=tmp_path / "tg")
+    records, failed = report
     assert failed == [] and len(records) == 1
+    assert report.textgrids == [tmp_path / "tg" / "a.TextGrid"]  # a file given by absolute path
     assert records[0].file == str(cvc_dir / "a.wav") and records[0].label == ""
     assert api.vowels_csv(records).splitlines()[0] == "file,onset_s,offset_s,duration_s,score"
 

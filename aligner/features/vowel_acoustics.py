@@ -129,6 +129,16 @@ _GLIDE_IDX = _class_index(GLIDE_CLASSES)
 _SIL_IDX = CLASSES39.index("sil")
 
 
+_MEL_BASIS: list = []
+
+
+def _mel_basis() -> np.ndarray:
+    """(40, 257) HTK mel filterbank, 20 Hz - 8 kHz (``librosa.filters.mel``), built once."""
+    if not _MEL_BASIS:
+        _MEL_BASIS.append(librosa.filters.mel(sr=SAMPLE_RATE, n_fft=N_FFT, n_mels=40, fmin=20.0, htk=True))
+    return _MEL_BASIS[0]
+
+
 def n_frames(n_samples: int) -> int:
     """Number of 5 ms frames of ``n_samples`` samples: ``n_samples // 80 + 1``."""
     return int(n_samples) // HOP + 1
@@ -263,7 +273,7 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
 
     out[:, 9:14] = classifier_columns(classifier, y.astype(np.float32), T)
 
-    mel = librosa.feature.melspectrogram(S=power.T, sr=SAMPLE_RATE, n_fft=N_FFT, n_mels=40, htk=True, fmin=20.0)
+    mel = _mel_basis() @ power.T  # (40, T)
     mfcc = librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=_LOG_FLOOR, top_db=None), n_mfcc=5)[1:5]  # (4, T)
     for j in range(4):
         out[:, 14 + j] = _zscore(mfcc[j])

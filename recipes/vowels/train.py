@@ -12,6 +12,11 @@
    of ``--trainers`` is fitted on the rest with early stopping on the validation cost (orbit
    eq. 38 in frames, ``--tau``), and the configuration with the lowest validation cost is
    scored on the test fold. The test fold is never used for a choice.
+   The alignment model's frame classifier was trained on every speaker of the shared sample,
+   so its vowel/nasal probabilities are optimistic on the test speakers; with
+   ``--held-out-classifier`` each fold trains its own classifier (same hyper-parameters) on
+   the utterances of the other speakers and computes every token's acoustics with it, so
+   the test speakers are unseen by every part of the model (about 80 s more per fold).
 4. The shipped model: the configuration with the lowest validation cost summed over folds is
    refitted on every speaker for the median of its chosen epoch counts, and saved to OUT.
 
@@ -57,14 +62,15 @@ from aligner.features.vowel_acoustics import (COLUMN_NAMES, SAMPLE_RATE, VOWEL_C
 from aligner.learn import make_trainer  # noqa: E402
 from aligner.models import ALIGNMENT_KIND, default_model_dir  # noqa: E402
 from aligner.phones import read_phn  # noqa: E402
-from aligner.tasks.vowels import fit_vowel_task, make_vowel_input  # noqa: E402
+from aligner.tasks.vowels import DEFAULT_WIDTHS, fit_vowel_task, make_vowel_input  # noqa: E402
 from aligner.vowel_model import VowelModel, duration_limits  # noqa: E402
 
 EDGE_MARGIN = 1
 
 
-def configs(names, epochs):
-    """Trainer configurations tried (the epoch count is chosen by early stopping)."""
+def configs(names, epochs, widths_options=((2, 5, 10),)):
+    """Configurations tried: trainer settings x edge widths (frames); the epoch count is chosen by
+    early stopping. ``widths`` is a setting of the feature map, not of the trainer."""
     base = {"epochs": epochs, "seed": 0, "eval_train": False}
     grid = {
         "perceptron": [{"average": True}, {"average": False}],
@@ -75,7 +81,7 @@ def configs(names, epochs):
         "direct_away": [{"eta0": 1.0, "eps": p, "average": True, "init_epochs": 2} for p in (1.0, 10.0)],
         "probit": [{"eta0": 1.0, "noise_scale": 1.0, "n_samples": 20, "average": True}],
     }
-    return [(n, {**base, **g}) for n in names for g in grid[n]]
+    return [(n, {**base, **g, "widths": list(w)}) for w in widths_options for n in names for g in grid[n]]
 
 
 def sphere_sample_range(path):
@@ -131,11 +137,11 @@ def load_tokens(corpus, classifier):
     return tokens
 
 
-def make_input(tok, min_dur, max_dur, columns):
+def make_input(tok, min_dur, max_dur, columns, widths=DEFAULT_WIDTHS):
     T = len(tok["features"])
     m = EDGE_MARGIN
     return make_vowel_input(tok["features"], min_dur, max_dur, (m, T - 1 - m), (m, T - 1 - m),
-                            columns=columns, name=tok["name"])
+                            columns=columns, widths=widths, name=tok["name"])
 
 
 def metrics(pred_s, true_s):
@@ -157,27 +163,29 @@ def speaker_folds(speakers, n_folds):
 
 
 def fit_config(name, params, train, val, columns, epochs=None):
+    """Fit one configuration; returns (task, fit result, (min_dur, max_dur, widths), best validation cost)."""
     Ytr = [t["y"] for t in train]
     durs = [y[1] - y[0] for y in Ytr]
     min_dur, max_dur = duration_limits(durs)
-    Xtr = [make_input(t, min_dur, max_dur, columns) for t in train]
-    task = fit_vowel_task(Xtr, Ytr, tau_on=ARGS.tau, tau_off=ARGS.tau, n_jobs=1)
     p = dict(params) if epochs is None else {**params, "epochs": epochs}
+    widths = tuple(p.pop("widths", DEFAULT_WIDTHS))
+    Xtr = [make_input(t, min_dur, max_dur, columns, widths) for t in train]
+    task = fit_vowel_task(Xtr, Ytr, tau_on=ARGS.tau, tau_off=ARGS.tau, n_jobs=1)
     if val:
-        Xva = [make_input(t, min_dur, max_dur, columns) for t in val]
+        Xva = [make_input(t, min_dur, max_dur, columns, widths) for t in val]
         res = make_trainer(name, **p).fit(task, Xtr, Ytr, Xva, [t["y"] for t in val])
         val_cost = min(r.val_cost for r in res.history)
     else:
         res = make_trainer(name, **p).fit(task, Xtr, Ytr)
         val_cost = float("nan")
-    return task, res, (min_dur, max_dur), val_cost
+    return task, res, (min_dur, max_dur, widths), val_cost
 
 
 def predict(task, w, toks, limits, columns):
     out = []
     for t in toks:
         try:
-            y = task.decode(make_input(t, *limits, columns), w)
+            y = task.decode(make_input(t, limits[0], limits[1], columns, limits[2]), w)
             out.append(frames_to_seconds(int(y[0]), int(y[1])))
         except AlignerError:  # cut too short for min_dur: middle of the cut
             out.append((t["cut_s"] / 3, 2 * t["cut_s"] / 3))
@@ -196,10 +204,16 @@ def main(argv=None):
     ap.add_argument("--trainers", nargs="+", default=["perceptron", "svm", "orbit"])
     ap.add_argument("--folds", type=int, default=4)
     ap.add_argument("--epochs", type=int, default=15)
+    ap.add_argument("--widths", nargs="+", default=["2,5,10", "1,2,5,10"],
+                    help="edge-width sets (frames) to choose from on validation, e.g. 2,5,10")
     ap.add_argument("--tau", type=float, default=1.0, help="cost tolerance, frames (5 ms)")
     ap.add_argument("--all-columns", action="store_true", help="use all 22 columns instead of the 16 default")
     ap.add_argument("--keep-corrupted", action="store_true",
                     help="train and score on tokens whose audio exceeds the SPHERE header's sample range too")
+    ap.add_argument("--held-out-classifier", action="store_true",
+                    help="score each test fold with a frame classifier trained without its speakers "
+                         "(about 80 s more per fold); default: the alignment model's classifier, which "
+                         "heard every speaker of the shared sample")
     ap.add_argument("--json-out", type=Path)
     ARGS = args = ap.parse_args(argv)
     columns = tuple(range(len(COLUMN_NAMES))) if args.all_columns else VOWEL_COLUMNS
@@ -216,17 +230,32 @@ def main(argv=None):
           f"features {feat_s:.1f} s", flush=True)
 
     folds = speaker_folds(speakers, args.folds)
-    cands = configs(args.trainers, args.epochs)
+    cands = configs(args.trainers, args.epochs, [tuple(int(v) for v in w.split(",")) for w in args.widths])
     val_total = np.zeros(len(cands))
     chosen_epochs = [[] for _ in cands]
     per_trainer_pred = {n: {} for n in args.trainers}
     pred_chosen, truth, baseline, chosen_names = {}, {}, {}, []
+    utterance_data = None
     for k, test_spk in enumerate(folds):
+        fold_all, fold_tokens = all_tokens, tokens
+        if args.held_out_classifier:
+            # the frame classifier of this fold never heard the test speakers
+            from aligner.training import fit_classifier, load_utterances
+
+            if utterance_data is None:
+                utterance_data = load_utterances(find_utterances(args.corpus))
+            t1 = time.perf_counter()
+            clf = fit_classifier([d for d in utterance_data if d.speaker not in test_spk],
+                                 align_model.classifier.get_params())
+            fold_all = load_tokens(args.corpus, clf)
+            fold_tokens = fold_all if args.keep_corrupted else [t for t in fold_all if not t["corrupted"]]
+            print(f"fold {k + 1}: classifier without {','.join(test_spk)} trained and applied in "
+                  f"{time.perf_counter() - t1:.0f} s", flush=True)
         rest = sorted(set(speakers) - set(test_spk))
         val_spk = rest[k % len(rest)::max(len(rest) // 2, 1)][:2]
-        train = [t for t in tokens if t["speaker"] in rest and t["speaker"] not in val_spk]
-        val = [t for t in tokens if t["speaker"] in val_spk]
-        test = [t for t in all_tokens if t["speaker"] in test_spk]
+        train = [t for t in fold_tokens if t["speaker"] in rest and t["speaker"] not in val_spk]
+        val = [t for t in fold_tokens if t["speaker"] in val_spk]
+        test = [t for t in fold_all if t["speaker"] in test_spk]
         best = None
         best_per_trainer = {}
         for i, (name, params) in enumerate(cands):
@@ -258,7 +287,7 @@ def main(argv=None):
     names = sorted(n for n in truth if n in clean)
     true_rows = [truth[n] for n in names]
     everything = sorted(truth)
-    report = {"n_tokens": len(all_tokens), "n_corrupted": n_bad, "n_scored": len(names),
+    report = {"held_out_classifier": bool(args.held_out_classifier), "n_tokens": len(all_tokens), "n_corrupted": n_bad, "n_scored": len(names),
               "speakers": sorted(set(speakers)), "folds": folds,
               "all_tokens_including_corrupted": {
                   "chosen": metrics([pred_chosen[n] for n in everything], [truth[n] for n in everything]),
@@ -289,18 +318,20 @@ def main(argv=None):
         task, res, limits, _ = fit_config(name, params, tokens, None, columns, epochs=max(epochs, 1))
         clf_path = Path(align_model_dir(args.alignment_model)) / "classifier.npz"
         training = {"corpus": str(args.corpus), "n_tokens": len(tokens), "n_corrupted_left_out": 0 if args.keep_corrupted else n_bad, "speakers": sorted(set(speakers)),
-                    "trainer": name, "trainer_params": {k2: v for k2, v in params.items() if k2 != "epochs"},
+                    "trainer": name, "trainer_params": {k2: v for k2, v in params.items() if k2 not in ("epochs", "widths")},
+                    "widths": list(limits[2]),
                     "epochs": epochs, "tau_frames": args.tau,
                     "classifier_source": {"path": str(clf_path),
                                           "sha256": hashlib.sha256(clf_path.read_bytes()).hexdigest()
                                           if clf_path.is_file() else None},
-                    "cv": {k2: report[k2] for k2 in ("chosen", "middle_third_baseline", "chosen_per_fold")}}
+                    "cv": {k2: report[k2] for k2 in ("held_out_classifier", "chosen", "middle_third_baseline", "chosen_per_fold")}}
         model = VowelModel(align_model.classifier, res.w, columns, limits[0], limits[1], task.prior, task.center,
-                           task.scale, edge_margin=EDGE_MARGIN, tau_on=args.tau, tau_off=args.tau, training=training)
+                           task.scale, widths=limits[2], edge_margin=EDGE_MARGIN, tau_on=args.tau, tau_off=args.tau, training=training)
         model.save(args.out)
         report["shipped"] = {"trainer": name, "params": training["trainer_params"], "epochs": epochs,
+                             "widths": list(limits[2]),
                              "min_dur": limits[0], "max_dur": limits[1]}
-        print(f"wrote {args.out}: {name} {training['trainer_params']}, {epochs} epochs, "
+        print(f"wrote {args.out}: {name} {training['trainer_params']}, widths {list(limits[2])}, {epochs} epochs, "
               f"durations {limits[0]}-{limits[1]} frames")
     print(f"total {time.perf_counter() - t0:.1f} s")
     if args.json_out:
