@@ -69,6 +69,7 @@ import math
 
 import librosa
 import numpy as np
+import scipy.fft
 
 from ..errors import FeatureError
 from ..phones import CLASSES39
@@ -174,20 +175,34 @@ def _frames(y: np.ndarray, length: int, T: int) -> np.ndarray:
     return np.lib.stride_tricks.sliding_window_view(padded, length)[::HOP][:T]
 
 
+_PITCH_LAGS = (int(SAMPLE_RATE / PITCH_MAX_HZ), int(SAMPLE_RATE / PITCH_MIN_HZ))  # 40 .. 266 samples
+# linear (not circular) autocorrelation up to the longest lag needs n >= window + lag
+_PITCH_NFFT = scipy.fft.next_fast_len(PITCH_WINDOW + _PITCH_LAGS[1] + 1, real=True)
+_PITCH_CACHE: dict = {}
+
+
+def _pitch_window():
+    """(Hann window, its own normalised autocorrelation at lags 40..266), built once."""
+    if not _PITCH_CACHE:
+        window = np.hanning(PITCH_WINDOW)
+        wac = scipy.fft.irfft(np.abs(scipy.fft.rfft(window, n=_PITCH_NFFT)) ** 2, n=_PITCH_NFFT)
+        lo, hi = _PITCH_LAGS
+        _PITCH_CACHE["window"] = window
+        _PITCH_CACHE["wac"] = wac[lo:hi + 1] / wac[0]
+    return _PITCH_CACHE["window"], _PITCH_CACHE["wac"]
+
+
 def _autocorrelation_pitch(y: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
     """(f0 in Hz, voicing in [0, 1]) per frame from the normalised autocorrelation of 40 ms windows."""
     frames = _frames(y, PITCH_WINDOW, T)
     frames = frames - frames.mean(axis=1, keepdims=True)
-    window = np.hanning(PITCH_WINDOW)
-    n_fft = 2048
-    spec = np.fft.rfft(frames * window, n=n_fft, axis=1)
-    ac = np.fft.irfft(np.abs(spec) ** 2, n=n_fft, axis=1)[:, :PITCH_WINDOW]
+    window, wac = _pitch_window()
+    spec = scipy.fft.rfft(frames * window, n=_PITCH_NFFT, axis=1)
+    lo, hi = _PITCH_LAGS
+    ac = scipy.fft.irfft(spec.real ** 2 + spec.imag ** 2, n=_PITCH_NFFT, axis=1)[:, :hi + 1]
     # divide by the window's own autocorrelation (Boersma 1993) so a periodic signal peaks near 1
-    wac = np.fft.irfft(np.abs(np.fft.rfft(window, n=n_fft)) ** 2, n=n_fft)[:PITCH_WINDOW]
-    lo = int(SAMPLE_RATE / PITCH_MAX_HZ)
-    hi = int(SAMPLE_RATE / PITCH_MIN_HZ)
     r0 = ac[:, :1]
-    norm = ac[:, lo:hi + 1] / np.maximum(r0, _LOG_FLOOR) / (wac[lo:hi + 1] / wac[0])
+    norm = ac[:, lo:hi + 1] / np.maximum(r0, _LOG_FLOOR) / wac
     best = norm.argmax(axis=1)
     voicing = np.clip(norm[np.arange(T), best], 0.0, 1.0)
     voicing[r0[:, 0] <= _LOG_FLOOR] = 0.0
@@ -248,7 +263,8 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
 
     frames = _frames(y, WINDOW, T)
     window = np.hanning(WINDOW)
-    power = np.abs(np.fft.rfft(frames * window, n=N_FFT, axis=1)) ** 2  # (T, 257)
+    spectrum = scipy.fft.rfft(frames * window, n=N_FFT, axis=1)
+    power = spectrum.real ** 2 + spectrum.imag ** 2  # (T, 257)
     freqs = np.fft.rfftfreq(N_FFT, 1.0 / SAMPLE_RATE)
     out[:, 1] = _zscore(np.log10(power.sum(axis=1) + _LOG_FLOOR))
     out[:, 2] = _zscore(np.log10(power[:, freqs <= 1000].sum(axis=1) + _LOG_FLOOR))
