@@ -6,6 +6,7 @@
     report = api.align_corpus("corpus/", "out/", jobs=2)
     scores, problems = api.evaluate("corpus/", "out/")
     model = api.train("corpus/", "my-model/", trainer="orbit")
+    records, failed = api.measure_vowels(["cvc/"], jobs=2)          # VowelRecord rows
 """
 
 from __future__ import annotations
@@ -219,3 +220,244 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     model.training["corpus"] = str(corpus_dir)
     model.save(out_dir)
     return model
+
+
+# -- vowel durations -------------------------------------------------------------------------
+
+VOWEL_TIER = "vowel"
+#: a ``--tier`` may end this far past the end of the audio (seconds) before the file is rejected
+TIER_OVERRUN_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class VowelRecord:
+    """One measured vowel (seconds from the start of ``file``'s recording).
+
+    ``label``, ``window_start_s`` and ``window_end_s`` describe the ``--tier`` interval the vowel
+    was searched in (the window is the interval widened by ``pad``, clipped to the audio); without
+    a tier, ``label`` is ``""`` and the window is the whole file.
+    """
+
+    file: str
+    onset_s: float
+    offset_s: float
+    duration_s: float
+    score: float
+    label: str = ""
+    window_start_s: float = 0.0
+    window_end_s: float = 0.0
+
+
+@dataclass
+class VowelReport:
+    """What :func:`measure_vowels` did. Unpacks as ``records, failed = report``."""
+
+    records: list = field(default_factory=list)  #: :class:`VowelRecord` rows, in input order
+    failed: list = field(default_factory=list)  #: (file, error message)
+    n_files: int = 0  #: audio files found
+    seconds: float = 0.0  #: wall time of the measuring, start-up excluded
+    startup_seconds: float = 0.0  #: model load, worker start and numba warm-up
+    textgrids: list = field(default_factory=list)  #: TextGrid paths written
+
+    def __iter__(self):
+        return iter((self.records, self.failed))
+
+    @property
+    def tokens_per_second(self) -> float:
+        return len(self.records) / self.seconds if self.seconds > 0 else float("nan")
+
+
+@lru_cache(maxsize=4)
+def _load_vowel_model_cached(path: str):
+    from .vowel_model import VowelModel
+
+    return VowelModel.load(path)
+
+
+def load_vowel_model(model=None):
+    """A :class:`~aligner.vowel_model.VowelModel`: ``model`` itself, the bundle at that path, or the shipped one."""
+    from .models import VOWEL_KIND
+    from .vowel_model import VowelModel
+
+    if isinstance(model, VowelModel):
+        return model
+    path = Path(model) if model is not None else default_model_dir(VOWEL_KIND)
+    return _load_vowel_model_cached(str(Path(path).resolve()))
+
+
+def _vowel_inputs(inputs) -> list:
+    """``[(audio path, name, output stem)]``: files as given, directories searched recursively (name
+    relative to the directory). The output stem (for ``--textgrid-dir``) is the relative path for
+    files found in a directory and the bare file name for files given directly."""
+    from .corpus import find_audio_files
+    from .errors import AudioError
+
+    if isinstance(inputs, (str, os.PathLike)):
+        inputs = [inputs]
+    found = []
+    for item in inputs:
+        path = Path(item)
+        if path.is_dir():
+            files = find_audio_files(path)
+            if not files:
+                raise AudioError(f"{path}: no audio files in this directory")
+            found += [(f, f.relative_to(path).as_posix(), f.relative_to(path).with_suffix("")) for f in files]
+        elif path.exists():
+            found.append((path, str(item), Path(path.name).with_suffix("")))
+        else:
+            raise AudioError(f"{path}: no such file or directory")
+    return found
+
+
+def _search_windows(audio: Path, name: str, tier: str, pad: float, duration: float) -> list:
+    """``[(start_s, end_s, label)]``: the non-empty intervals of ``tier`` in the TextGrid beside ``audio``,
+    widened by ``pad`` seconds and clipped to the audio."""
+    from .errors import TranscriptError
+    from .textgrids import read_interval_tier
+
+    grid = next((c for c in (audio.with_suffix(".TextGrid"), audio.with_suffix(".textgrid"))
+                 if c.is_file()), audio.with_suffix(".TextGrid"))
+    intervals = [iv for iv in read_interval_tier(grid, tier) if iv[2].strip()]
+    if not intervals:
+        raise TranscriptError(f"{grid}: tier {tier!r} has no non-empty interval")
+    end = max(iv[1] for iv in intervals)
+    if end > duration + TIER_OVERRUN_TOLERANCE:
+        raise TranscriptError(f"{grid}: tier {tier!r} runs to {end:.3f} s but {name} lasts {duration:.3f} s "
+                              f"(a TextGrid of another recording?)")
+    return [(max(s - pad, 0.0), min(e + pad, duration), label.strip()) for s, e, label in intervals]
+
+
+def _measure_one(job) -> tuple:
+    """Measure one file: ``(records, failures, textgrid path or None)``; never raises on bad input."""
+    audio, name, tier, pad, textgrid = job
+    model = _WORKER_VOWEL_MODEL
+    records, failures = [], []
+    try:
+        samples = load_audio(audio)
+        duration = len(samples) / SAMPLE_RATE
+        windows = ([(0.0, duration, "")] if tier is None
+                   else _search_windows(Path(audio), name, tier, pad, duration))
+        where = [name if tier is None else f"{name} [{label} {start:.3f}-{end:.3f} s]"
+                 for start, end, label in windows]
+        results = model.measure_windows(samples, [None if tier is None else w[:2] for w in windows], where)
+        for (start, end, label), place, m in zip(windows, where, results):
+            if isinstance(m, Exception):
+                msg = str(m)
+                failures.append((name, msg if place in msg else f"{place}: {msg}"))
+                continue
+            records.append(VowelRecord(name, m.onset_s, m.offset_s, m.duration_s, m.score, label, start, end))
+        written = None
+        if textgrid is not None and records:
+            intervals, cursor = [], 0.0
+            for r in sorted(records, key=lambda r: r.onset_s):
+                start = max(r.onset_s, cursor)
+                if r.offset_s - start > 1e-4:
+                    intervals.append((start, r.offset_s, r.label or VOWEL_TIER))
+                    cursor = r.offset_s
+            write_textgrid(textgrid, [(VOWEL_TIER, intervals)], xmax=duration)
+            written = textgrid
+        return records, failures, written
+    except AlignerError as exc:
+        msg = str(exc)
+        return records, failures + [(name, msg if str(audio) in msg or name in msg else f"{name}: {msg}")], None
+    except Exception as exc:  # a bug or an unexpected library error: report it, go on
+        return records, failures + [(name, f"{name}: unexpected {type(exc).__name__}: {exc}")], None
+
+
+_WORKER_VOWEL_MODEL = None
+
+
+def _vowel_worker_init(model, blas_threads: Optional[int] = None) -> None:
+    global _WORKER_VOWEL_MODEL
+    if blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(blas_threads)
+    if _WORKER_VOWEL_MODEL is not model:
+        _WORKER_VOWEL_MODEL = model
+        warm_up_vowels(model)
+
+
+def warm_up_vowels(model) -> None:
+    """Compile (or load from numba's cache) the vowel decoder once, on synthetic audio."""
+    rng = np.random.default_rng(0)
+    samples = (0.1 * rng.standard_normal(SAMPLE_RATE)).astype(np.float32)
+    try:
+        model.measure(samples, name="<warm-up>")
+    except AlignerError:
+        pass
+
+
+def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 0.0, jobs: int = 1,
+                   textgrid_dir=None, progress: Optional[Callable[[int, int], None]] = None) -> VowelReport:
+    """Measure the vowel of every CVC recording in ``inputs`` (audio files or directories, recursive).
+
+    Without ``tier`` each whole file is one search window. With ``tier``, the TextGrid beside each
+    audio file (same stem) gives the windows: one measurement per non-empty interval of that tier,
+    widened by ``pad`` seconds on both sides. With ``textgrid_dir``, one TextGrid per file with an
+    interval tier ``vowel`` (files found in a directory keep their relative path there; files given
+    directly are named after the file alone), suffix ``.TextGrid``.
+
+    Goes on past bad files and windows: they are listed in ``report.failed``. ``progress(done,
+    total)`` is called after each file. Records keep the input order.
+    """
+    if pad < 0:
+        raise ValueError(f"pad must be >= 0 seconds, got {pad}")
+    t0 = time.perf_counter()
+    vowel_model = load_vowel_model(model)
+    files = _vowel_inputs(inputs)
+    tg_dir = Path(textgrid_dir) if textgrid_dir is not None else None
+    job_list = [(str(a), n, tier, float(pad), None if tg_dir is None else tg_dir / f"{stem}.TextGrid")
+                for a, n, stem in files]
+    report = VowelReport(n_files=len(job_list))
+    jobs = max(1, min(int(jobs), len(job_list) or 1))
+    _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both
+    pool = None
+    if jobs == 1:
+        mapper = map
+    else:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_vowel_worker_init,
+                                   initargs=(vowel_model, 1))
+        list(pool.map(_noop, range(jobs)))
+        chunk = max(1, min(32, len(job_list) // (8 * jobs)))
+        mapper = lambda f, it: pool.map(f, it, chunksize=chunk)  # noqa: E731
+    report.startup_seconds = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    try:
+        for i, (records, failures, written) in enumerate(mapper(_measure_one, job_list)):
+            report.records += records
+            report.failed += failures
+            if written is not None:
+                report.textgrids.append(written)
+            if progress:
+                progress(i + 1, len(job_list))
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    report.seconds = time.perf_counter() - t1
+    return report
+
+
+VOWEL_CSV_FIELDS = ("file", "onset_s", "offset_s", "duration_s", "score")
+VOWEL_CSV_TIER_FIELDS = ("label", "window_start_s", "window_end_s")
+
+
+def vowels_csv(records, with_windows: bool = False) -> str:
+    """The CSV text of vowel records: header ``file,onset_s,offset_s,duration_s,score`` (times in
+    seconds, 4 decimals; score 4 significant digits), plus ``label,window_start_s,window_end_s``
+    when ``with_windows``."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(VOWEL_CSV_FIELDS + (VOWEL_CSV_TIER_FIELDS if with_windows else ()))
+    for r in records:
+        row = [r.file, f"{r.onset_s:.4f}", f"{r.offset_s:.4f}", f"{r.duration_s:.4f}", f"{r.score:.4g}"]
+        if with_windows:
+            row += [r.label, f"{r.window_start_s:.4f}", f"{r.window_end_s:.4f}"]
+        writer.writerow(row)
+    return buffer.getvalue()

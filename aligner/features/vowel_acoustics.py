@@ -1,0 +1,297 @@
+"""The 5 ms acoustic front end of the vowel duration task (SPEC section 4).
+
+Frames
+    16 kHz audio, one frame every 5 ms (``HOP`` = 80 samples, 200 frames per second),
+    **centred**: frame ``f`` describes the audio around sample ``80 f`` (time ``f * 5 ms``),
+    the convention of AutoVowelDuration's ``.data`` files (row ``f`` is time ``f x 5 ms``).
+    A recording of ``n`` samples has ``T = n // 80 + 1`` frames (:func:`n_frames`).
+    The vowel labels follow the peer too: a vowel from ``t_on`` to ``t_off`` seconds occupies
+    frames ``ceil(t_on * 200) .. floor(t_off * 200)`` (:func:`seconds_to_frames`);
+    :func:`frames_to_seconds` maps a decoded ``(t_b, t_e)`` back to the midpoints of those
+    intervals, ``((t_b - 0.5) * 5 ms, (t_e + 0.5) * 5 ms)``.
+
+Columns of :func:`vowel_acoustics` (float64, ``(T, 22)``)
+
+===  ==================  ==================================================================
+col  name                definition (per frame; "z" = z-scored over the recording)
+===  ==================  ==================================================================
+0    short_term_energy   z of log10 energy (dB/10) of a 10 ms rectangular window
+1    total_energy        z of log10 of the power spectrum summed over 0-8 kHz, 25 ms Hann
+2    low_energy          z of log10 power in 0-1 kHz (voicing bar, F1), 25 ms Hann
+3    high_energy         z of log10 power in 3-8 kHz (frication, bursts), 25 ms Hann
+4    wiener_entropy      z of log spectral flatness (geometric / arithmetic mean of the
+                         power spectrum, ``librosa.feature.spectral_flatness``); 0 = white
+5    autocorrelation     z of the normalised autocorrelation at lag 1 (1 sample) of the
+                         25 ms frame (near 1 for sonorants, low for frication)
+6    pitch               z over voiced frames of log2 f0 (f0 in Hz, 60-400 Hz, the lag of
+                         the highest normalised autocorrelation peak in a 40 ms window);
+                         0 in unvoiced frames
+7    voicing             that peak's height, in [0, 1], median-smoothed over 3 frames
+8    zero_crossing       z of the zero-crossing rate (crossings per sample, 25 ms window,
+                         ``librosa.feature.zero_crossing_rate``)
+9    vowel_prob          frame classifier: largest posterior among the vowel classes
+10   nasal_prob          frame classifier: posterior sum over m, n, ng
+11   vowel_sum           frame classifier: posterior sum over the vowel classes
+12   glide_prob          frame classifier: posterior sum over l, r, w, y, hh
+13   silence_prob        frame classifier: posterior of sil (closures, pauses)
+14   mfcc_1              z of MFCC c1 (40 mel bands, HTK, 25 ms Hann; ``librosa``)
+15   mfcc_2              z of MFCC c2
+16   mfcc_3              z of MFCC c3
+17   mfcc_4              z of MFCC c4
+18   delta_mfcc_1        HTK regression delta (+-4 frames = +-20 ms, edges repeated) of col 14
+19   delta_mfcc_2        delta of col 15
+20   delta_mfcc_3        delta of col 16
+21   delta_mfcc_4        delta of col 17
+===  ==================  ==================================================================
+
+The classifier columns (9-13) are posteriors (``exp`` of
+:meth:`~aligner.classifier.FrameClassifier.log_posteriors`, no prior division) of the
+alignment model's 10 ms frame classifier on :func:`~aligner.features.mfcc.mfcc_features`,
+linearly interpolated from the 10 ms frame centres (``10 t + 12.5`` ms) to the 5 ms frame
+times (held constant beyond the first and last centre).
+
+Pitch. ``librosa.pyin`` costs about 50 ms per 250 ms CVC token here (measured: 0.21 s for
+a 1 s recording on this 2-core machine), which alone caps the batch at about 25 tokens
+per second per core, below the 100 tokens/s target. Columns 6-7 therefore come from one
+FFT autocorrelation per frame (the classic Boersma-style voicing measure, without
+pyin's HMM): ``voicing`` is the height of the best normalised autocorrelation peak between
+lags 40 and 267 samples (400-60 Hz), ``pitch`` its lag.
+
+:data:`VOWEL_COLUMNS` selects 16 of the 22 columns in the peer's layout (energies,
+entropy, autocorrelation, pitch, voicing, zero crossings, vowel/nasal probabilities, vowel
+sum, four cepstral columns), which gives the 116-dim feature map of
+:mod:`aligner.tasks.vowels`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import librosa
+import numpy as np
+import scipy.fft
+
+from ..errors import FeatureError
+from ..phones import CLASSES39
+from .mfcc import FRAME_SHIFT as CLASSIFIER_SHIFT
+from .mfcc import WINDOW as CLASSIFIER_WINDOW
+from .mfcc import _deltas, mfcc_features
+
+#: sample rate the front end is defined for (Hz)
+SAMPLE_RATE = 16000
+#: hop between frames, samples (5 ms)
+HOP = 80
+#: frames per second
+FRAME_RATE = SAMPLE_RATE // HOP
+#: frame length in seconds
+FRAME_SECONDS = HOP / SAMPLE_RATE
+#: spectral analysis window, samples (25 ms)
+WINDOW = 400
+#: short-term energy window, samples (10 ms)
+SHORT_WINDOW = 160
+#: pitch analysis window, samples (40 ms: two periods of 60 Hz... nearly)
+PITCH_WINDOW = 640
+N_FFT = 512
+PITCH_MIN_HZ, PITCH_MAX_HZ = 60.0, 400.0
+VOICING_THRESHOLD = 0.45  #: voicing above which a frame counts as voiced for the pitch column
+
+COLUMN_NAMES = (
+    "short_term_energy", "total_energy", "low_energy", "high_energy", "wiener_entropy",
+    "autocorrelation", "pitch", "voicing", "zero_crossing", "vowel_prob", "nasal_prob",
+    "vowel_sum", "glide_prob", "silence_prob", "mfcc_1", "mfcc_2", "mfcc_3", "mfcc_4",
+    "delta_mfcc_1", "delta_mfcc_2", "delta_mfcc_3", "delta_mfcc_4",
+)
+N_COLUMNS = len(COLUMN_NAMES)
+
+#: the 16 columns the default vowel model uses (the peer's layout: 116-dim feature map)
+VOWEL_COLUMNS = tuple(COLUMN_NAMES.index(n) for n in (
+    "short_term_energy", "total_energy", "low_energy", "high_energy", "wiener_entropy",
+    "autocorrelation", "pitch", "voicing", "zero_crossing", "vowel_prob", "nasal_prob",
+    "vowel_sum", "mfcc_1", "mfcc_2", "mfcc_3", "mfcc_4"))
+
+#: the 39 classes grouped for the classifier columns
+VOWEL_CLASSES = ("aa", "ae", "ah", "aw", "ay", "eh", "er", "ey", "ih", "iy", "ow", "oy", "uh", "uw")
+NASAL_CLASSES = ("m", "n", "ng")
+GLIDE_CLASSES = ("l", "r", "w", "y", "hh")
+
+DELTA_WIDTH = 4  #: regression half-width of the MFCC deltas, frames
+
+_LOG_FLOOR = 1e-10
+_STD_FLOOR = 1e-8
+
+
+def _class_index(names) -> np.ndarray:
+    return np.array([CLASSES39.index(n) for n in names if n in CLASSES39], dtype=np.int64)
+
+
+_VOWEL_IDX = _class_index(VOWEL_CLASSES)
+_NASAL_IDX = _class_index(NASAL_CLASSES)
+_GLIDE_IDX = _class_index(GLIDE_CLASSES)
+_SIL_IDX = CLASSES39.index("sil")
+
+
+_MEL_BASIS: list = []
+
+
+def _mel_basis() -> np.ndarray:
+    """(40, 257) HTK mel filterbank, 20 Hz - 8 kHz (``librosa.filters.mel``), built once."""
+    if not _MEL_BASIS:
+        _MEL_BASIS.append(librosa.filters.mel(sr=SAMPLE_RATE, n_fft=N_FFT, n_mels=40, fmin=20.0, htk=True))
+    return _MEL_BASIS[0]
+
+
+def n_frames(n_samples: int) -> int:
+    """Number of 5 ms frames of ``n_samples`` samples: ``n_samples // 80 + 1``."""
+    return int(n_samples) // HOP + 1
+
+
+def seconds_to_frames(onset_s: float, offset_s: float) -> tuple[int, int]:
+    """The vowel's first and last frame ``(ceil(onset_s * 200), floor(offset_s * 200))`` (AVD labels)."""
+    return int(math.ceil(onset_s * FRAME_RATE - 1e-9)), int(math.floor(offset_s * FRAME_RATE + 1e-9))
+
+
+def frames_to_seconds(t_b: int, t_e: int) -> tuple[float, float]:
+    """Onset and offset in seconds of a vowel on frames ``t_b .. t_e``: ``(t_b - 0.5, t_e + 0.5) * 5 ms``.
+
+    The midpoints of the intervals :func:`seconds_to_frames` maps to ``t_b`` and ``t_e``.
+    """
+    return max((t_b - 0.5) * FRAME_SECONDS, 0.0), (t_e + 0.5) * FRAME_SECONDS
+
+
+def _zscore(v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    ref = v if mask is None else v[mask]
+    if ref.size == 0:
+        return np.zeros_like(v)
+    std = ref.std()
+    if std < _STD_FLOOR:
+        return np.zeros_like(v)
+    return (v - ref.mean()) / std
+
+
+def _frames(y: np.ndarray, length: int, T: int) -> np.ndarray:
+    """(T, length) centred frames of ``y`` (zero padded): frame f covers ``[80 f - length/2, 80 f + length/2)``."""
+    half = length // 2
+    padded = np.pad(y, (half, half + HOP))
+    return np.lib.stride_tricks.sliding_window_view(padded, length)[::HOP][:T]
+
+
+_PITCH_LAGS = (int(SAMPLE_RATE / PITCH_MAX_HZ), int(SAMPLE_RATE / PITCH_MIN_HZ))  # 40 .. 266 samples
+# linear (not circular) autocorrelation up to the longest lag needs n >= window + lag
+_PITCH_NFFT = scipy.fft.next_fast_len(PITCH_WINDOW + _PITCH_LAGS[1] + 1, real=True)
+_PITCH_CACHE: dict = {}
+
+
+def _pitch_window():
+    """(Hann window, its own normalised autocorrelation at lags 40..266), built once."""
+    if not _PITCH_CACHE:
+        window = np.hanning(PITCH_WINDOW)
+        wac = scipy.fft.irfft(np.abs(scipy.fft.rfft(window, n=_PITCH_NFFT)) ** 2, n=_PITCH_NFFT)
+        lo, hi = _PITCH_LAGS
+        _PITCH_CACHE["window"] = window
+        _PITCH_CACHE["wac"] = wac[lo:hi + 1] / wac[0]
+    return _PITCH_CACHE["window"], _PITCH_CACHE["wac"]
+
+
+def _autocorrelation_pitch(y: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """(f0 in Hz, voicing in [0, 1]) per frame from the normalised autocorrelation of 40 ms windows."""
+    frames = _frames(y, PITCH_WINDOW, T)
+    frames = frames - frames.mean(axis=1, keepdims=True)
+    window, wac = _pitch_window()
+    spec = scipy.fft.rfft(frames * window, n=_PITCH_NFFT, axis=1)
+    lo, hi = _PITCH_LAGS
+    ac = scipy.fft.irfft(spec.real ** 2 + spec.imag ** 2, n=_PITCH_NFFT, axis=1)[:, :hi + 1]
+    # divide by the window's own autocorrelation (Boersma 1993) so a periodic signal peaks near 1
+    r0 = ac[:, :1]
+    norm = ac[:, lo:hi + 1] / np.maximum(r0, _LOG_FLOOR) / wac
+    best = norm.argmax(axis=1)
+    voicing = np.clip(norm[np.arange(T), best], 0.0, 1.0)
+    voicing[r0[:, 0] <= _LOG_FLOOR] = 0.0
+    f0 = SAMPLE_RATE / (best + lo)
+    return f0, voicing
+
+
+def _median3(v: np.ndarray) -> np.ndarray:
+    if v.shape[0] < 3:
+        return v.copy()
+    p = np.pad(v, 1, mode="edge")
+    return np.median(np.stack([p[:-2], p[1:-1], p[2:]]), axis=0)
+
+
+def classifier_columns(classifier, samples: np.ndarray, T: int) -> np.ndarray:
+    """(T, 5) columns 9-13 (vowel max, nasal sum, vowel sum, glide sum, sil) at 5 ms frames.
+
+    ``classifier``: a :class:`~aligner.classifier.FrameClassifier`. Needs at least one 25 ms
+    classifier window (400 samples) of audio.
+    """
+    frames = mfcc_features(samples)
+    post = np.exp(classifier.log_posteriors(frames).astype(np.float64))
+    cols10 = np.column_stack([
+        post[:, _VOWEL_IDX].max(axis=1), post[:, _NASAL_IDX].sum(axis=1), post[:, _VOWEL_IDX].sum(axis=1),
+        post[:, _GLIDE_IDX].sum(axis=1), post[:, _SIL_IDX]])
+    centres = (CLASSIFIER_SHIFT * np.arange(frames.shape[0]) + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames
+    f = np.arange(T, dtype=np.float64)
+    return np.column_stack([np.interp(f, centres, cols10[:, j]) for j in range(cols10.shape[1])])
+
+
+def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """The (T, 22) float64 acoustic frames of a mono 16 kHz recording (module docstring table).
+
+    Args:
+        samples: 1-D float audio at 16 kHz (any amplitude scale: levels are z-scored).
+        classifier: the alignment model's :class:`~aligner.classifier.FrameClassifier`.
+        sample_rate: Hz; must be 16000.
+
+    Raises:
+        FeatureError: not mono, not 16 kHz, non-finite, or shorter than 25 ms (400 samples,
+            the classifier's analysis window).
+    """
+    if int(sample_rate) != SAMPLE_RATE:
+        raise FeatureError(f"vowel_acoustics needs {SAMPLE_RATE} Hz audio, got {sample_rate} Hz")
+    y = np.asarray(samples, dtype=np.float64)
+    if y.ndim != 1:
+        raise FeatureError(f"vowel_acoustics needs mono 1-D audio, got shape {y.shape}")
+    if y.shape[0] < WINDOW:
+        raise FeatureError(f"audio of {y.shape[0]} samples ({y.shape[0] / SAMPLE_RATE * 1000:.1f} ms) is "
+                           f"shorter than one {WINDOW}-sample (25 ms) analysis window")
+    if not np.all(np.isfinite(y)):
+        raise FeatureError("audio holds NaN or infinite samples")
+    T = n_frames(y.shape[0])
+    out = np.zeros((T, N_COLUMNS), dtype=np.float64)
+
+    short = _frames(y, SHORT_WINDOW, T)
+    out[:, 0] = _zscore(np.log10(np.maximum((short ** 2).mean(axis=1), _LOG_FLOOR)))
+
+    frames = _frames(y, WINDOW, T)
+    window = np.hanning(WINDOW)
+    spectrum = scipy.fft.rfft(frames * window, n=N_FFT, axis=1)
+    power = spectrum.real ** 2 + spectrum.imag ** 2  # (T, 257)
+    freqs = np.fft.rfftfreq(N_FFT, 1.0 / SAMPLE_RATE)
+    out[:, 1] = _zscore(np.log10(power.sum(axis=1) + _LOG_FLOOR))
+    out[:, 2] = _zscore(np.log10(power[:, freqs <= 1000].sum(axis=1) + _LOG_FLOOR))
+    out[:, 3] = _zscore(np.log10(power[:, freqs >= 3000].sum(axis=1) + _LOG_FLOOR))
+    flatness = librosa.feature.spectral_flatness(S=power.T, power=1.0, amin=_LOG_FLOOR)[0]
+    out[:, 4] = _zscore(np.log(np.maximum(flatness, _LOG_FLOOR)))
+
+    centred = frames - frames.mean(axis=1, keepdims=True)
+    r0 = (centred ** 2).sum(axis=1)
+    r1 = (centred[:, 1:] * centred[:, :-1]).sum(axis=1)
+    out[:, 5] = _zscore(np.where(r0 > _LOG_FLOOR, r1 / np.maximum(r0, _LOG_FLOOR), 0.0))
+
+    f0, voicing = _autocorrelation_pitch(y, T)
+    voicing = _median3(voicing)
+    voiced = voicing >= VOICING_THRESHOLD
+    out[:, 6] = np.where(voiced, _zscore(np.log2(f0), voiced), 0.0)
+    out[:, 7] = voicing
+
+    zcr = librosa.feature.zero_crossing_rate(np.pad(y, (0, HOP)), frame_length=WINDOW, hop_length=HOP,
+                                             center=True)[0][:T]
+    out[:, 8] = _zscore(np.pad(zcr, (0, T - zcr.shape[0]), mode="edge"))
+
+    out[:, 9:14] = classifier_columns(classifier, y.astype(np.float32), T)
+
+    mel = _mel_basis() @ power.T  # (40, T)
+    mfcc = librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=_LOG_FLOOR, top_db=None), n_mfcc=5)[1:5]  # (4, T)
+    for j in range(4):
+        out[:, 14 + j] = _zscore(mfcc[j])
+    out[:, 18:22] = _deltas(out[:, 14:18], DELTA_WIDTH)
+    return out

@@ -1,0 +1,248 @@
+"""The vowel duration model: weights, column selection, duration limits and prior, classifier.
+
+A :class:`VowelModel` measures the vowel of a CVC recording (or of a window of a longer one):
+5 ms acoustic frames (:mod:`aligner.features.vowel_acoustics`), the onset/offset feature map
+and exact decoder of :mod:`aligner.tasks.vowels`, and trained weights.
+
+The frame classifier whose vowel/nasal probabilities feed columns 9-13 is **copied into the
+bundle** (``classifier.npz``, about 1.7 MB) rather than referenced: the weights were learned
+on that classifier's outputs, so retraining the alignment model's classifier must not
+silently change what the vowel model sees. The bundle records the SHA-256 of the alignment
+bundle's ``classifier.npz`` it copied (``training["classifier_source"]``).
+
+Bundle layout (:mod:`aligner.models` conventions: ``np.load(allow_pickle=False)``, JSON, a
+SHA-256 manifest; kind ``"vowels"``)::
+
+    vowels.json       weights, columns, widths, outside width, duration limits and prior,
+                      standardisation (center/scale), tolerances
+    classifier.npz    FrameClassifier.to_arrays()
+    manifest.json
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+
+from .classifier import FrameClassifier
+from .errors import AlignerError, AlignmentError, FeatureError, ModelError
+from .features.vowel_acoustics import (COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS, SAMPLE_RATE,
+                                       frames_to_seconds, seconds_to_frames, vowel_acoustics)
+from .models import VOWEL_KIND, load_bundle, save_bundle
+from .tasks.vowels import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
+                           make_vowel_input, n_vowel_features, vowel_feature_names)
+
+#: bump when the meaning of ``vowels.json`` changes
+VOWEL_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class VowelMeasurement:
+    """One measured vowel, seconds from the start of the recording."""
+
+    onset_s: float
+    offset_s: float
+    score: float  #: the decoder's objective ``w . phi(x, y_hat)`` (higher = more confident)
+    onset_frame: int  #: first vowel frame (5 ms frames of the whole recording)
+    offset_frame: int  #: last vowel frame
+
+    @property
+    def duration_s(self) -> float:
+        return self.offset_s - self.onset_s
+
+
+@dataclass
+class VowelModel:
+    """Everything :meth:`measure` needs.
+
+    Attributes:
+        classifier: the frame classifier (columns 9-13 of the acoustics).
+        weights: (n_features,) weights on the standardised feature map.
+        columns: acoustic columns used (indices into
+            :data:`~aligner.features.vowel_acoustics.COLUMN_NAMES`).
+        widths: edge widths, frames; outside_width: frames.
+        min_dur, max_dur: searched durations ``t_e - t_b``, frames (5 ms).
+        edge_margin: onsets and offsets are searched at least this many frames from the
+            window's ends (the edge windows need context).
+        prior: duration prior; center, scale: standardisation of the feature map.
+        min_voicing, min_vowel_sum, min_vowel_like_frames: a window needs at least
+            ``min_vowel_like_frames`` frames whose voicing (column 7) and summed vowel
+            probability (column 11) reach these values, or it is reported as holding no vowel
+            (in the shared TIMIT sample only 3 of 567 clean tokens fail it, all devoiced schwas
+            ``ax-h``; white noise and silence fail it).
+        tau_on, tau_off: tolerances of the training cost, frames.
+        training: JSON-able record of how it was trained.
+    """
+
+    classifier: FrameClassifier
+    weights: np.ndarray
+    columns: tuple
+    min_dur: int
+    max_dur: int
+    prior: DurationPrior
+    center: np.ndarray
+    scale: np.ndarray
+    widths: tuple = DEFAULT_WIDTHS
+    outside_width: int = DEFAULT_OUTSIDE_WIDTH
+    edge_margin: int = 1
+    min_voicing: float = 0.4
+    min_vowel_sum: float = 0.2
+    min_vowel_like_frames: int = 2
+    tau_on: float = 0.0
+    tau_off: float = 0.0
+    training: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.columns = tuple(int(c) for c in self.columns)
+        self.widths = tuple(int(w) for w in self.widths)
+        self.weights = np.asarray(self.weights, dtype=np.float64)
+        self.task = VowelTask(self.tau_on, self.tau_off, n_columns=len(self.columns), n_widths=len(self.widths),
+                              prior=self.prior, center=self.center, scale=self.scale, n_jobs=1)
+        if self.weights.shape != (self.task.n_features,):
+            raise ModelError(f"vowel model weights have shape {self.weights.shape}, "
+                             f"expected ({self.task.n_features},)")
+
+    # -- measuring ------------------------------------------------------------------------
+    def acoustics(self, samples: np.ndarray) -> np.ndarray:
+        """(T, 22) acoustic frames of 16 kHz ``samples`` (:func:`vowel_acoustics`)."""
+        return vowel_acoustics(samples, self.classifier)
+
+    def check_vowel_like(self, features: np.ndarray, name: str = "<cut>") -> None:
+        """Raise :class:`AlignmentError` if ``features`` (T, 22) hold no vowel-like frames."""
+        voicing, vowel_sum = features[:, 7], features[:, 11]
+        n = int(np.count_nonzero((voicing >= self.min_voicing) & (vowel_sum >= self.min_vowel_sum)))
+        if n < self.min_vowel_like_frames:
+            raise AlignmentError(
+                f"{name}: no vowel-like frames ({n} frames of 5 ms with voicing >= {self.min_voicing:g} and "
+                f"vowel probability >= {self.min_vowel_sum:g}; highest voicing {float(voicing.max()):.2f}, "
+                f"highest vowel probability {float(vowel_sum.max()):.2f})")
+
+    def decode_frames(self, features: np.ndarray, name: str = "<cut>", first: int = 0, last: int | None = None):
+        """``((t_b, t_e), score)`` for (T, 22) frames, the vowel searched within frames ``first..last``.
+
+        Onsets and offsets keep ``edge_margin`` frames from the ends of the recording; the edge
+        and outside windows may look past ``first``/``last`` into the rest of the recording.
+        """
+        T = features.shape[0]
+        last = T - 1 if last is None else min(int(last), T - 1)
+        lo, hi = max(int(first), self.edge_margin), min(last, T - 1 - self.edge_margin)
+        x = make_vowel_input(features, self.min_dur, self.max_dur, (lo, hi), (lo, hi),
+                             columns=self.columns, widths=self.widths, outside_width=self.outside_width,
+                             name=name)
+        y, value = self.task.decode_with_value(x, self.weights)
+        return (int(y[0]), int(y[1])), value
+
+    def measure(self, samples: np.ndarray, window: Optional[tuple] = None, name: str = "<recording>"
+                ) -> VowelMeasurement:
+        """Measure the vowel in 16 kHz ``samples``, or within ``window = (start_s, end_s)`` of them.
+
+        Raises :class:`~aligner.errors.AlignmentError` when no vowel of ``min_dur..max_dur`` fits or
+        the window holds no vowel-like frames (:meth:`check_vowel_like`),
+        :class:`~aligner.errors.FeatureError` for audio shorter than 25 ms or a window outside the
+        recording.
+        """
+        result = self.measure_windows(samples, [window], [name])[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def measure_windows(self, samples: np.ndarray, windows: Sequence, names: Sequence[str]) -> list:
+        """One :class:`VowelMeasurement` (or the :class:`~aligner.errors.AlignerError` explaining why
+        not) per window ``(start_s, end_s)`` (``None`` = the whole recording), in order.
+
+        The acoustics are computed once, over the whole recording (levels are z-scored over it),
+        and each vowel is searched with its onset and offset inside its window.
+        """
+        samples = np.asarray(samples, dtype=np.float32)
+        duration = samples.shape[0] / SAMPLE_RATE
+        try:
+            features = self.acoustics(samples)
+        except FeatureError as exc:
+            return [FeatureError(f"{name}: {exc}") for name in names]
+        T = features.shape[0]
+        out = []
+        for window, name in zip(windows, names):
+            try:
+                if window is None:
+                    first, last = 0, T - 1
+                else:
+                    start_s, end_s = float(window[0]), float(window[1])
+                    if end_s <= start_s:
+                        raise FeatureError(f"{name}: empty search window {start_s:.3f}-{end_s:.3f} s")
+                    if start_s >= duration:
+                        raise FeatureError(f"{name}: search window {start_s:.3f}-{end_s:.3f} s starts after "
+                                           f"the end of the audio ({duration:.3f} s)")
+                    first, last = seconds_to_frames(max(start_s, 0.0), min(end_s, duration))
+                self.check_vowel_like(features[first:last + 1], name)
+                (t_b, t_e), value = self.decode_frames(features, name, first, last)
+                on, off = frames_to_seconds(t_b, t_e)
+                out.append(VowelMeasurement(on, min(off, duration), float(value), t_b, t_e))
+            except AlignerError as exc:
+                out.append(exc)
+        return out
+
+    # -- persistence ----------------------------------------------------------------------
+    def save(self, directory) -> None:
+        params = {"vowels": {
+            "format": VOWEL_FORMAT,
+            "weights": [float(v) for v in self.weights],
+            "feature_names": vowel_feature_names([COLUMN_NAMES[c] for c in self.columns], self.widths),
+            "columns": list(self.columns),
+            "column_names": [COLUMN_NAMES[c] for c in self.columns],
+            "widths": list(self.widths),
+            "outside_width": int(self.outside_width),
+            "min_dur": int(self.min_dur),
+            "max_dur": int(self.max_dur),
+            "edge_margin": int(self.edge_margin),
+            "vowel_like": {"min_voicing": self.min_voicing, "min_vowel_sum": self.min_vowel_sum,
+                           "min_frames": int(self.min_vowel_like_frames)},
+            "prior": {"mean": self.prior.mean, "std": self.prior.std, "log_mean": self.prior.log_mean,
+                      "log_std": self.prior.log_std},
+            "center": [float(v) for v in self.center],
+            "scale": [float(v) for v in self.scale],
+            "tau_on": self.tau_on, "tau_off": self.tau_off,
+            "frame_seconds": FRAME_SECONDS, "sample_rate": SAMPLE_RATE,
+        }}
+        save_bundle(directory, VOWEL_KIND, {"classifier": self.classifier.to_arrays()}, params, self.training)
+
+    @classmethod
+    def load(cls, directory) -> "VowelModel":
+        """Read and verify a bundle; :class:`ModelError` naming the directory if it is unusable."""
+        arrays, params, manifest = load_bundle(directory, VOWEL_KIND)
+        try:
+            p = params["vowels"]
+            if int(p["format"]) > VOWEL_FORMAT:
+                raise ValueError(f"vowel model format {p['format']} is newer than this aligner reads")
+            columns = tuple(int(c) for c in p["columns"])
+            if not columns or min(columns) < 0 or max(columns) >= N_COLUMNS:
+                raise ValueError(f"columns {list(columns)} outside 0..{N_COLUMNS - 1}")
+            widths = tuple(int(w) for w in p["widths"])
+            n = n_vowel_features(len(columns), len(widths))
+            vectors = {k: np.asarray(p[k], dtype=np.float64) for k in ("weights", "center", "scale")}
+            for k, v in vectors.items():
+                if v.shape != (n,) or not np.all(np.isfinite(v)):
+                    raise ValueError(f"{k} must be {n} finite numbers")
+            pr = p["prior"]
+            prior = DurationPrior(float(pr["mean"]), float(pr["std"]), float(pr["log_mean"]), float(pr["log_std"]))
+            min_dur, max_dur = int(p["min_dur"]), int(p["max_dur"])
+            if not 1 <= min_dur <= max_dur:
+                raise ValueError(f"duration limits {min_dur}-{max_dur} frames are inconsistent")
+            classifier = FrameClassifier.from_arrays(arrays["classifier"])
+            vl = p.get("vowel_like", {})
+            return cls(classifier, vectors["weights"], columns, min_dur, max_dur, prior, vectors["center"],
+                       vectors["scale"], widths, int(p["outside_width"]), int(p.get("edge_margin", 1)),
+                       float(vl.get("min_voicing", 0.4)), float(vl.get("min_vowel_sum", 0.2)),
+                       int(vl.get("min_frames", 2)), float(p.get("tau_on", 0.0)), float(p.get("tau_off", 0.0)),
+                       manifest.get("training", {}))
+        except (KeyError, ValueError, TypeError) as exc:
+            raise ModelError(f"{directory}: not a usable vowel model ({exc})") from None
+
+
+def duration_limits(durations: Sequence[int], low_quantile: float = 0.0, slack: float = 0.25) -> tuple[int, int]:
+    """``(min_dur, max_dur)`` frames from training durations ``t_e - t_b``: the extremes widened by ``slack``."""
+    d = np.asarray(durations, dtype=np.float64)
+    lo = max(1, int(np.floor(np.quantile(d, low_quantile) * (1 - slack))))
+    hi = int(np.ceil(d.max() * (1 + slack)))
+    return lo, max(hi, lo)
