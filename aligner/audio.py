@@ -6,6 +6,7 @@ Durations and lengths here are in seconds or in samples, as each name says.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import librosa
@@ -13,6 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from aligner.errors import AudioError
+from aligner.sphere_repair import HEADER_MAGIC, missing_bytes, read_sphere_header, repair_lost_crs
 
 __all__ = [
     "SAMPLE_RATE",
@@ -65,13 +67,48 @@ def _unreadable(path: Path, exc: Exception) -> AudioError:
     return AudioError(f"{path}: not a readable audio file: {reason}{hint}")
 
 
+class RepairedAudioWarning(UserWarning):
+    """A damaged recording was repaired on reading (the message says how)."""
+
+
+def _read_damaged_sphere(path: Path):
+    """``(samples (n, channels) float32, rate)`` of a NIST SPHERE file damaged by newline
+    conversion, repaired (:mod:`aligner.sphere_repair`) with a :class:`RepairedAudioWarning`;
+    None for any file that is not SPHERE or is intact (read it as usual). Raises
+    :class:`AudioError` when the damage is found but cannot be undone."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(HEADER_MAGIC)) != HEADER_MAGIC:
+                return None
+            f.seek(0)
+            raw = f.read()
+    except OSError:
+        return None
+    header = read_sphere_header(raw)
+    if header is None:
+        return None
+    lost = missing_bytes(raw, header)
+    if lost <= 0 or lost > 64 or header.coding.lower() != "pcm":
+        return None  # intact, or truncated (read what is there), or compressed
+    x = repair_lost_crs(raw, header)
+    if x is None:
+        raise AudioError(
+            f"{path}: NIST SPHERE payload is {lost} byte(s) short of its header's sample_count and the "
+            "rest reads as noise (damaged, e.g. by a text-mode copy); re-copy the file in binary mode")
+    warnings.warn(f"{path}: repaired {lost} byte(s) lost to a newline conversion (CR LF -> LF) in this "
+                  "NIST SPHERE file; re-copy it in binary mode to be safe", RepairedAudioWarning, stacklevel=3)
+    channels = max(header.channel_count, 1)
+    return (x.reshape(-1, channels) / 32768.0).astype(np.float32), header.sample_rate
+
+
 def load_audio(
     path: str | os.PathLike, sample_rate: int = SAMPLE_RATE, min_seconds: float = 0.05
 ) -> np.ndarray:
     """Read a recording as float32 mono samples at ``sample_rate`` Hz, full scale +-1.
 
     Reads whatever soundfile (libsndfile) reads - WAV, FLAC, OGG, NIST SPHERE (TIMIT) - whatever
-    the extension. Channels are averaged to mono; any other sample rate is resampled with
+    the extension. A SPHERE file that lost bytes to a newline conversion (a text-mode copy) is
+    repaired, with a :class:`RepairedAudioWarning` (:mod:`aligner.sphere_repair`). Channels are averaged to mono; any other sample rate is resampled with
     ``librosa.resample(res_type="soxr_hq")``. Amplitudes are not normalised.
 
     Raises :class:`AudioError` naming the file if it is missing, a directory, not decodable
@@ -80,12 +117,16 @@ def load_audio(
     """
     path = Path(path)
     _check_exists(path)
-    try:
-        data, file_rate = sf.read(path, dtype="float32", always_2d=True)  # (samples, channels)
-    except (sf.SoundFileError, RuntimeError) as exc:
-        raise _unreadable(path, exc) from None
-    except OSError as exc:
-        raise AudioError(f"{path}: cannot read audio file ({exc.strerror or exc})") from None
+    repaired = _read_damaged_sphere(path)
+    if repaired is not None:
+        data, file_rate = repaired
+    else:
+        try:
+            data, file_rate = sf.read(path, dtype="float32", always_2d=True)  # (samples, channels)
+        except (sf.SoundFileError, RuntimeError) as exc:
+            raise _unreadable(path, exc) from None
+        except OSError as exc:
+            raise AudioError(f"{path}: cannot read audio file ({exc.strerror or exc})") from None
 
     n_samples = data.shape[0]
     if n_samples == 0:
