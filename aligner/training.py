@@ -38,6 +38,9 @@ INITIAL_WEIGHTS = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0])
 #: Trainer defaults for the 7 weights (chosen on validation speakers of the TIMIT sample);
 #: parameters given by the caller override them.
 DEFAULT_TRAINER_PARAMS = {"epochs": 8, "eta0": 0.01, "schedule": "constant", "average": True}
+#: Step sizes tried for the weights when the caller does not fix ``eta0``: each is fitted and the
+#: one with the lowest validation cost is kept (the TIMIT recipe's quick runs chose 0.01 to 1.0).
+ETA0_GRID = (0.01, 0.1, 1.0)
 #: Frame-classifier defaults (those of :class:`FrameClassifier`; overridable per call).
 DEFAULT_CLASSIFIER_PARAMS: dict = {}
 #: Vocal-tract-length perturbation factors of the extra classifier training copies of every
@@ -299,13 +302,34 @@ def train_alignment_model(
     progress: Progress = None,
     epoch_callback=None,
     refine: bool = True,
+    eta0_grid: tuple = ETA0_GRID,
 ) -> tuple:
     """Train an :class:`AlignmentModel` on ``data`` (list of :class:`UtteranceData`).
 
     Returns ``(model, fit_result)``. ``n_val_speakers`` speakers (the last in sorted order)
     form the early-stopping validation set of the weight training; 0 disables it. Equivalent
     to :func:`prepare_weight_training` then :func:`fit_weights` (``refine``: fit a
-    :class:`BoundaryRefiner` too).
+    :class:`BoundaryRefiner` too), except that when ``trainer_params`` leave ``eta0`` open and
+    there are validation speakers, every step size of ``eta0_grid`` is fitted and the one with
+    the lowest validation cost kept.
     """
     prepared = prepare_weight_training(data, classifier_params, n_folds, n_val_speakers, progress)
-    return fit_weights(prepared, trainer, trainer_params, task_params, epoch_callback, refine)
+    params = dict(trainer_params or {})
+    if "eta0" in params or not prepared.val_idx or len(eta0_grid) < 2:
+        return fit_weights(prepared, trainer, params, task_params, epoch_callback, refine)
+    task = AlignmentTask(**(task_params or {}))
+    val_X = [prepared.inputs[i] for i in prepared.val_idx]
+    val_Y = [prepared.data[i].y for i in prepared.val_idx]
+    tried = []
+    for eta0 in eta0_grid:
+        model, result = fit_weights(prepared, trainer, dict(params, eta0=eta0), task_params, epoch_callback,
+                                    refine=False)
+        tried.append((task.mean_cost(val_X, val_Y, result.w), eta0, model, result))
+        if progress:
+            progress("step sizes", len(tried), len(eta0_grid))
+    _, eta0, model, result = min(tried, key=lambda t: t[0])
+    if refine:
+        model.refiner = fit_boundary_refiner(model, prepared.data, prepared.scores)
+    model.training["boundary_refinement"] = bool(refine)
+    model.training["eta0_validation_costs"] = {str(e): round(float(c), 5) for c, e, _, _ in tried}
+    return model, result

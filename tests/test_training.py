@@ -66,6 +66,11 @@ def test_train_small_model_end_to_end(tmp_path):
         n_folds=2, n_val_speakers=1)
     assert np.all(np.isfinite(model.weights)) and model.refiner is not None
     assert model.training["vtlp_copies_per_utterance"] == 1 and model.training["boundary_refinement"]
+    # eta0 left open: every step size of the grid was fitted and scored on validation
+    from aligner.training import ETA0_GRID
+    assert sorted(model.training["eta0_validation_costs"]) == sorted(str(e) for e in ETA0_GRID)
+    costs = model.training["eta0_validation_costs"]
+    assert model.training["trainer_params"]["eta0"] == float(min(costs, key=costs.get))
     model.save(tmp_path / "m")
     loaded = AlignmentModel.load(tmp_path / "m")
     test = [u for u in utts if u.speaker not in speakers][0]

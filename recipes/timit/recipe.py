@@ -92,7 +92,7 @@ GRIDS = {
 SETTINGS = {
     "full": {"epochs": 10, "patience": 3, "seeds": 3, "folds": 4, "classifier_folds": 3,
              "warps": DEFAULT_WARPS, "classifier": {}},
-    "quick": {"epochs": 6, "patience": 3, "seeds": 3, "folds": 2, "classifier_folds": 2,
+    "quick": {"epochs": 6, "patience": 3, "seeds": 3, "folds": 4, "classifier_folds": 2,
               "warps": (), "classifier": {"n_components": 500, "max_train_frames": 20000}},
 }
 
