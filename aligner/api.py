@@ -143,6 +143,20 @@ def warm_up(model: AlignmentModel) -> None:
     model.align(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>")
 
 
+def _worker_pool(jobs: int, initializer, initargs: tuple, chunksize: int = 1):
+    """``(pool, mapper)`` for ``jobs`` worker processes (forked where the platform can, so they
+    inherit the model the parent loaded and warmed), every worker started before returning;
+    ``(None, map)`` for one job."""
+    if jobs <= 1:
+        return None, map
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=initializer, initargs=initargs)
+    list(pool.map(_noop, range(jobs)))  # start every worker (model load + warm-up) now
+    return pool, (lambda f, it: pool.map(f, it, chunksize=chunksize))
+
+
 def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  progress: Optional[Callable[[int, int], None]] = None) -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a ``.phn`` beside it.
@@ -161,18 +175,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     jobs_list = [(u.audio, u.transcript, out_dir / (u.name + ".TextGrid")) for u in utterances]
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     _worker_init(model_path)  # load and warm here: forked workers inherit both
-    if jobs == 1:
-        pool = None
-        mapper = map
-    else:
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_worker_init,
-                                   initargs=(model_path, 1))
-        # start every worker (model load + warm-up) before the clock starts
-        list(pool.map(_noop, range(jobs)))
-        mapper = lambda f, it: pool.map(f, it, chunksize=1)  # noqa: E731
+    pool, mapper = _worker_pool(jobs, _worker_init, (model_path, 1), chunksize=1)
     report.startup_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     try:
@@ -412,18 +415,8 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both
-    pool = None
-    if jobs == 1:
-        mapper = map
-    else:
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_vowel_worker_init,
-                                   initargs=(vowel_model, 1))
-        list(pool.map(_noop, range(jobs)))
-        chunk = max(1, min(32, len(job_list) // (8 * jobs)))
-        mapper = lambda f, it: pool.map(f, it, chunksize=chunk)  # noqa: E731
+    pool, mapper = _worker_pool(jobs, _vowel_worker_init, (vowel_model, 1),
+                                chunksize=max(1, min(32, len(job_list) // (8 * jobs))))
     report.startup_seconds = time.perf_counter() - t0
     t1 = time.perf_counter()
     try:

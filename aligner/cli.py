@@ -34,6 +34,22 @@ def _progress_bar(total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="file", file=sys.stderr, disable=None, dynamic_ncols=True)
 
 
+class _LazyBar:
+    """A ``progress(done, total)`` callback that opens a progress bar on its first call."""
+
+    def __init__(self, desc: str):
+        self.desc, self.bar = desc, None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = _progress_bar(total, self.desc)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="aligner")
 def main():
@@ -82,17 +98,9 @@ def align_corpus(corpus_dir, out_dir, jobs, model):
     """
     from . import api
 
-    bar = None
-
-    def progress(done, total):
-        nonlocal bar
-        if bar is None:
-            bar = _progress_bar(total, "aligning")
-        bar.update(1)
-
+    progress = _LazyBar("aligning")
     report = _run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress)
-    if bar is not None:
-        bar.close()
+    progress.close()
     click.echo(f"aligned {len(report.written)} files ({report.audio_seconds:.1f} s of audio) in "
                f"{report.seconds:.2f} s: {report.realtime_factor:.0f}x real time "
                f"(start-up {report.startup_seconds:.2f} s)")
@@ -186,17 +194,9 @@ def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad):
     from . import api
     from .textgrids import atomic_write_text
 
-    bar = None
-
-    def progress(done, total):
-        nonlocal bar
-        if bar is None:
-            bar = _progress_bar(total, "measuring")
-        bar.update(1)
-
+    progress = _LazyBar("measuring")
     report = _run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress)
-    if bar is not None:
-        bar.close()
+    progress.close()
     _run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     click.echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "
                f"{report.tokens_per_second:.0f} per second (start-up {report.startup_seconds:.2f} s); wrote {output}")
