@@ -146,7 +146,7 @@ def evaluate(ref, hyp, as_json):
                                               "probit", "orbit"]), default="orbit", show_default=True)
 @click.option("--epochs", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--eta0", type=float, default=None,
-              help="Step size (constant, averaged) [chosen on validation among 0.01, 0.1, 1].")
+              help="Step size (constant, averaged) [0.01].")
 @click.option("--lam", type=float, default=None, help="L2 regularisation [trainer's default].")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--folds", type=click.IntRange(min=2), default=4, show_default=True,

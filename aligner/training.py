@@ -38,8 +38,9 @@ INITIAL_WEIGHTS = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0])
 #: Trainer defaults for the 7 weights (chosen on validation speakers of the TIMIT sample);
 #: parameters given by the caller override them.
 DEFAULT_TRAINER_PARAMS = {"epochs": 8, "eta0": 0.01, "schedule": "constant", "average": True}
-#: Step sizes tried for the weights when the caller does not fix ``eta0``: each is fitted and the
-#: one with the lowest validation cost is kept (the TIMIT recipe's quick runs chose 0.01 to 1.0).
+#: A step-size grid to pass as ``train_alignment_model(eta0_grid=...)``: each is fitted and the one
+#: with the lowest validation cost kept. Off by default: in the 4-fold CV on the TIMIT sample it
+#: gave 88.3 % within 20 ms against 88.6 % for the fixed 0.01 (mean 9.6 ms both).
 ETA0_GRID = (0.01, 0.1, 1.0)
 #: Frame-classifier defaults (those of :class:`FrameClassifier`; overridable per call).
 DEFAULT_CLASSIFIER_PARAMS: dict = {}
@@ -302,16 +303,16 @@ def train_alignment_model(
     progress: Progress = None,
     epoch_callback=None,
     refine: bool = True,
-    eta0_grid: tuple = ETA0_GRID,
+    eta0_grid: tuple = (),
 ) -> tuple:
     """Train an :class:`AlignmentModel` on ``data`` (list of :class:`UtteranceData`).
 
     Returns ``(model, fit_result)``. ``n_val_speakers`` speakers (the last in sorted order)
     form the early-stopping validation set of the weight training; 0 disables it. Equivalent
     to :func:`prepare_weight_training` then :func:`fit_weights` (``refine``: fit a
-    :class:`BoundaryRefiner` too), except that when ``trainer_params`` leave ``eta0`` open and
-    there are validation speakers, every step size of ``eta0_grid`` is fitted and the one with
-    the lowest validation cost kept.
+    :class:`BoundaryRefiner` too), except that when ``eta0_grid`` holds several step sizes,
+    ``trainer_params`` leave ``eta0`` open and there are validation speakers, every step size of
+    the grid is fitted and the one with the lowest validation cost kept.
     """
     prepared = prepare_weight_training(data, classifier_params, n_folds, n_val_speakers, progress)
     params = dict(trainer_params or {})

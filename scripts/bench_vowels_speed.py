@@ -9,7 +9,7 @@ does, with the CSV written too.
     python scripts/bench_vowels_speed.py ../shared/data/timit-sample --jobs 2 [--repeat 3]
 
 Start-up = model load + worker start + numba warm-up; tokens/s = tokens / measuring wall time
-(audio reading, features, frame classifier, decoding, CSV), best of ``--repeat`` runs.
+(audio reading, features, frame classifier, decoding, CSV): median and range over ``--repeat`` runs.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import statistics  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -52,7 +53,7 @@ def main(argv=None):
     ap.add_argument("corpus", type=Path)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--model", type=Path)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -62,7 +63,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         model = api.load_vowel_model(args.model)
         load_s = time.perf_counter() - t0
-        best = None
+        rates = []
         for r in range(args.repeat):
             t1 = time.perf_counter()
             report = api.measure_vowels(cuts, model=model, jobs=args.jobs)
@@ -72,8 +73,9 @@ def main(argv=None):
             print(f"run {r + 1}: {len(report.records)} of {n} tokens measured ({len(report.failed)} failed), "
                   f"{rate:.0f} tokens/s with --jobs {args.jobs}; start-up {report.startup_seconds:.2f} s "
                   f"(model load {load_s:.2f} s, first run only)", flush=True)
-            best = max(best or 0, rate)
-        print(f"best: {best:.0f} tokens/s once warm")
+            rates.append(rate)
+        print(f"median {statistics.median(rates):.0f} tokens/s once warm "
+              f"(runs {', '.join(f'{r:.0f}' for r in rates)})")
 
 
 if __name__ == "__main__":

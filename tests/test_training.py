@@ -61,13 +61,14 @@ def test_train_small_model_end_to_end(tmp_path):
     chosen = [u for s in speakers for u in [v for v in utts if v.speaker == s][:2]]
     data = load_utterances(chosen, warps=(1.1,))
     assert all(len(d.warped) == 1 and d.warped[0].shape == d.frames.shape for d in data)
+    from aligner.training import ETA0_GRID
+
     model, result = train_alignment_model(
         data, "orbit", {"epochs": 1}, {"n_components": 60, "max_iter": 15, "kmeans_iter": 1},
-        n_folds=2, n_val_speakers=1)
+        n_folds=2, n_val_speakers=1, eta0_grid=ETA0_GRID)
     assert np.all(np.isfinite(model.weights)) and model.refiner is not None
     assert model.training["vtlp_copies_per_utterance"] == 1 and model.training["boundary_refinement"]
-    # eta0 left open: every step size of the grid was fitted and scored on validation
-    from aligner.training import ETA0_GRID
+    # eta0 left open with a grid: every step size was fitted and scored on validation
     assert sorted(model.training["eta0_validation_costs"]) == sorted(str(e) for e in ETA0_GRID)
     costs = model.training["eta0_validation_costs"]
     assert model.training["trainer_params"]["eta0"] == float(min(costs, key=costs.get))
