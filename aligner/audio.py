@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from aligner.errors import AudioError
-from aligner.sphere_repair import HEADER_MAGIC, missing_bytes, read_sphere_header, repair_lost_crs
+from aligner.sphere_repair import looks_newline_damaged, missing_bytes, read_sphere_header_file, repair_lost_crs
 
 __all__ = [
     "SAMPLE_RATE",
@@ -76,20 +76,16 @@ def _read_damaged_sphere(path: Path):
     conversion, repaired (:mod:`aligner.sphere_repair`) with a :class:`RepairedAudioWarning`;
     None for any file that is not SPHERE or is intact (read it as usual). Raises
     :class:`AudioError` when the damage is found but cannot be undone."""
-    try:
-        with open(path, "rb") as f:
-            if f.read(len(HEADER_MAGIC)) != HEADER_MAGIC:
-                return None
-            f.seek(0)
-            raw = f.read()
-    except OSError:
-        return None
-    header = read_sphere_header(raw)
+    header = read_sphere_header_file(path)  # the header only: intact files are read once, by soundfile
     if header is None:
         return None
-    lost = missing_bytes(raw, header)
-    if lost <= 0 or lost > 64 or header.coding.lower() != "pcm":
-        return None  # intact, or truncated (read what is there), or compressed
+    try:
+        lost = missing_bytes(header, path.stat().st_size)
+        if not looks_newline_damaged(header, lost):
+            return None  # intact, or truncated (read what is there), or compressed
+        raw = path.read_bytes()
+    except OSError:
+        return None
     x = repair_lost_crs(raw, header)
     if x is None:
         raise AudioError(

@@ -29,7 +29,11 @@ import numpy as np
 
 HEADER_MAGIC = b"NIST_1A"
 _WINDOW = 48  #: samples per roughness window
-_LONE_CR_SLACK = 768  #: a CR turned into LF in a sample's high byte moves it by 3 * 256
+#: a CR turned into LF in a sample's high byte moves it by 3 * 256: the slack allowed around the
+#: header's ``sample_min``/``sample_max``
+LONE_CR_SLACK = 768
+#: more lost bytes than this is taken as a truncated file, not newline damage
+MAX_LOST_BYTES = 64
 
 
 @dataclass
@@ -76,10 +80,43 @@ def read_sphere_header(data: bytes) -> Optional[SphereHeader]:
                         int_field("sample_min"), int_field("sample_max"))
 
 
-def missing_bytes(data: bytes, header: SphereHeader) -> int:
-    """How many bytes the payload lacks against the header's sample count (0 = intact)."""
+def read_sphere_header_file(path) -> Optional[SphereHeader]:
+    """The header of the SPHERE file at ``path`` (reading the header only), or None if the file
+    is not SPHERE or cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+            if not head.startswith(HEADER_MAGIC):
+                return None
+            try:
+                size = int(head[8:16].strip())
+            except ValueError:
+                return None
+            return read_sphere_header(head + f.read(max(size - len(head), 0)))
+    except OSError:
+        return None
+
+
+def missing_bytes(header: SphereHeader, file_size: int) -> int:
+    """How many bytes a file of ``file_size`` bytes lacks against its header's sample count
+    (0 = intact)."""
     expected = header.sample_count * header.channel_count * header.sample_n_bytes
-    return expected - (len(data) - header.header_bytes)
+    return expected - (file_size - header.header_bytes)
+
+
+def looks_newline_damaged(header: SphereHeader, n_lost: int) -> bool:
+    """True if an uncompressed file short by ``n_lost`` bytes (a few, not a truncation) may have
+    lost them to a newline conversion."""
+    return 0 < n_lost <= MAX_LOST_BYTES and header.coding.lower() == "pcm"
+
+
+def samples_outside_range(x: np.ndarray, header: SphereHeader, slack: int = LONE_CR_SLACK) -> np.ndarray:
+    """(n,) bool: samples ``x`` (integer units) beyond the header's ``sample_min``/``sample_max``
+    by more than ``slack``; all False when the header records no range."""
+    x = np.asarray(x)
+    if header.sample_min is None or header.sample_max is None:
+        return np.zeros(x.shape, bool)
+    return (x < header.sample_min - slack) | (x > header.sample_max + slack)
 
 
 def _samples(buf: bytes, shift: int = 0, big_endian: bool = False) -> np.ndarray:
@@ -104,12 +141,6 @@ def _misread(buf: bytes, big_endian: bool) -> np.ndarray:
     return ra[:n] > 4.0 * rb[:n] + 200.0
 
 
-def _out_of_range(x: np.ndarray, header: SphereHeader) -> int:
-    if header.sample_min is None or header.sample_max is None:
-        return 0
-    return int(np.count_nonzero((x < header.sample_min - _LONE_CR_SLACK) | (x > header.sample_max + _LONE_CR_SLACK)))
-
-
 def _insert(payload: bytes, positions: list) -> bytes:
     out, prev = [], 0
     for p in sorted(positions):
@@ -122,9 +153,8 @@ def _insert(payload: bytes, positions: list) -> bytes:
 def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
     """Samples (int16 values as int64, interleaved channels) of a SPHERE file whose payload lost
     CR bytes, with the CRs put back; None if the damage is not that or cannot be undone."""
-    n_lost = missing_bytes(data, header)
-    if (n_lost <= 0 or header.sample_n_bytes != 2 or header.coding.lower() != "pcm"
-            or n_lost > 64):
+    n_lost = missing_bytes(header, len(data))
+    if not looks_newline_damaged(header, n_lost) or header.sample_n_bytes != 2:
         return None
     big = header.byte_format == "10"
     payload = data[header.header_bytes:]
@@ -140,11 +170,9 @@ def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
             return None
         run = np.convolve(bad.astype(np.float64), np.ones(span) / span, "valid")
         hits = list(np.flatnonzero(run > 0.8)[:1])
-        if not hits and header.sample_min is not None and header.sample_max is not None:
+        if not hits:
             # a misread stretch too short for the roughness test still leaves the header's range
-            x = _samples(buf, 0, big)
-            hits += list(np.flatnonzero((x < header.sample_min - _LONE_CR_SLACK)
-                                        | (x > header.sample_max + _LONE_CR_SLACK))[:1])
+            hits = list(np.flatnonzero(samples_outside_range(_samples(buf, 0, big), header))[:1])
         if not hits:
             return None
         j = int(min(hits))  # first sample of the misread stretch, in the repaired stream
@@ -164,7 +192,8 @@ def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
     def badness(pos):
         buf = _insert(payload, pos)
         x = _samples(buf, 0, big)
-        return (_out_of_range(x, header), int(np.count_nonzero(_misread(buf, big))))
+        return (int(np.count_nonzero(samples_outside_range(x, header))),
+                int(np.count_nonzero(_misread(buf, big))))
 
     # polish: move each insertion to the nearby LF that best keeps samples in range
     best = badness(positions)

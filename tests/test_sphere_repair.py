@@ -45,7 +45,7 @@ def test_intact_file_is_not_touched(tmp_path):
     x = _speechlike()
     data = _sphere(x)
     h = read_sphere_header(data)
-    assert h.sample_count == len(x) and missing_bytes(data, h) == 0
+    assert h.sample_count == len(x) and missing_bytes(h, len(data)) == 0
     assert repair_lost_crs(data, h) is None
     (tmp_path / "a.wav").write_bytes(data)
     np.testing.assert_array_equal(load_audio(tmp_path / "a.wav"), x / 32768.0)
@@ -57,7 +57,7 @@ def test_lost_crs_are_put_back(tmp_path, where):
     x = _with_crlf_samples(_speechlike(seed=len(where)), where)
     damaged = _text_mode_copy(_sphere(x))
     h = read_sphere_header(damaged)
-    assert missing_bytes(damaged, h) == len(where)
+    assert missing_bytes(h, len(damaged)) == len(where)
     fixed = repair_lost_crs(damaged, h)
     assert fixed is not None
     np.testing.assert_array_equal(fixed, x)

@@ -43,7 +43,6 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -57,6 +56,7 @@ from aligner.audio import load_audio  # noqa: E402
 from aligner.corpus import find_utterances  # noqa: E402
 from aligner.cvc import cvc_tokens  # noqa: E402
 from aligner.errors import AlignerError  # noqa: E402
+from aligner.sphere_repair import read_sphere_header_file, samples_outside_range  # noqa: E402
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, SAMPLE_RATE, VOWEL_COLUMNS,  # noqa: E402
                                               frames_to_seconds, seconds_to_frames, vowel_acoustics)
 from aligner.learn import make_trainer  # noqa: E402
@@ -84,16 +84,6 @@ def configs(names, epochs, widths_options=((2, 5, 10),)):
     return [(n, {**base, **g, "widths": list(w)}) for w in widths_options for n in names for g in grid[n]]
 
 
-def sphere_sample_range(path):
-    """``(sample_min, sample_max)`` from a NIST SPHERE header, or None (not SPHERE / not recorded)."""
-    with open(path, "rb") as f:
-        head = f.read(1024).decode("latin-1")
-    if not head.startswith("NIST_1A"):
-        return None
-    lo, hi = re.search(r"sample_min -i (-?\d+)", head), re.search(r"sample_max -i (-?\d+)", head)
-    return (int(lo.group(1)), int(hi.group(1))) if lo and hi else None
-
-
 def corrupted_samples(path, audio):
     """(n,) bool: samples of ``audio`` (as read by :func:`load_audio`, full scale 1) outside the
     range the SPHERE header records for the original recording, by more than the 768 units a
@@ -103,11 +93,10 @@ def corrupted_samples(path, audio):
     (before the repair they read as loud broadband noise from the first lost byte on), so on the
     shared sample this flags nothing; it guards against damage the repair does not undo.
     """
-    rng = sphere_sample_range(path)
-    if rng is None:
+    header = read_sphere_header_file(path)
+    if header is None:
         return np.zeros(len(audio), dtype=bool)
-    raw = np.round(np.asarray(audio, np.float64) * 32768)
-    return (raw < rng[0] - 768) | (raw > rng[1] + 768)
+    return samples_outside_range(np.round(np.asarray(audio, np.float64) * 32768), header)
 
 
 def load_tokens(corpus, classifier):
