@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -143,18 +144,21 @@ def warm_up(model: AlignmentModel) -> None:
     model.align(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>")
 
 
+@contextlib.contextmanager
 def _worker_pool(jobs: int, initializer, initargs: tuple, chunksize: int = 1):
-    """``(pool, mapper)`` for ``jobs`` worker processes (forked where the platform can, so they
-    inherit the model the parent loaded and warmed), every worker started before returning;
-    ``(None, map)`` for one job."""
+    """A ``map(f, items)`` over ``jobs`` worker processes (forked where the platform can, so they
+    inherit the model the parent loaded and warmed), every worker started on entry and shut
+    down on exit; the built-in ``map`` for one job."""
     if jobs <= 1:
-        return None, map
+        yield map
+        return
     import multiprocessing
 
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=initializer, initargs=initargs)
-    list(pool.map(_noop, range(jobs)))  # start every worker (model load + warm-up) now
-    return pool, (lambda f, it: pool.map(f, it, chunksize=chunksize))
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=initializer,
+                             initargs=initargs) as pool:
+        list(pool.map(_noop, range(jobs)))  # start every worker (model load + warm-up) now
+        yield lambda f, it: pool.map(f, it, chunksize=chunksize)
 
 
 def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
@@ -175,10 +179,9 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     jobs_list = [(u.audio, u.transcript, out_dir / (u.name + ".TextGrid")) for u in utterances]
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     _worker_init(model_path)  # load and warm here: forked workers inherit both
-    pool, mapper = _worker_pool(jobs, _worker_init, (model_path, 1), chunksize=1)
-    report.startup_seconds = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    try:
+    with _worker_pool(jobs, _worker_init, (model_path, 1), chunksize=1) as mapper:
+        report.startup_seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
         for i, (audio, error, seconds) in enumerate(mapper(_align_one, jobs_list)):
             if error is None:
                 report.written.append(jobs_list[i][2])
@@ -187,9 +190,6 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                 report.failed.append((audio, error))
             if progress:
                 progress(i + 1, len(jobs_list))
-    finally:
-        if pool is not None:
-            pool.shutdown()
     report.seconds = time.perf_counter() - t1
     return report
 
@@ -415,11 +415,10 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both
-    pool, mapper = _worker_pool(jobs, _vowel_worker_init, (vowel_model, 1),
-                                chunksize=max(1, min(32, len(job_list) // (8 * jobs))))
-    report.startup_seconds = time.perf_counter() - t0
-    t1 = time.perf_counter()
-    try:
+    with _worker_pool(jobs, _vowel_worker_init, (vowel_model, 1),
+                      chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as mapper:
+        report.startup_seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
         for i, (records, failures, written) in enumerate(mapper(_measure_one, job_list)):
             report.records += records
             report.failed += failures
@@ -427,9 +426,6 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                 report.textgrids.append(written)
             if progress:
                 progress(i + 1, len(job_list))
-    finally:
-        if pool is not None:
-            pool.shutdown()
     report.seconds = time.perf_counter() - t1
     return report
 

@@ -34,6 +34,15 @@ def _progress_bar(total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="file", file=sys.stderr, disable=None, dynamic_ncols=True)
 
 
+def _exit_if_failed(failed: list, what: str) -> None:
+    """List ``failed`` ``(item, message)`` pairs on stderr under ``N <what>:`` and exit 1."""
+    if failed:
+        click.echo(f"{len(failed)} {what}:", err=True)
+        for _, message in failed:
+            click.echo(f"  {message}", err=True)
+        sys.exit(1)
+
+
 class _LazyBar:
     """A ``progress(done, total)`` callback that opens a progress bar on its first call."""
 
@@ -106,11 +115,7 @@ def align_corpus(corpus_dir, out_dir, jobs, model):
                f"(start-up {report.startup_seconds:.2f} s)")
     if report.skipped:
         click.echo(f"skipped {len(report.skipped)} audio files with no .phn beside them", err=True)
-    if report.failed:
-        click.echo(f"{len(report.failed)} files failed:", err=True)
-        for _, message in report.failed:
-            click.echo(f"  {message}", err=True)
-        sys.exit(1)
+    _exit_if_failed(report.failed, "files failed")
     if not report.written:
         _fail(f"{corpus_dir}: no audio file with a .phn transcript beside it")
 
@@ -200,11 +205,7 @@ def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad):
     _run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     click.echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "
                f"{report.tokens_per_second:.0f} per second (start-up {report.startup_seconds:.2f} s); wrote {output}")
-    if report.failed:
-        click.echo(f"{len(report.failed)} failed:", err=True)
-        for _, message in report.failed:
-            click.echo(f"  {message}", err=True)
-        sys.exit(1)
+    _exit_if_failed(report.failed, "failed")
     if not report.records:
         _fail("no vowel measured")
 
