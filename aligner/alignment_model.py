@@ -17,7 +17,7 @@ import numpy as np
 from .boundary_refinement import BoundaryRefiner
 from .classifier import FrameClassifier
 from .errors import ModelError
-from .features.mfcc import FRAME_SHIFT, SAMPLE_RATE, boundary_time, mfcc_features
+from .features.mfcc import FRAME_SHIFT, SAMPLE_RATE, mfcc_features, phone_start_times
 from .models import ALIGNMENT_KIND, load_bundle, save_bundle
 from .phones import CLASSES39, PhoneSet
 from .stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
@@ -174,7 +174,7 @@ class AlignmentModel:
         shifted by the refiner when the model has one; the first phone starts at 0.
         """
         if self.refiner is None:
-            return np.concatenate([[0.0], boundary_time(np.asarray(y)[1:])])
+            return phone_start_times(y)
         return self.refiner.start_times(scores, frames, phone_classes, y, duration_s)
 
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
@@ -252,7 +252,7 @@ class AlignmentModel:
 
 def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list:
     """Phone start frames -> ``[(start_s, end_s, symbol)]``; first start 0, last end ``duration_s``."""
-    return times_to_intervals(np.concatenate([[0.0], boundary_time(np.asarray(y)[1:])]), symbols, duration_s)
+    return times_to_intervals(phone_start_times(y), symbols, duration_s)
 
 
 def times_to_intervals(starts_s: np.ndarray, symbols: list, duration_s: float) -> list:

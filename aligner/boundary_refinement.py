@@ -35,7 +35,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from .errors import ModelError
-from .features.mfcc import boundary_time
+from .features.mfcc import phone_start_times
 from .phones import CLASSES39
 
 #: Broad phone classes for the pair indicator (names of the 39 classes).
@@ -167,8 +167,7 @@ def refined_start_times(y: np.ndarray, shifts_ms: np.ndarray, duration_s: float 
     """
     y = np.asarray(y, np.int64)
     K = len(y)
-    grid = np.zeros(K)
-    grid[1:] = boundary_time(y[1:])
+    grid = phone_start_times(y)
     times = grid.copy()
     times[1:] += np.asarray(shifts_ms, np.float64) / 1000.0
     upper = np.append(grid[2:], np.inf) if K > 1 else np.zeros(0)

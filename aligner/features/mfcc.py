@@ -76,6 +76,13 @@ def boundary_time(t: int | np.ndarray) -> float | np.ndarray:
     return float(s) if s.ndim == 0 else s
 
 
+def phone_start_times(y) -> np.ndarray:
+    """Start times in **seconds** (K,) of phones starting at frames ``y`` (K,): the first phone
+    starts at 0 (the start of the recording), phone k > 1 at :func:`boundary_time` ``(y[k])``."""
+    y = np.asarray(y)
+    return np.concatenate([[0.0], boundary_time(y[1:])]) if len(y) else np.zeros(0)
+
+
 def time_to_boundary_frame(seconds: float | np.ndarray,
                            n_frames: int | None = None) -> int | np.ndarray:
     """Frame index ``t`` whose boundary time (:func:`boundary_time`) is nearest ``seconds``.

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment_model import AlignmentModel, starts_to_intervals
+from aligner.alignment_model import AlignmentModel
 from aligner.corpus import (
     find_utterances,
     is_full_timit_layout,
@@ -46,6 +46,7 @@ from aligner.corpus import (
 )
 from aligner.errors import AlignerError
 from aligner.evaluation import TOLERANCES_MS, score_alignments
+from aligner.features.mfcc import phone_start_times
 from aligner.learn import TRAINERS
 from aligner.phones import read_phn
 from aligner.tasks.alignment import AlignmentTask
@@ -171,8 +172,7 @@ def reference_starts_s(utterance) -> np.ndarray:
 
 def predicted_starts_s(model, x, d) -> np.ndarray:
     """Phone start times (seconds) the model predicts for one test utterance, as written to a TextGrid."""
-    y = model.align_frames(x)
-    return np.array([start for start, _, _ in starts_to_intervals(y, d.symbols, d.duration_s)])
+    return phone_start_times(model.align_frames(x))
 
 
 def summarise(values: list) -> dict:
