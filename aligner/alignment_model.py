@@ -167,15 +167,18 @@ class AlignmentModel:
         return self.task.decode(x, self.weights)
 
     def start_times(self, y: np.ndarray, scores: np.ndarray, frames: np.ndarray,
-                    phone_classes: np.ndarray, duration_s: float) -> np.ndarray:
+                    phone_classes: np.ndarray, duration_s: float, symbols=None) -> np.ndarray:
         """Start times in **seconds** (K,) of phones decoded to start frames ``y``.
 
         The boundary before frame t is at :func:`~aligner.features.mfcc.boundary_time` ``(t)``,
-        shifted by the refiner when the model has one; the first phone starts at 0.
+        shifted by the refiner when the model has one; the first phone starts at 0. ``symbols``
+        (the K symbols decoded, as given to :meth:`make_input`) select the duration statistics
+        the refiner compares the decoded lengths with.
         """
         if self.refiner is None:
             return phone_start_times(y)
-        return self.refiner.start_times(scores, frames, phone_classes, y, duration_s)
+        mean, std, _ = self.durations.for_phones(phone_classes, symbols)
+        return self.refiner.start_times(scores, frames, phone_classes, y, mean, std, duration_s)
 
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
               name: str = "<utterance>", split_stops: bool | None = None) -> list:
@@ -211,7 +214,7 @@ class AlignmentModel:
         else:
             internal_symbols, classes = list(symbols), phone_set.class_indices(symbols)
         y = self.align_frames(self.make_input(frames, classes, scores, name=name, symbols=internal_symbols))
-        starts_s = self.start_times(y, scores, frames, classes, duration_s)
+        starts_s = self.start_times(y, scores, frames, classes, duration_s, internal_symbols)
         if expanded is not None:
             starts_s = merge_stop_closures(starts_s, expanded)
         return times_to_intervals(starts_s, symbols, duration_s)

@@ -3,10 +3,10 @@
 The segmental DP (:mod:`aligner.tasks.alignment`) places boundaries on the 10 ms frame grid,
 at ``t * 10 + 7.5`` ms. Hand labels are not on that grid, and annotators place some
 boundaries consistently early or late within a spectral transition (a glide into a vowel, a
-closure into a vowel). A :class:`BoundaryRefiner` predicts, for every boundary, the shift in
-**milliseconds** from the grid time to the hand-labelled time, by ridge regression on local
-evidence around the boundary before frame ``b`` between phone classes ``p`` (left) and ``q``
-(right):
+closure into a vowel, speech fading into the final silence). A :class:`BoundaryRefiner`
+predicts, for every boundary, the shift in **milliseconds** from the grid time to the
+hand-labelled time, from local evidence around the boundary before frame ``b`` between phones
+``p`` (left) and ``q`` (right), whose decoded lengths are ``L_p`` and ``L_q`` frames:
 
 ===========  =====================================================================
 columns      feature
@@ -17,12 +17,23 @@ columns      feature
              between consecutive frames)
 11-59        one-hot of the (left, right) broad-class pair, 7 x 7 classes
              (:data:`BROAD_CLASSES`)
+60-65        log energy (MFCC column 13, normalised over the utterance) at ``t = b-3 .. b+2``
+66-67        ``(L - mean) / std`` of the left and right phone (the decoder's duration
+             statistics of each phone, frames)
+68-69        ``log L`` of the left and right phone (L in frames)
+70-71        1 for the utterance's first boundary, 1 for its last (else 0)
 ===========  =====================================================================
 
-Training targets are the shifts measured on the training utterances after decoding them
-with out-of-fold classifier scores, clipped to ``+-target_clip_ms`` so gross misalignments
-(which no local shift repairs) don't dominate the fit. Predictions are clipped to
-``+-max_shift_ms`` and the refined start times are kept strictly increasing.
+The regression is a one-hidden-layer network (``hidden`` ReLU units on the standardised
+features, squared loss, L2 penalty ``alpha``; fitted with scikit-learn's ``MLPRegressor`` and
+stored as plain weight arrays), or ridge regression with ``hidden=0``. Training targets are the
+shifts measured on the training utterances after decoding them with out-of-fold classifier
+scores, clipped to ``+-target_clip_ms`` so gross misalignments (which no local shift repairs)
+don't dominate the fit. Predictions are clipped to ``+-max_shift_ms`` and the refined start
+times are kept strictly increasing.
+
+Refiners saved before columns 60-71 existed (ridge on columns 0-59) still load and use the
+first 60 columns.
 
 Measured on the shared TIMIT sample (``scripts/eval_alignment_cv.py``, speaker folds): see the
 README's forced-alignment table, which reports it on and off.
@@ -30,6 +41,7 @@ README's forced-alignment table, which reports it on and off.
 
 from __future__ import annotations
 
+import warnings
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -55,21 +67,26 @@ for _i, (_name, _members) in enumerate(BROAD_CLASSES.items()):
 N_BROAD = len(BROAD_CLASSES)
 SCORE_OFFSETS = np.arange(-3, 3)  #: frames relative to the boundary frame b, for the score difference
 CHANGE_OFFSETS = np.arange(-2, 3)  #: frames t (relative to b) of the change ||s_t - s_{t-1}||
-N_REFINER_FEATURES = len(SCORE_OFFSETS) + len(CHANGE_OFFSETS) + N_BROAD * N_BROAD
+ENERGY_OFFSETS = np.arange(-3, 3)  #: frames relative to b of the log-energy levels
+ENERGY_COLUMN = 13  #: log energy's column in the MFCC frames (:mod:`aligner.features.mfcc`)
+#: columns of the first refiners (score differences, spectral change, broad-class pair)
+N_BASIC_FEATURES = len(SCORE_OFFSETS) + len(CHANGE_OFFSETS) + N_BROAD * N_BROAD
+N_REFINER_FEATURES = N_BASIC_FEATURES + len(ENERGY_OFFSETS) + 2 + 2 + 2
 
 
 def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarray,
-                      y: np.ndarray) -> np.ndarray:
+                      y: np.ndarray, dur_mean: np.ndarray, dur_std: np.ndarray) -> np.ndarray:
     """Features (K-1, :data:`N_REFINER_FEATURES`) of the boundaries before phones 2..K.
 
     ``scores``: (T, 39) classifier scores; ``frames``: (T, D) MFCC frames; ``classes``: (K,)
-    phone classes; ``y``: (K,) start frames from the decoder.
+    phone classes; ``y``: (K,) start frames from the decoder; ``dur_mean``, ``dur_std``: (K,)
+    the decoder's duration statistics of each phone, in frames.
     """
     scores = np.asarray(scores, np.float64)
     frames = np.asarray(frames, np.float64)
     classes = np.asarray(classes, np.int64)
     y = np.asarray(y, np.int64)
-    T = frames.shape[0]
+    T, K = frames.shape[0], len(y)
     b = y[1:, None]
     left, right = classes[:-1, None], classes[1:, None]
     t = np.clip(b + SCORE_OFFSETS[None, :], 0, T - 1)
@@ -78,27 +95,51 @@ def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarra
     if T > 1:
         step[1:] = np.linalg.norm(np.diff(frames, axis=0), axis=1) / np.sqrt(frames.shape[1])
     change = step[np.clip(b + CHANGE_OFFSETS[None, :], 0, T - 1)]
-    pair = np.zeros((len(b), N_BROAD * N_BROAD))
-    pair[np.arange(len(b)), _BROAD_OF_CLASS[classes[:-1]] * N_BROAD + _BROAD_OF_CLASS[classes[1:]]] = 1.0
-    return np.hstack([diff, change, pair])
+    pair = np.zeros((K - 1, N_BROAD * N_BROAD))
+    pair[np.arange(K - 1), _BROAD_OF_CLASS[classes[:-1]] * N_BROAD + _BROAD_OF_CLASS[classes[1:]]] = 1.0
+    energy = frames[np.clip(b + ENERGY_OFFSETS[None, :], 0, T - 1), ENERGY_COLUMN]
+    lengths = np.diff(np.append(y, T)).astype(np.float64)
+    z = (lengths - np.asarray(dur_mean, np.float64)) / np.asarray(dur_std, np.float64)
+    log_len = np.log(np.maximum(lengths, 1.0))
+    edge = np.zeros((K - 1, 2))
+    if K > 1:
+        edge[0, 0] = 1.0
+        edge[-1, 1] = 1.0
+    return np.hstack([diff, change, pair, energy, np.stack([z[:-1], z[1:]], axis=1),
+                      np.stack([log_len[:-1], log_len[1:]], axis=1), edge])
 
 
 class BoundaryRefiner:
-    """Ridge regression from :func:`boundary_features` to the boundary shift in ms.
+    """Regression from :func:`boundary_features` to the boundary shift in ms.
 
     Parameters
     ----------
-    ridge : L2 penalty on the standardised feature weights (not on the intercept).
+    hidden : ReLU units of the hidden layer; 0 = ridge regression (linear).
+    alpha : L2 penalty on the weights of the standardised features (network or ridge).
     target_clip_ms : training shifts are clipped to +- this (ms).
     max_shift_ms : predicted shifts are clipped to +- this (ms).
+    seed : seeds the network's initialisation and its early-stopping split.
     """
 
-    def __init__(self, ridge: float = 10.0, target_clip_ms: float = 15.0, max_shift_ms: float = 10.0):
-        self.ridge = float(ridge)
+    def __init__(self, hidden: int = 32, alpha: float = 10.0, target_clip_ms: float = 15.0,
+                 max_shift_ms: float = 10.0, seed: int = 0):
+        self.hidden = int(hidden)
+        self.alpha = float(alpha)
         self.target_clip_ms = float(target_clip_ms)
         self.max_shift_ms = float(max_shift_ms)
-        self.mean = self.scale = self.coef = None
-        self.intercept = 0.0
+        self.seed = int(seed)
+        self.mean = self.scale = None
+        self.hidden_weights = np.zeros((0, 0))  #: (F, hidden)
+        self.hidden_bias = np.zeros(0)  #: (hidden,)
+        self.output_weights = None  #: (hidden,) or, for ridge, (F,)
+        self.output_bias = 0.0
+
+    @property
+    def n_features(self) -> int:
+        """Feature columns the refiner reads (the first ones of :func:`boundary_features`)."""
+        if self.mean is None:
+            raise ModelError("the boundary refiner is not fitted")
+        return len(self.mean)
 
     def fit(self, features: Sequence[np.ndarray], shifts_ms: Sequence[np.ndarray]) -> "BoundaryRefiner":
         """Fit on per-utterance feature blocks and their measured shifts (hand time - grid time, ms)."""
@@ -110,50 +151,85 @@ class BoundaryRefiner:
         self.mean = X.mean(axis=0)
         self.scale = X.std(axis=0) + 1e-6
         Z = (X - self.mean) / self.scale
-        tm = t.mean()
-        self.coef = np.linalg.solve(Z.T @ Z + self.ridge * np.eye(Z.shape[1]), Z.T @ (t - tm))
-        self.intercept = float(tm)  # Z is centred, so the intercept is the mean shift
+        if self.hidden == 0:
+            tm = t.mean()
+            self.hidden_weights, self.hidden_bias = np.zeros((X.shape[1], 0)), np.zeros(0)
+            self.output_weights = np.linalg.solve(Z.T @ Z + self.alpha * np.eye(Z.shape[1]), Z.T @ (t - tm))
+            self.output_bias = float(tm)  # Z is centred, so the intercept is the mean shift
+            return self
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.neural_network import MLPRegressor
+
+        net = MLPRegressor(hidden_layer_sizes=(self.hidden,), alpha=self.alpha, max_iter=300,
+                           early_stopping=True, random_state=self.seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            net.fit(Z, t)
+        self.hidden_weights = np.asarray(net.coefs_[0], np.float64)
+        self.hidden_bias = np.asarray(net.intercepts_[0], np.float64)
+        self.output_weights = np.asarray(net.coefs_[1], np.float64)[:, 0]
+        self.output_bias = float(net.intercepts_[1][0])
         return self
 
     def shifts_ms(self, features: np.ndarray) -> np.ndarray:
         """Predicted shift (ms) of each boundary, clipped to +- ``max_shift_ms``."""
-        if self.coef is None:
+        n = self.n_features
+        if self.output_weights is None:
             raise ModelError("the boundary refiner is not fitted")
-        pred = ((np.asarray(features, np.float64) - self.mean) / self.scale) @ self.coef + self.intercept
+        Z = (np.asarray(features, np.float64)[:, :n] - self.mean) / self.scale
+        if self.hidden_weights.shape[1]:
+            Z = np.maximum(Z @ self.hidden_weights + self.hidden_bias, 0.0)
+        pred = Z @ self.output_weights + self.output_bias
         return np.clip(pred, -self.max_shift_ms, self.max_shift_ms)
 
-    def start_times(self, scores, frames, classes, y, duration_s: float | None = None) -> np.ndarray:
+    def start_times(self, scores, frames, classes, y, dur_mean, dur_std,
+                    duration_s: float | None = None) -> np.ndarray:
         """Refined phone start times in **seconds** (K,): the first is 0, the rest strictly increase
-        (and stay below ``duration_s`` when given)."""
-        return refined_start_times(y, self.shifts_ms(boundary_features(scores, frames, classes, y)),
-                                   duration_s)
+        (and stay below ``duration_s`` when given). Arguments as for :func:`boundary_features`."""
+        features = boundary_features(scores, frames, classes, y, dur_mean, dur_std)
+        return refined_start_times(y, self.shifts_ms(features), duration_s)
 
     # -- persistence -------------------------------------------------------------------
     def to_arrays(self) -> dict:
-        if self.coef is None:
+        if self.output_weights is None:
             raise ModelError("the boundary refiner is not fitted")
-        return {"mean": self.mean, "scale": self.scale, "coef": self.coef,
-                "intercept": np.float64(self.intercept),
-                "settings": np.array([self.ridge, self.target_clip_ms, self.max_shift_ms])}
+        return {"mean": self.mean, "scale": self.scale,
+                "hidden_weights": self.hidden_weights, "hidden_bias": self.hidden_bias,
+                "output_weights": self.output_weights, "output_bias": np.float64(self.output_bias),
+                "settings": np.array([self.hidden, self.alpha, self.target_clip_ms, self.max_shift_ms,
+                                      self.seed], np.float64)}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "BoundaryRefiner":
         try:
             settings = np.asarray(arrays["settings"], np.float64)
-            ref = cls(*[float(v) for v in settings])
-            ref.mean = np.asarray(arrays["mean"], np.float64)
+            mean = np.asarray(arrays["mean"], np.float64)
+            if "coef" in arrays:  # the first format: ridge on the basic columns
+                ridge, clip, max_shift = (float(v) for v in settings)
+                ref = cls(0, ridge, clip, max_shift)
+                ref.hidden_weights, ref.hidden_bias = np.zeros((len(mean), 0)), np.zeros(0)
+                ref.output_weights = np.asarray(arrays["coef"], np.float64)
+                ref.output_bias = float(arrays["intercept"])
+            else:
+                hidden, alpha, clip, max_shift, seed = (float(v) for v in settings)
+                ref = cls(int(hidden), alpha, clip, max_shift, int(seed))
+                ref.hidden_weights = np.asarray(arrays["hidden_weights"], np.float64)
+                ref.hidden_bias = np.asarray(arrays["hidden_bias"], np.float64)
+                ref.output_weights = np.asarray(arrays["output_weights"], np.float64)
+                ref.output_bias = float(arrays["output_bias"])
+            ref.mean = mean
             ref.scale = np.asarray(arrays["scale"], np.float64)
-            ref.coef = np.asarray(arrays["coef"], np.float64)
-            ref.intercept = float(arrays["intercept"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"boundary refiner arrays unusable ({exc})") from None
-        n = N_REFINER_FEATURES
-        if (settings.shape != (3,) or ref.mean.shape != (n,) or ref.scale.shape != (n,)
-                or ref.coef.shape != (n,)
-                or not all(np.all(np.isfinite(a)) for a in (settings, ref.mean, ref.scale, ref.coef))
-                or not np.isfinite(ref.intercept)):
+        n, h = len(ref.mean), ref.hidden
+        shapes_ok = (ref.mean.ndim == 1 and n in (N_BASIC_FEATURES, N_REFINER_FEATURES)
+                     and ref.scale.shape == (n,) and ref.hidden_weights.shape == (n, h)
+                     and ref.hidden_bias.shape == (h,) and ref.output_weights.shape == ((h,) if h else (n,)))
+        if not shapes_ok or not all(np.all(np.isfinite(a)) for a in (
+                settings, ref.mean, ref.scale, ref.hidden_weights, ref.hidden_bias, ref.output_weights)) \
+                or not np.isfinite(ref.output_bias) or not np.all(ref.scale > 0):
             raise ModelError(f"boundary refiner arrays have the wrong shapes or non-finite values "
-                             f"(expected {n} features)")
+                             f"(expected {N_REFINER_FEATURES} or {N_BASIC_FEATURES} features)")
         return ref
 
 

@@ -24,7 +24,7 @@ from .boundary_refinement import BoundaryRefiner, boundary_features
 from .audio import load_audio
 from .classifier import FrameClassifier
 from .corpus import Utterance, speaker_folds
-from .features.mfcc import mfcc_features, time_to_boundary_frame
+from .features.mfcc import mfcc_features, phone_start_times, time_to_boundary_frame
 from .learn import FitResult, make_trainer
 from .phones import CLASSES39, get_phone_set, read_phn
 from .tasks.alignment import AlignmentTask
@@ -161,8 +161,9 @@ def fit_boundary_refiner(model: AlignmentModel, data: list, scores: list) -> Bou
         if d.starts_s is None:
             raise ValueError(f"{d.name}: no hand-labelled times to fit the boundary refiner on")
         y = model.align_frames(model.make_input(d.frames, d.classes, s, name=d.name, symbols=d.symbols))
-        features.append(boundary_features(s, d.frames, d.classes, y))
-        shifts.append(1000.0 * (d.starts_s[1:] - model.start_times(y, s, d.frames, d.classes, d.duration_s)[1:]))
+        mean, std, _ = model.durations.for_phones(d.classes, d.symbols)
+        features.append(boundary_features(s, d.frames, d.classes, y, mean, std))
+        shifts.append(1000.0 * (d.starts_s[1:] - phone_start_times(y)[1:]))
     return BoundaryRefiner().fit(features, shifts)
 
 

@@ -76,7 +76,7 @@ def main(argv=None):
         for d in test:
             scores = model.classifier.scores(d.frames)
             y = model.align_frames(model.make_input(d.frames, d.classes, scores, name=d.name, symbols=d.symbols))
-            times = model.start_times(y, scores, d.frames, d.classes, d.duration_s)
+            times = model.start_times(y, scores, d.frames, d.classes, d.duration_s, d.symbols)
             write_textgrid(args.out / "hyp" / f"{d.name}.TextGrid",
                            [("phones", times_to_intervals(times, d.symbols, d.duration_s))], d.duration_s)
             if model.refiner is not None:  # the same decode without the sub-frame shifts

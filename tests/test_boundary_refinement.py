@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from aligner.alignment_model import AlignmentModel, DurationStats
-from aligner.boundary_refinement import (N_BROAD, N_REFINER_FEATURES, BoundaryRefiner, boundary_features,
-                                         refined_start_times)
+from aligner.boundary_refinement import (ENERGY_COLUMN, N_BASIC_FEATURES, N_BROAD, N_REFINER_FEATURES,
+                                         BoundaryRefiner, boundary_features, refined_start_times)
 from aligner.classifier import FrameClassifier
 from aligner.errors import ModelError
 from aligner.features.mfcc import boundary_time
@@ -21,9 +21,12 @@ def _utterance(seed=0, T=40):
     return scores, frames, classes, y
 
 
+MEAN, STD = np.array([10.0, 9.0, 11.0, 20.0]), np.array([2.0, 3.0, 4.0, 5.0])
+
+
 def test_features_by_hand():
     scores, frames, classes, y = _utterance()
-    F = boundary_features(scores, frames, classes, y)
+    F = boundary_features(scores, frames, classes, y, MEAN, STD)
     assert F.shape == (3, N_REFINER_FEATURES)
     # boundary 2 (s -> iy) at frame 20: score differences at frames 17..22
     np.testing.assert_allclose(F[1, :6], np.clip(scores[17:23, classes[1]] - scores[17:23, classes[2]], -10, 10))
@@ -31,28 +34,61 @@ def test_features_by_hand():
     expect = np.linalg.norm(frames[18:23] - frames[17:22], axis=1) / np.sqrt(42)
     np.testing.assert_allclose(F[1, 6:11], expect)
     # exactly one broad-pair indicator per boundary, and different pairs differ
-    pairs = F[:, 11:]
+    pairs = F[:, 11:N_BASIC_FEATURES]
     assert pairs.shape[1] == N_BROAD * N_BROAD
     np.testing.assert_array_equal(pairs.sum(axis=1), 1)
-    assert len({int(np.argmax(p)) for p in pairs}) == 3
+    assert len({int(np.argmax(p)) for p in pairs[:, :N_BROAD * N_BROAD]}) == 3
+    # log energy at frames 17..22
+    np.testing.assert_allclose(F[1, 60:66], frames[17:23, ENERGY_COLUMN])
+    # decoded lengths (T = 40): 8, 12, 13, 7 frames; z-scores and logs of left and right phone
+    np.testing.assert_allclose(F[:, 66], (np.array([8, 12, 13]) - MEAN[:3]) / STD[:3])
+    np.testing.assert_allclose(F[:, 67], (np.array([12, 13, 7]) - MEAN[1:]) / STD[1:])
+    np.testing.assert_allclose(F[:, 68], np.log([8, 12, 13]))
+    np.testing.assert_allclose(F[:, 69], np.log([12, 13, 7]))
+    # first / last boundary indicators
+    np.testing.assert_array_equal(F[:, 70:], [[1, 0], [0, 0], [0, 1]])
 
 
 def test_features_clip_frames_at_the_edges():
     scores, frames, classes, _ = _utterance(T=12)
-    F = boundary_features(scores, frames, classes, np.array([0, 1, 2, 11]))
+    F = boundary_features(scores, frames, classes, np.array([0, 1, 2, 11]), MEAN, STD)
     assert np.all(np.isfinite(F))
     np.testing.assert_allclose(F[0, 0], np.clip(scores[0, classes[0]] - scores[0, classes[1]], -10, 10))
 
 
-def test_fit_recovers_a_linear_shift():
+def test_ridge_fit_recovers_a_linear_shift():
     rng = np.random.default_rng(1)
     feats = [rng.standard_normal((50, N_REFINER_FEATURES)) for _ in range(10)]
     shifts = [3.0 * f[:, 0] - 2.0 * f[:, 7] + 1.5 for f in feats]
-    ref = BoundaryRefiner(ridge=1e-3, target_clip_ms=100, max_shift_ms=100).fit(feats, shifts)
+    ref = BoundaryRefiner(hidden=0, alpha=1e-3, target_clip_ms=100, max_shift_ms=100).fit(feats, shifts)
     test = rng.standard_normal((20, N_REFINER_FEATURES))
     np.testing.assert_allclose(ref.shifts_ms(test), 3.0 * test[:, 0] - 2.0 * test[:, 7] + 1.5, atol=0.05)
-    clipped = BoundaryRefiner(ridge=1e-3, target_clip_ms=100, max_shift_ms=2.0).fit(feats, shifts)
+    clipped = BoundaryRefiner(hidden=0, alpha=1e-3, target_clip_ms=100, max_shift_ms=2.0).fit(feats, shifts)
     assert np.abs(clipped.shifts_ms(test)).max() <= 2.0 + 1e-12
+
+
+def test_network_learns_a_shift_no_linear_map_can():
+    # the shift is |feature 0|: ridge can't fit it, the hidden layer can
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((3000, N_REFINER_FEATURES))
+    t = 4.0 * np.abs(X[:, 0])
+    test = rng.standard_normal((500, N_REFINER_FEATURES))
+    truth = 4.0 * np.abs(test[:, 0])
+    net = BoundaryRefiner(hidden=16, alpha=1e-3).fit([X], [t])
+    lin = BoundaryRefiner(hidden=0, alpha=1e-3).fit([X], [t])
+    net_err = np.abs(net.shifts_ms(test) - truth).mean()
+    lin_err = np.abs(lin.shifts_ms(test) - truth).mean()
+    assert net_err < 0.5 * lin_err, (net_err, lin_err)
+
+
+def test_first_format_ridge_refiner_still_loads():
+    rng = np.random.default_rng(5)
+    coef = rng.standard_normal(N_BASIC_FEATURES)
+    old = {"mean": np.zeros(N_BASIC_FEATURES), "scale": np.ones(N_BASIC_FEATURES), "coef": coef,
+           "intercept": np.float64(1.5), "settings": np.array([10.0, 15.0, 10.0])}
+    ref = BoundaryRefiner.from_arrays(old)
+    F = rng.standard_normal((7, N_REFINER_FEATURES)) * 0.01
+    np.testing.assert_allclose(ref.shifts_ms(F), np.clip(F[:, :N_BASIC_FEATURES] @ coef + 1.5, -10, 10))
 
 
 def test_refined_times_stay_ordered_and_inside_the_recording():
@@ -68,12 +104,13 @@ def test_refined_times_stay_ordered_and_inside_the_recording():
 
 def test_round_trip_and_tampering(tmp_path):
     rng = np.random.default_rng(2)
-    feats = [rng.standard_normal((30, N_REFINER_FEATURES))]
-    ref = BoundaryRefiner().fit(feats, [rng.standard_normal(30)])
+    feats = [rng.standard_normal((300, N_REFINER_FEATURES))]
+    ref = BoundaryRefiner().fit(feats, [rng.standard_normal(300)])
     again = BoundaryRefiner.from_arrays(ref.to_arrays())
     np.testing.assert_array_equal(again.shifts_ms(feats[0]), ref.shifts_ms(feats[0]))
+    assert again.hidden == 32 and again.hidden_weights.shape == (N_REFINER_FEATURES, 32)
     bad = ref.to_arrays()
-    bad["coef"] = bad["coef"][:-1]
+    bad["hidden_weights"] = bad["hidden_weights"][:, :-1]
     with pytest.raises(ModelError, match="shapes"):
         BoundaryRefiner.from_arrays(bad)
     bad = ref.to_arrays()
@@ -91,7 +128,7 @@ def test_alignment_model_saves_and_uses_its_refiner(tmp_path):
     clf = FrameClassifier(n_components=40, max_iter=10, kmeans_iter=1).fit(frames, labels)
     durations = DurationStats(np.full(39, 8.0), np.full(39, 3.0), np.full(39, 30))
     feats = [rng.standard_normal((30, N_REFINER_FEATURES))]
-    refiner = BoundaryRefiner(ridge=1.0).fit(feats, [np.full(30, 4.0)])  # learns a constant +4 ms
+    refiner = BoundaryRefiner(hidden=0, alpha=1.0).fit(feats, [np.full(30, 4.0)])  # a constant +4 ms
     model = AlignmentModel(clf, durations, np.array([1.0, 0, 0, 0, 0, 1.0, 0]), refiner=refiner)
     model.save(tmp_path / "m")
     loaded = AlignmentModel.load(tmp_path / "m")

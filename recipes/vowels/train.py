@@ -159,7 +159,8 @@ def fit_config(name, params, train, val, columns, epochs=None):
     p = dict(params) if epochs is None else {**params, "epochs": epochs}
     widths = tuple(p.pop("widths", DEFAULT_WIDTHS))
     Xtr = [make_input(t, min_dur, max_dur, columns, widths) for t in train]
-    task = fit_vowel_task(Xtr, Ytr, tau_on=ARGS.tau, tau_off=ARGS.tau, n_jobs=1)
+    task = fit_vowel_task(Xtr, Ytr, tau_on=ARGS.tau, tau_off=ARGS.tau, n_jobs=1, prior_form=ARGS.prior,
+                          prior_widen=ARGS.prior_widen)
     if val:
         Xva = [make_input(t, min_dur, max_dur, columns, widths) for t in val]
         res = make_trainer(name, **p).fit(task, Xtr, Ytr, Xva, [t["y"] for t in val])
@@ -197,6 +198,13 @@ def main(argv=None):
                     help="edge-width sets (frames) to choose from on validation, e.g. 2,5,10")
     ap.add_argument("--tau", type=float, default=1.0, help="cost tolerance, frames (5 ms)")
     ap.add_argument("--all-columns", action="store_true", help="use all 22 columns instead of the 16 default")
+    ap.add_argument("--prior", choices=("full", "lognormal", "off"), default="off",
+                    help="form of the duration prior (aligner.tasks.vowels.DurationPrior): all four dims, "
+                         "one log-normal dim, or none [off: a prior fitted on TIMIT's connected speech "
+                         "cuts the long vowels of words read in isolation short]")
+    ap.add_argument("--prior-widen", type=float, default=1.0,
+                    help="multiply the prior's (log) std by this: TIMIT's connected-speech vowels are "
+                         "shorter than those of words read in isolation [1]")
     ap.add_argument("--keep-corrupted", action="store_true",
                     help="train and score on tokens whose audio exceeds the SPHERE header's sample range too")
     ap.add_argument("--held-out-classifier", action="store_true",
@@ -310,7 +318,8 @@ def main(argv=None):
                     "trainer": name, "trainer_params": {k2: v for k2, v in params.items() if k2 not in ("epochs", "widths")},
                     "widths": list(limits[2]),
                     "epochs": epochs, "tau_frames": args.tau,
-                    "classifier_source": {"path": str(clf_path),
+                    "duration_prior": {"form": args.prior, "widen": args.prior_widen},
+                    "classifier_source": {"path": _repo_relative(clf_path),
                                           "sha256": hashlib.sha256(clf_path.read_bytes()).hexdigest()
                                           if clf_path.is_file() else None},
                     "cv": {k2: report[k2] for k2 in ("held_out_classifier", "chosen", "middle_third_baseline", "chosen_per_fold")}}
@@ -325,6 +334,15 @@ def main(argv=None):
     print(f"total {time.perf_counter() - t0:.1f} s")
     if args.json_out:
         args.json_out.write_text(json.dumps(report, indent=1) + "\n")
+
+
+def _repo_relative(path: Path) -> str:
+    """``path`` relative to the repository when inside it (no machine paths in shipped manifests)."""
+    repo = Path(__file__).resolve().parents[2]
+    try:
+        return str(Path(path).resolve().relative_to(repo))
+    except ValueError:
+        return str(path)
 
 
 def align_model_dir(path):
