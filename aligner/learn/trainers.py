@@ -408,7 +408,7 @@ class OrbitTrainer(Trainer):
     ``min(cost, max_cost)``, i.e. trains on the orbit loss of the bounded cost. The paper's
     analysis assumes a cost in [0, 1] (Lemma 2); an unbounded cost such as the
     tau-insensitive alignment loss (frames per phone) is heavy-tailed -- a degenerate decode
-    costs 40-90 frames per phone against a typical 0.5 -- and since the step is proportional
+    costs 40-100 frames per phone against a typical 0.5 -- and since the step is proportional
     to the cost (the perceptron's is bounded by ``|dphi|``), one such decode throws ``|w|``
     far out, where ``exp(-(w.u/s)^2/2)`` vanishes for every later example and the rule
     stops moving. With ``max_cost`` a step is at most ``eta``.

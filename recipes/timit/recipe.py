@@ -66,10 +66,10 @@ BASE_PARAMS = {"schedule": "constant", "average": True, "eval_train": False}
 #: update; ``eps`` (direct loss) multiplies the cost (frames); ``noise_scale`` (probit) is the
 #: std of the weight perturbation; ``max_cost`` (orbit) caps the cost (frames per phone) in
 #: orbit's step, which is proportional to it: the orbit paper's analysis assumes a cost in
-#: [0, 1], and the tau-insensitive cost is unbounded (a degenerate decode costs 40-90 frames per
-#: phone), so uncapped steps of 0.1-1 threw |w| out to where orbit's Gaussian factor vanishes
-#: and it stopped learning (recipes/timit/README.md). One value, not tuned. The quick grids are
-#: subsets sized for the 10-minute budget.
+#: [0, 1], and the tau-insensitive cost is unbounded (a degenerate decode costs 40-100 frames per
+#: phone), so uncapped steps of 0.3-1 threw |w| out to where orbit's Gaussian factor vanishes
+#: and it stopped learning (recipes/timit/README.md). One value, the paper's bound (a cap of 2
+#: did worse on validation). The quick grids are subsets sized for the 10-minute budget.
 GRIDS = {
     "full": {
         "perceptron": {"eta0": [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]},
