@@ -147,6 +147,54 @@ def test_orbit_update_is_minus_gradient_of_orbit_loss():
     assert checked >= 5
 
 
+def test_orbit_noise_scale_step_and_gradient():
+    """With noise s the step is eta exp(-(w.u/s)^2/2) cost u = -s sqrt(2 pi) d(orbit loss_s)/dw."""
+    got = step(OrbitTrainer(noise_scale=0.5), eta=1.0)
+    u = np.concatenate([X, -X, [0.0, 0.0]]) / math.sqrt(10.0)
+    expected = W.ravel() + math.exp(-0.5 * 0.1 / 0.25) * 1.0 * u
+    np.testing.assert_allclose(got.ravel(), expected)
+    task, w = toy()
+    phi_true, phi_pred = task.phi(X, Y), task.phi(X, task.decode(X, w))
+    h = 1e-6
+    grad = np.array([(orbit_loss(w + h * e, phi_true, phi_pred, 1.0, noise_scale=0.5)
+                      - orbit_loss(w - h * e, phi_true, phi_pred, 1.0, noise_scale=0.5)) / (2 * h)
+                     for e in np.eye(6)])
+    np.testing.assert_allclose(got.ravel() - w, -0.5 * math.sqrt(2 * math.pi) * grad, rtol=1e-5, atol=1e-8)
+    assert OrbitTrainer().noise_scale == 1.0  # the paper's unit noise by default
+    with pytest.raises(ValueError, match="noise_scale"):
+        OrbitTrainer(noise_scale=0.0)
+
+
+@pytest.mark.parametrize("schedule, average", [("invsqrt", False), ("constant", True)])
+def test_orbit_noise_scale_is_a_rescaling_of_w(schedule, average):
+    """Orbit with noise s, step eta, penalty lam from w0 = orbit with unit noise, step eta/s,
+    penalty lam s from w0/s: the same decodes, weights divided by s (the trainer's docstring)."""
+    X_, Y_ = separable_problem(seed=3, n=40)
+    costs = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])
+    task = MulticlassTask(3, 3, costs)
+    w0 = np.random.default_rng(1).normal(size=9)
+    s = 4.0
+    common = dict(epochs=3, schedule=schedule, average=average, seed=2)
+    a = OrbitTrainer(eta0=0.8, lam=0.05, noise_scale=s, **common).fit(task, X_, Y_, w0=w0)
+    b = OrbitTrainer(eta0=0.8 / s, lam=0.05 * s, **common).fit(task, X_, Y_, w0=w0 / s)
+    np.testing.assert_allclose(a.w / s, b.w, rtol=1e-9, atol=1e-12)
+    assert [r.train_cost for r in a.history] == [r.train_cost for r in b.history]
+
+
+def test_orbit_max_cost_caps_the_cost_in_the_step():
+    task = MulticlassTask(3, 2, COSTS)
+    w = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0]]).ravel()  # predicts class 2, cost(0, 2) = 2
+    dphi = np.concatenate([X, [0.0, 0.0], -X])
+    u = dphi / np.linalg.norm(dphi)
+    factor = math.exp(-0.5 * (w @ u) ** 2)
+    for max_cost, used in ((None, 2.0), (5.0, 2.0), (1.5, 1.5)):
+        got = OrbitTrainer(max_cost=max_cost).update(task, X, Y, w, 0.2, np.random.default_rng(0))
+        np.testing.assert_allclose(got, w + 0.2 * factor * used * u)
+    assert OrbitTrainer().max_cost is None
+    with pytest.raises(ValueError, match="max_cost"):
+        OrbitTrainer(max_cost=0.0)
+
+
 class OneDimThreshold(StructuredTask):
     """y in {0, 1}; phi(x, 1) = [x], phi(x, 0) = [0]: predicts 1 iff w x > 0. 0/1 cost."""
 

@@ -29,10 +29,11 @@ ramp               ``w += eta (phi(y_hat) - phi(y_l))``                         
 direct_toward      ``y_b = decode_aug(-eps)``; ``w += eta/eps (phi(y_b)-phi(y_hat))``  2
 direct_away        ``y_w = decode_aug(+eps)``; ``w += eta/eps (phi(y_hat)-phi(y_w))``  2
 probit             ``w -= eta mean_n e_n (cost(y, decode(w + s e_n)) - b_n) / s``  N
-orbit              ``w += eta exp(-(w.u)^2/2) cost(y, y_hat) u``, ``u = dphi/|dphi|``  1
+orbit              ``w += eta exp(-(w.u/s)^2/2) min(cost(y, y_hat), c) u``, ``u = dphi/|dphi|``  1
 =================  ============================================================  =========
 
-(all with ``w`` first shrunk by ``1 - eta * lam``).
+(all with ``w`` first shrunk by ``1 - eta * lam``; ``s`` is ``noise_scale``, default 1, and
+orbit's ``c`` is ``max_cost``, default none).
 """
 
 from __future__ import annotations
@@ -388,12 +389,41 @@ class OrbitTrainer(Trainer):
     """Orbit loss (Karmon & Keshet 2018, eq. 8).
 
     ``dphi = phi(y) - phi(y_hat)``, ``u = dphi / |dphi|`` (0 if ``y_hat == y``);
-    ``w = (1 - eta lam) w + eta exp(-(w.u)^2 / 2) cost(y, y_hat) u``. This is minus the
-    gradient of the orbit loss ``cost * P[N(0,1) > w.u]`` for a fixed ``y_hat``, with
-    its ``1/sqrt(2 pi)`` absorbed into ``eta`` (see :func:`orbit_loss`).
+    ``w = (1 - eta lam) w + eta exp(-(w.u)^2 / (2 s^2)) cost(y, y_hat) u`` with
+    ``s = noise_scale``. This is minus the gradient of the orbit loss
+    ``cost * P[s N(0,1) > w.u]`` for a fixed ``y_hat``, with its ``1/(s sqrt(2 pi))``
+    absorbed into ``eta`` (see :func:`orbit_loss`), so a step moves ``w`` by ``eta * cost``
+    times the Gaussian factor whatever ``s``.
+
+    ``noise_scale`` (default 1: the paper's unit noise) is the std of the score noise the
+    loss smooths over, as ``ProbitTrainer``'s ``noise_scale`` is that of the weight noise
+    (the orbit loss is the probit loss with the noise projected on ``u``, eq. 12-14). Unlike
+    the perceptron's, the rule is not invariant to the scale of ``w``: orbit with noise
+    ``s``, step ``eta``, penalty ``lam`` and start ``w0`` makes exactly the decodes of orbit
+    with unit noise, step ``eta / s``, penalty ``lam * s`` and start ``w0 / s`` (its weights
+    are ``w / s``). So ``noise_scale`` is the scale of ``w`` relative to the unit Gaussian --
+    a hyper-parameter the paper fixes implicitly through its features and ``w0``.
+
+    ``max_cost`` (default None: the task's cost as is) caps the cost in the step at
+    ``min(cost, max_cost)``, i.e. trains on the orbit loss of the bounded cost. The paper's
+    analysis assumes a cost in [0, 1] (Lemma 2); an unbounded cost such as the
+    tau-insensitive alignment loss (frames per phone) is heavy-tailed -- a degenerate decode
+    costs 40-100 frames per phone against a typical 0.5 -- and since the step is proportional
+    to the cost (the perceptron's is bounded by ``|dphi|``), one such decode throws ``|w|``
+    far out, where ``exp(-(w.u/s)^2/2)`` vanishes for every later example and the rule
+    stops moving. With ``max_cost`` a step is at most ``eta``.
     """
 
     name = "orbit"
+
+    def __init__(self, epochs=10, eta0=1.0, noise_scale=1.0, max_cost=None, **kw):
+        super().__init__(epochs=epochs, eta0=eta0, **kw)
+        if noise_scale <= 0:
+            raise ValueError(f"noise_scale must be > 0, got {noise_scale}")
+        if max_cost is not None and max_cost <= 0:
+            raise ValueError(f"max_cost must be > 0 or None, got {max_cost}")
+        self.noise_scale = noise_scale
+        self.max_cost = max_cost
 
     def update(self, task, x, y, w, eta, rng):
         y_hat = task.decode(x, w)
@@ -405,20 +435,25 @@ class OrbitTrainer(Trainer):
         if norm == 0.0:  # a different output with identical features: no direction to move
             return w_new
         u = dphi / norm
-        margin = float(w @ u)
-        w_new += eta * np.exp(-0.5 * margin * margin) * task.cost(y, y_hat) * u
+        margin = float(w @ u) / self.noise_scale
+        cost = task.cost(y, y_hat)
+        if self.max_cost is not None:
+            cost = min(cost, self.max_cost)
+        w_new += eta * np.exp(-0.5 * margin * margin) * cost * u
         return w_new
 
 
-def orbit_loss(w: np.ndarray, phi_true: np.ndarray, phi_pred: np.ndarray, cost: float) -> float:
-    """The orbit loss ``cost * P[e > w.u]``, ``e ~ N(0, 1)``, ``u = (phi_true - phi_pred)/|.|`` (eq. 5)."""
+def orbit_loss(w: np.ndarray, phi_true: np.ndarray, phi_pred: np.ndarray, cost: float,
+               noise_scale: float = 1.0) -> float:
+    """The orbit loss ``cost * P[s e > w.u]``, ``e ~ N(0, 1)``, ``s = noise_scale``,
+    ``u = (phi_true - phi_pred)/|.|`` (eq. 5; the paper's ``s = 1``)."""
     from scipy.stats import norm
 
     dphi = phi_true - phi_pred
     length = np.linalg.norm(dphi)
     if length == 0.0:
         return 0.0
-    return float(cost * norm.sf(w @ (dphi / length)))
+    return float(cost * norm.sf(w @ (dphi / length) / noise_scale))
 
 
 TRAINERS = {
