@@ -8,12 +8,22 @@ import pytest
 from scipy import stats
 
 from aligner.errors import AlignmentError, FeatureError
-from aligner.features.avd import read_avd_example, read_avd_features, read_avd_labels, read_avd_list
+from aligner.features.avd import (
+    PEER_UNIT_COLUMNS,
+    PEER_ZSCORED_COLUMNS,
+    crop_avd_example,
+    random_avd_crops,
+    read_avd_example,
+    read_avd_features,
+    read_avd_labels,
+    read_avd_list,
+)
 from aligner.learn import make_trainer
 from aligner.learn.costs import onset_offset_cost
 from aligner.tasks.vowels import (
     FEATURE_NAMES,
     PEER_COLUMNS,
+    PEER_COLUMNS_NO_NASAL,
     PEER_SEARCH,
     DurationPrior,
     VowelTask,
@@ -405,3 +415,96 @@ def test_real_files():
     # a few perceptron epochs already beat a 100-frame error on the training set
     result = make_trainer("perceptron", epochs=3, eval_train=False).fit(task, X[:20], Y[:20])
     assert task.mean_cost(X[:20], Y[:20], result.w) < 10.0
+
+
+# --------------------------------------------------------------------------------------
+# shorter recordings (crop augmentation) and the nasal-free column set
+# --------------------------------------------------------------------------------------
+
+
+def _peer_front_end(raw):
+    """What the peer's front end writes for raw columns: z-scores, [0, 1] scaling, the rest as is."""
+    out = raw.copy()
+    z, u = list(PEER_ZSCORED_COLUMNS), list(PEER_UNIT_COLUMNS)
+    out[:, z] = (raw[:, z] - raw[:, z].mean(0)) / raw[:, z].std(0)
+    out[:, u] = (raw[:, u] - raw[:, u].min(0)) / (raw[:, u].max(0) - raw[:, u].min(0))
+    return out
+
+
+def test_crop_equals_front_end_on_the_shorter_recording():
+    rng = np.random.default_rng(3)
+    raw = rng.normal(size=(120, 22)) * rng.uniform(0.5, 20, size=22) + rng.uniform(-5, 5, size=22)
+    start, stop, y = 17, 95, (40, 70)
+    cut, y_cut = crop_avd_example(_peer_front_end(raw), y, start, stop)
+    assert y_cut == (23, 53)
+    np.testing.assert_allclose(cut, _peer_front_end(raw[start:stop]), atol=1e-9)
+    # per-frame columns (classifier, cepstral distances) are untouched
+    np.testing.assert_array_equal(cut[:, 9], raw[start:stop, 9])
+    # the whole file is its own crop
+    full, y_full = crop_avd_example(_peer_front_end(raw), y, 0, 120)
+    np.testing.assert_allclose(full, _peer_front_end(raw), atol=1e-9)
+    assert y_full == y
+
+
+def test_crop_keeps_constant_and_missing_columns_and_checks_the_vowel():
+    feats = np.random.default_rng(0).normal(size=(60, 20))
+    feats[:, 8] = 0.0  # a column the file lacked (NaN read as 0)
+    feats[:, 6] = 0.5
+    cut, _ = crop_avd_example(feats, (20, 30), 5, 50)
+    assert np.all(cut[:, 8] == 0.0) and np.all(cut[:, 6] == 0.5)
+    with pytest.raises(ValueError, match="must hold the vowel"):
+        crop_avd_example(feats, (20, 30), 21, 50)
+    with pytest.raises(ValueError, match="must hold the vowel"):
+        crop_avd_example(feats, (20, 30), 0, 30)
+
+
+def test_random_crops_bounds_and_seed():
+    feats = np.random.default_rng(1).normal(size=(200, 22))
+    crops = random_avd_crops(feats, (80, 120), 20, np.random.default_rng(5), before=20, after=30)
+    assert len(crops) == 20
+    lengths = set()
+    for f, (b, e) in crops:
+        assert b >= 20 and len(f) - 1 - e >= 29 and e - b == 40
+        lengths.add(len(f))
+    assert len(lengths) > 5  # cuts of many lengths
+    again = random_avd_crops(feats, (80, 120), 20, np.random.default_rng(5), before=20, after=30)
+    assert all(np.array_equal(a[0], b[0]) and a[1] == b[1] for a, b in zip(crops, again))
+
+
+def test_no_nasal_columns():
+    assert 10 not in PEER_COLUMNS_NO_NASAL
+    assert set(PEER_COLUMNS_NO_NASAL) | {10} == set(PEER_COLUMNS)
+    x = make_vowel_input(np.random.default_rng(0).normal(size=(100, 22)), 9, 40, columns=PEER_COLUMNS_NO_NASAL)
+    assert x.n_columns == 15
+    assert fit_vowel_task([x], [(20, 50)], n_jobs=1).n_features == n_vowel_features(15) == 109
+
+
+def _bench():
+    import importlib.util
+    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_vowels_peer.py"
+    spec = importlib.util.spec_from_file_location("bench_vowels_peer", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_folds_keep_the_cuts_of_an_example_on_one_side():
+    """A held-out example's cuts must never be trained on in that fold (and vice versa)."""
+    import types
+    bench = _bench()
+    rng = np.random.default_rng(0)
+    groups = []
+    for i in range(10):
+        feats = rng.normal(size=(100, 22))
+        cuts = [(feats, (40, 60))] + random_avd_crops(feats, (40, 60), 3, rng)
+        groups.append([(make_vowel_input(f, 9, 40, name=f"ex{i}#{j}"), np.array(y)) for j, (f, y) in enumerate(cuts)])
+    args = types.SimpleNamespace(cv_repeats=2, folds=5, seed=0, crops=2, val_crops=1, tau_on=0.0, tau_off=0.0, jobs=1)
+    folds = bench.make_folds(groups, args, "full")
+    assert len(folds) == 10
+    for _task, Xtr, _Ytr, Xva, _Yva in folds:
+        train_ex = {x.name.split("#")[0] for x in Xtr}
+        val_ex = {x.name.split("#")[0] for x in Xva}
+        assert not train_ex & val_ex and len(train_ex | val_ex) == 10
+        assert len(Xtr) == 3 * len(train_ex) and len(Xva) == 2 * len(val_ex)  # file + crops / val_crops cuts
+    X, Y = bench.flatten(groups, 0)
+    assert [x.name for x in X] == [f"ex{i}#0" for i in range(10)]

@@ -24,6 +24,18 @@ The peer tool AutoVowelDuration stores one example as two text files:
 
 Every malformed input raises :class:`~aligner.errors.FeatureError` with a one-line message
 naming the file (and the line, where there is one).
+
+**Shorter recordings** (:func:`crop_avd_example`, :func:`random_avd_crops`). The peer's front
+end normalises some columns over each whole recording: columns 0-5 and 8 (energies, Wiener
+entropy, autocorrelation, zero crossings) are z-scored, 6-7 (pitch, voicing) scaled to
+[0, 1]. The same word in a shorter recording (less silence around it) therefore gets other
+values: a vowel that fills 25 % of a 1.2 s file has a lower z-scored energy than one that
+fills 10 % of a 2.2 s file (in the tutorial, the training files are all 440 frames and the
+energy z-scores inside their vowels average about 2.2; the shorter test files about 1.4).
+Both maps are affine per column, so cutting the frames ``[start, stop)`` out of a file and
+normalising those columns again over the cut gives exactly what the front end would have
+written for the shorter recording (up to the smoothing at the cut's edges); the other
+columns (classifier probabilities, cepstral distances, formants) are per frame and stay.
 """
 
 from __future__ import annotations
@@ -39,7 +51,15 @@ from aligner.textfiles import read_text
 
 PathLike = Union[str, Path]
 
-__all__ = ["read_avd_features", "read_avd_labels", "read_avd_list", "read_avd_example"]
+__all__ = ["read_avd_features", "read_avd_labels", "read_avd_list", "read_avd_example",
+           "crop_avd_example", "random_avd_crops", "PEER_ZSCORED_COLUMNS", "PEER_UNIT_COLUMNS"]
+
+#: columns the peer's front end z-scores over each recording (energies, Wiener entropy,
+#: autocorrelation, zero-crossing rate)
+PEER_ZSCORED_COLUMNS = (0, 1, 2, 3, 4, 5, 8)
+
+#: columns the peer's front end scales to [0, 1] over each recording (pitch, voicing)
+PEER_UNIT_COLUMNS = (6, 7)
 
 
 def read_avd_features(path: PathLike, nan_to_zero: bool = True) -> np.ndarray:
@@ -164,3 +184,57 @@ def read_avd_example(data_path: PathLike, labels_path: PathLike,
     """Features (T, C) and ``(onset, offset)`` of one example, the labels checked against T."""
     features = read_avd_features(data_path, nan_to_zero=nan_to_zero)
     return features, read_avd_labels(labels_path, n_frames=features.shape[0])
+
+
+def crop_avd_example(features, y, start: int, stop: int, min_std: float = 1e-8):
+    """The example as the peer's front end would give it for the recording cut to ``[start, stop)``.
+
+    ``features``: (T, C) frames of a whole file (NaN already replaced, as
+    :func:`read_avd_features` does by default); ``y = (onset, offset)``. Returns the frames
+    ``start .. stop-1`` with :data:`PEER_ZSCORED_COLUMNS` z-scored and
+    :data:`PEER_UNIT_COLUMNS` min-max scaled to [0, 1] again over the cut (columns the file
+    lacks, or that are constant over the cut, are left as they are), and the labels shifted
+    by ``-start``. The vowel must lie inside the cut.
+
+    Raises:
+        ValueError: ``0 <= start <= onset < offset < stop <= T`` does not hold.
+    """
+    X = np.asarray(features, dtype=np.float64)
+    onset, offset = int(y[0]), int(y[1])
+    start, stop = int(start), int(stop)
+    if not 0 <= start <= onset < offset < stop <= X.shape[0]:
+        raise ValueError(f"crop [{start}, {stop}) must hold the vowel {onset}-{offset} "
+                         f"within the {X.shape[0]} frames")
+    out = X[start:stop].copy()
+    z = [c for c in PEER_ZSCORED_COLUMNS if c < out.shape[1]]
+    if z:
+        sd = out[:, z].std(axis=0)
+        ok = sd > min_std
+        cols = np.asarray(z)[ok]
+        out[:, cols] = (out[:, cols] - out[:, cols].mean(axis=0)) / sd[ok]
+    u = [c for c in PEER_UNIT_COLUMNS if c < out.shape[1]]
+    if u:
+        lo, hi = out[:, u].min(axis=0), out[:, u].max(axis=0)
+        ok = hi - lo > min_std
+        cols = np.asarray(u)[ok]
+        out[:, cols] = (out[:, cols] - lo[ok]) / (hi - lo)[ok]
+    return out, (onset - start, offset - start)
+
+
+def random_avd_crops(features, y, k: int, rng: np.random.Generator, before: int = 20, after: int = 30):
+    """``k`` random :func:`crop_avd_example` cuts of one example (training augmentation).
+
+    Each cut starts uniformly in ``[0, onset - before]`` and ends uniformly in
+    ``[offset + after, T]`` (clipped to the file), so at least ``before`` frames precede the
+    vowel and ``after`` frames follow it: recordings from the whole file down to the vowel
+    with ``before``/``after`` frames of context. Returns ``[(features, (onset, offset)), ...]``.
+    """
+    X = np.asarray(features)
+    T = X.shape[0]
+    onset, offset = int(y[0]), int(y[1])
+    out = []
+    for _ in range(int(k)):
+        start = int(rng.integers(0, max(onset - before, 0) + 1))
+        stop = int(rng.integers(min(offset + after, T), T + 1))
+        out.append(crop_avd_example(X, (onset, offset), start, stop))
+    return out

@@ -140,6 +140,10 @@ from aligner.learn.task import StructuredTask
 #: the peer's (AutoVowelDuration) columns its 116-feature map uses, in its 20/22-column files
 PEER_COLUMNS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 17, 18, 19)
 
+#: :data:`PEER_COLUMNS` without the nasal probability (column 10), which is all-NaN (read as 0)
+#: in 14 of the 30 tutorial files (8 of the 20 training files)
+PEER_COLUMNS_NO_NASAL = tuple(c for c in PEER_COLUMNS if c != 10)
+
 #: names of :data:`PEER_COLUMNS`
 PEER_COLUMN_NAMES = (
     "short_term_energy", "total_energy", "low_energy", "high_energy", "wiener_entropy",
