@@ -71,10 +71,29 @@ def find_utterances(root: str | os.PathLike, transcript_suffixes=(".phn",)) -> l
     return found
 
 
-def find_audio_files(root: str | os.PathLike) -> list[Path]:
-    """Every audio file (by extension, any case) under ``root``, recursively, in sorted order."""
+def files_under(root: str | os.PathLike) -> list[Path]:
+    """Every file under ``root``, recursively, in sorted order, as paths below ``root``.
+
+    Symbolic links to directories are followed (a corpus assembled from links to speaker
+    folders is common; ``Path.rglob`` skips them before Python 3.13), each real directory
+    once, so a link cycle ends.
+    """
     root = Path(root)
-    return sorted(p for p in root.rglob("*") if p.is_file() and is_audio_path(p))
+    seen, out = set(), []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        out.extend(Path(dirpath) / f for f in filenames)
+    return sorted(p for p in out if p.is_file())
+
+
+def find_audio_files(root: str | os.PathLike) -> list[Path]:
+    """Every audio file (by extension, any case) under ``root``, recursively, in sorted order
+    (directory links followed: :func:`files_under`)."""
+    return [p for p in files_under(root) if is_audio_path(p)]
 
 
 def speaker_folds(utterances: list[Utterance], n_folds: int) -> list[list[str]]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .corpus import files_under
 from .errors import AlignerError
 from .textgrids import read_alignment
 
@@ -82,8 +83,8 @@ _ALIGNMENT_SUFFIXES = (".textgrid", ".phn")
 def _alignment_files(root: Path) -> dict:
     """Map 'relative path without suffix' (lower case) -> file, for TextGrids and .phn under root."""
     out = {}
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and p.suffix.lower() in _ALIGNMENT_SUFFIXES:
+    for p in files_under(root):
+        if p.suffix.lower() in _ALIGNMENT_SUFFIXES:
             key = str(p.relative_to(root).with_suffix("")).lower()
             # prefer a TextGrid over a .phn of the same name
             if key not in out or p.suffix.lower() == ".textgrid":

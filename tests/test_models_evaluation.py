@@ -131,3 +131,23 @@ def test_find_utterances_both_layouts(tmp_path):
     assert [(u.speaker, u.part) for u in utts] == [("faem0", "test"), ("mcpm0", "train"), ("fvmh0", "")]
     assert speaker_of(tmp_path / "dr3-madc0" / "x.wav") == "madc0"
     assert speaker_folds(utts, 3) == [["faem0"], ["fvmh0"], ["mcpm0"]]
+
+
+def test_corpus_of_linked_speaker_folders_is_found_and_a_link_cycle_ends(tmp_path):
+    import soundfile as sf
+
+    real = tmp_path / "real" / "dr1-fvmh0"
+    real.mkdir(parents=True)
+    sf.write(real / "sa1.wav", np.sin(np.arange(1600) / 5.0).astype(np.float32), 16000)
+    (real / "sa1.phn").write_text("0 1600 h#\n")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "dr1-fvmh0").symlink_to(real, target_is_directory=True)
+    (real / "loop").symlink_to(corpus, target_is_directory=True)  # corpus -> speaker -> corpus
+    utts = find_utterances(corpus)
+    assert [(u.name, u.speaker) for u in utts] == [("dr1-fvmh0/sa1", "fvmh0")]
+    # evaluate walks linked folders the same way
+    hyp = tmp_path / "hyp"
+    write_textgrid(hyp / "dr1-fvmh0" / "sa1.TextGrid", [("phones", [(0, 0.1, "h#")])], 0.1)
+    scores, problems = evaluate_directories(corpus, hyp)
+    assert scores.n_utterances == 1 and problems == []
