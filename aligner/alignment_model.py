@@ -166,19 +166,18 @@ class AlignmentModel:
         """Start frame of every phone (K,), by the DP with this model's weights."""
         return self.task.decode(x, self.weights)
 
-    def start_times(self, y: np.ndarray, scores: np.ndarray, frames: np.ndarray,
-                    phone_classes: np.ndarray, duration_s: float, symbols=None) -> np.ndarray:
-        """Start times in **seconds** (K,) of phones decoded to start frames ``y``.
+    def start_times(self, x: AlignmentInput, y: np.ndarray, scores: np.ndarray, frames: np.ndarray,
+                    duration_s: float) -> np.ndarray:
+        """Start times in **seconds** (K,) of phones decoded to start frames ``y`` from ``x``.
 
         The boundary before frame t is at :func:`~aligner.features.mfcc.boundary_time` ``(t)``,
-        shifted by the refiner when the model has one; the first phone starts at 0. ``symbols``
-        (the K symbols decoded, as given to :meth:`make_input`) select the duration statistics
-        the refiner compares the decoded lengths with.
+        shifted by the refiner when the model has one; the first phone starts at 0. The refiner
+        reads the phone classes and duration statistics the decoder used from ``x``
+        (:meth:`make_input`), and ``scores`` (T, 39) and ``frames`` (T, 42) that built it.
         """
         if self.refiner is None:
             return phone_start_times(y)
-        mean, std, _ = self.durations.for_phones(phone_classes, symbols)
-        return self.refiner.start_times(scores, frames, phone_classes, y, mean, std, duration_s)
+        return self.refiner.start_times(scores, frames, x.phone_classes, y, x.dur_mean, x.dur_std, duration_s)
 
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
               name: str = "<utterance>", split_stops: bool | None = None) -> list:
@@ -213,8 +212,8 @@ class AlignmentModel:
             internal_symbols, classes = expanded.symbols, expanded.classes
         else:
             internal_symbols, classes = list(symbols), phone_set.class_indices(symbols)
-        y = self.align_frames(self.make_input(frames, classes, scores, name=name, symbols=internal_symbols))
-        starts_s = self.start_times(y, scores, frames, classes, duration_s, internal_symbols)
+        x = self.make_input(frames, classes, scores, name=name, symbols=internal_symbols)
+        starts_s = self.start_times(x, self.align_frames(x), scores, frames, duration_s)
         if expanded is not None:
             starts_s = merge_stop_closures(starts_s, expanded)
         return times_to_intervals(starts_s, symbols, duration_s)

@@ -150,19 +150,17 @@ def out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progre
     return scores
 
 
-def fit_boundary_refiner(model: AlignmentModel, data: list, scores: list) -> BoundaryRefiner:
-    """A :class:`BoundaryRefiner` fitted on ``data`` decoded by ``model`` with ``scores``.
-
-    ``scores`` must be out of fold (as for the weights), so the refiner learns the shifts the
-    decoder needs on speakers the classifier has not seen.
+def fit_boundary_refiner(model: AlignmentModel, prepared: "PreparedWeightTraining") -> BoundaryRefiner:
+    """A :class:`BoundaryRefiner` fitted on every utterance of ``prepared`` decoded by ``model``
+    from its DP input, built from out-of-fold scores (as for the weights), so the refiner learns
+    the shifts the decoder needs on speakers the classifier has not seen.
     """
     features, shifts = [], []
-    for d, s in zip(data, scores):
+    for d, x, s in zip(prepared.data, prepared.inputs, prepared.scores):
         if d.starts_s is None:
             raise ValueError(f"{d.name}: no hand-labelled times to fit the boundary refiner on")
-        y = model.align_frames(model.make_input(d.frames, d.classes, s, name=d.name, symbols=d.symbols))
-        mean, std, _ = model.durations.for_phones(d.classes, d.symbols)
-        features.append(boundary_features(s, d.frames, d.classes, y, mean, std))
+        y = model.align_frames(x)
+        features.append(boundary_features(s, d.frames, x.phone_classes, y, x.dur_mean, x.dur_std))
         shifts.append(1000.0 * (d.starts_s[1:] - phone_start_times(y)[1:]))
     return BoundaryRefiner().fit(features, shifts)
 
@@ -273,7 +271,7 @@ def fit_weights(
     )
     model = AlignmentModel(prepared.classifier, prepared.durations, result.w)
     if refine:
-        model.refiner = fit_boundary_refiner(model, data, prepared.scores)
+        model.refiner = fit_boundary_refiner(model, prepared)
     model.training = {
         "utterances": len(data),
         "speakers": prepared.speakers,
@@ -331,7 +329,7 @@ def train_alignment_model(
             progress("step sizes", len(tried), len(eta0_grid))
     _, eta0, model, result = min(tried, key=lambda t: t[0])
     if refine:
-        model.refiner = fit_boundary_refiner(model, prepared.data, prepared.scores)
+        model.refiner = fit_boundary_refiner(model, prepared)
     model.training["boundary_refinement"] = bool(refine)
     model.training["eta0_validation_costs"] = {str(e): round(float(c), 5) for c, e, _, _ in tried}
     return model, result

@@ -75,8 +75,9 @@ def main(argv=None):
                           "best_epoch": result.best_epoch, "seconds": round(time.perf_counter() - t0, 1)})
         for d in test:
             scores = model.classifier.scores(d.frames)
-            y = model.align_frames(model.make_input(d.frames, d.classes, scores, name=d.name, symbols=d.symbols))
-            times = model.start_times(y, scores, d.frames, d.classes, d.duration_s, d.symbols)
+            x = model.make_input(d.frames, d.classes, scores, name=d.name, symbols=d.symbols)
+            y = model.align_frames(x)
+            times = model.start_times(x, y, scores, d.frames, d.duration_s)
             write_textgrid(args.out / "hyp" / f"{d.name}.TextGrid",
                            [("phones", times_to_intervals(times, d.symbols, d.duration_s))], d.duration_s)
             if model.refiner is not None:  # the same decode without the sub-frame shifts
