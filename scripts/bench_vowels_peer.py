@@ -96,7 +96,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligner.features.avd import random_avd_crops, read_avd_example, read_avd_list  # noqa: E402
-from aligner.learn import TRAINERS, make_trainer  # noqa: E402
+from aligner.learn import TRAINERS, SeedAveragedTrainer, make_trainer  # noqa: E402
 from aligner.tasks.vowels import (PEER_COLUMNS, PEER_COLUMNS_NO_NASAL, PEER_SEARCH, fit_vowel_task,  # noqa: E402
                                   make_vowel_input, peer_ranges)
 
@@ -210,6 +210,12 @@ def make_folds(groups, args, design):
     return fold_tasks
 
 
+def build_trainer(name, params, args):
+    """The trainer of ``name`` with ``params``; with ``--runs R > 1`` the mean of R seeds' fits."""
+    trainer = make_trainer(name, **params)
+    return trainer if args.runs == 1 else SeedAveragedTrainer(trainer, n_runs=args.runs)
+
+
 def cross_validate(name, fold_tasks, args):
     """Choose (params, epochs) by K-fold CV inside the training examples (one design's folds)."""
     best = None
@@ -217,7 +223,7 @@ def cross_validate(name, fold_tasks, args):
         curves = []
         for task, Xtr, Ytr, Xva, Yva in fold_tasks:
             try:
-                res = make_trainer(name, **params).fit(task, Xtr, Ytr, Xva, Yva)
+                res = build_trainer(name, params, args).fit(task, Xtr, Ytr, Xva, Yva)
                 curve = [r.val_cost for r in res.history]
             except FloatingPointError:
                 curve = []
@@ -270,6 +276,9 @@ def main(argv=None):
     ap.add_argument("--val-crops", type=int, default=None,
                     help="cuts of each held-out file added to CV validation (default: --crops)")
     ap.add_argument("--cv-repeats", type=int, default=1, help="repetitions of the K-fold split")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="fits per trainer setting, seeds seed..seed+R-1, whose weights are averaged "
+                         "(in CV and in the final fit)")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--json-out", type=Path, help="also write the JSON object to this file")
     args = ap.parse_args(argv)
@@ -310,7 +319,7 @@ def main(argv=None):
             Xb, Yb, _ = load([(bad_path, args.data / "wav" / "ex_bad.labels")], cut_norm=cut_norm,
                              columns=columns)
             ex_bad = (Xb, Yb)
-        final = make_trainer(name, **{**params, "epochs": epochs})
+        final = build_trainer(name, {**params, "epochs": epochs}, args)
         fit = final.fit(task, X, Y)
         row = evaluate(task, fit.w, Xt, Yt)
         row.update({
@@ -345,7 +354,7 @@ def main(argv=None):
 
     out = {"test_examples": test_names, "decode_speed": speed, "trainers": results,
            "peer": PEER_ROWS, "tau_on": args.tau_on, "tau_off": args.tau_off,
-           "folds": args.folds, "cv_repeats": args.cv_repeats, "max_epochs": args.epochs,
+           "folds": args.folds, "cv_repeats": args.cv_repeats, "runs": args.runs, "max_epochs": args.epochs,
            "columns": args.columns, "crops": args.crops, "val_crops": args.val_crops,
            "designs": {k: DESIGNS[k] for k in args.designs}}
     if args.json_out is not None:
@@ -367,6 +376,7 @@ def main(argv=None):
     print(f"\nTest cost: orbit eq. 38 in frames (tau_on = {args.tau_on:g}, tau_off = {args.tau_off:g}); "
           f"columns {args.columns}; {args.crops} training cuts per file ({args.val_crops} in CV validation); "
           f"CV: {args.cv_repeats} x {args.folds} folds inside the 20 training examples, up to {args.epochs} epochs; "
+          f"weights averaged over {args.runs} seed(s) per fit; "
           f"{len(args.designs)} designs compared ({', '.join(args.designs)}).")
     Yt_arr = np.array(Yt)
     print("\nPer test example, predicted minus manual onset / offset (ms):")

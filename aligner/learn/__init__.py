@@ -4,6 +4,7 @@ Nothing here knows about speech. A task implements :class:`StructuredTask`; any
 trainer in :data:`TRAINERS` learns its weights.
 """
 
+from .ensemble import SeedAveragedTrainer
 from .multiclass import MulticlassTask, random_cost_matrix
 from .task import CountingTask, StructuredTask
 from .trainers import (
@@ -26,5 +27,5 @@ __all__ = [
     "StructuredTask", "CountingTask", "MulticlassTask", "random_cost_matrix", "Trainer",
     "EpochRecord", "FitResult", "PerceptronTrainer", "SVMTrainer", "RampTrainer",
     "DirectTowardTrainer", "DirectAwayTrainer", "ProbitTrainer", "OrbitTrainer",
-    "TRAINERS", "make_trainer", "orbit_loss",
+    "TRAINERS", "make_trainer", "orbit_loss", "SeedAveragedTrainer",
 ]

@@ -73,6 +73,8 @@ class FitResult:
     updates: int = 0
     seconds: float = 0.0
     update_seconds: float = 0.0
+    #: the returned weights at every epoch end, in order (only with ``fit(keep_epoch_weights=True)``)
+    epoch_weights: Optional[list] = None
 
     @property
     def decodes_per_update(self) -> float:
@@ -186,13 +188,15 @@ class Trainer:
         Y_val: Optional[Sequence] = None,
         w0: Optional[np.ndarray] = None,
         callback: Optional[Callable[[EpochRecord], None]] = None,
+        keep_epoch_weights: bool = False,
     ) -> FitResult:
         """Train on ``(X, Y)``; early-stop on ``(X_val, Y_val)`` if given.
 
         ``callback(record)`` is called after every epoch with its :class:`EpochRecord`
         (use it for progress bars or logging). Returns a :class:`FitResult` whose ``w`` is
         the weight vector with the lowest validation cost at an epoch end (the last one
-        without a validation set).
+        without a validation set). With ``keep_epoch_weights`` the result also holds the
+        weights of every epoch end (``epoch_weights``; averaged ones if ``average``).
         """
         if len(X) != len(Y):
             raise ValueError(f"X and Y differ in length: {len(X)} vs {len(Y)}")
@@ -221,6 +225,7 @@ class Trainer:
         best_val = task.mean_cost(X_val, Y_val, w) if has_val else float("inf")
         best_epoch = 0
         history = []
+        epoch_weights = [] if keep_epoch_weights else None
         stale = 0
         for epoch in range(1, self.epochs + 1):
             order = rng.permutation(len(X))
@@ -235,6 +240,8 @@ class Trainer:
                 raise FloatingPointError(
                     f"{self.name}: weights became non-finite in epoch {epoch}; lower eta0")
             w_out = w_sum / t if self.average else w
+            if epoch_weights is not None:
+                epoch_weights.append(w_out.copy())
             train_cost = task.mean_cost(X, Y, w_out) if self.eval_train else float("nan")
             val_cost = task.mean_cost(X_val, Y_val, w_out) if has_val else float("nan")
             record = EpochRecord(epoch, train_cost, val_cost, counter.total, t + n_init_updates,
@@ -249,7 +256,7 @@ class Trainer:
                 if self.patience is not None and stale >= self.patience:
                     break
         return FitResult(best_w, history, best_epoch, counter.total, t + n_init_updates,
-                         time.perf_counter() - start, update_seconds)
+                         time.perf_counter() - start, update_seconds, epoch_weights)
 
 
 class PerceptronTrainer(Trainer):
