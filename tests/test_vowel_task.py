@@ -508,3 +508,14 @@ def test_bench_folds_keep_the_cuts_of_an_example_on_one_side():
         assert len(Xtr) == 3 * len(train_ex) and len(Xva) == 2 * len(val_ex)  # file + crops / val_crops cuts
     X, Y = bench.flatten(groups, 0)
     assert [x.name for x in X] == [f"ex{i}#0" for i in range(10)]
+
+
+def test_bench_runs_average_the_seeds_weights():
+    import types
+    from aligner.learn import SeedAveragedTrainer, SVMTrainer
+    bench = _bench()
+    one = bench.build_trainer("svm", {"epochs": 2, "seed": 3}, types.SimpleNamespace(runs=1))
+    assert isinstance(one, SVMTrainer) and one.seed == 3
+    many = bench.build_trainer("svm", {"epochs": 2, "seed": 3}, types.SimpleNamespace(runs=4))
+    assert isinstance(many, SeedAveragedTrainer) and many.n_runs == 4
+    assert [many.run(r).seed for r in range(4)] == [3, 4, 5, 6]

@@ -59,7 +59,7 @@ from aligner.errors import AlignerError  # noqa: E402
 from aligner.sphere_repair import read_sphere_header_file, samples_outside_range  # noqa: E402
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, SAMPLE_RATE, VOWEL_COLUMNS,  # noqa: E402
                                               frames_to_seconds, seconds_to_frames, vowel_acoustics)
-from aligner.learn import make_trainer  # noqa: E402
+from aligner.learn import SeedAveragedTrainer, make_trainer  # noqa: E402
 from aligner.models import ALIGNMENT_KIND, default_model_dir  # noqa: E402
 from aligner.phones import read_phn  # noqa: E402
 from aligner.tasks.vowels import DEFAULT_WIDTHS, fit_vowel_task, make_vowel_input  # noqa: E402
@@ -151,6 +151,12 @@ def speaker_folds(speakers, n_folds):
     return [uniq[i::n_folds] for i in range(n_folds)]
 
 
+def build_trainer(name, params):
+    """The trainer; with ``--runs R > 1`` the mean weights of R fits over seeds 0..R-1."""
+    trainer = make_trainer(name, **params)
+    return trainer if ARGS.runs == 1 else SeedAveragedTrainer(trainer, n_runs=ARGS.runs)
+
+
 def fit_config(name, params, train, val, columns, epochs=None):
     """Fit one configuration; returns (task, fit result, (min_dur, max_dur, widths), best validation cost)."""
     Ytr = [t["y"] for t in train]
@@ -163,10 +169,10 @@ def fit_config(name, params, train, val, columns, epochs=None):
                           prior_widen=ARGS.prior_widen)
     if val:
         Xva = [make_input(t, min_dur, max_dur, columns, widths) for t in val]
-        res = make_trainer(name, **p).fit(task, Xtr, Ytr, Xva, [t["y"] for t in val])
+        res = build_trainer(name, p).fit(task, Xtr, Ytr, Xva, [t["y"] for t in val])
         val_cost = min(r.val_cost for r in res.history)
     else:
-        res = make_trainer(name, **p).fit(task, Xtr, Ytr)
+        res = build_trainer(name, p).fit(task, Xtr, Ytr)
         val_cost = float("nan")
     return task, res, (min_dur, max_dur, widths), val_cost
 
@@ -205,6 +211,9 @@ def main(argv=None):
     ap.add_argument("--prior-widen", type=float, default=1.0,
                     help="multiply the prior's (log) std by this: TIMIT's connected-speech vowels are "
                          "shorter than those of words read in isolation [1]")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="fits per configuration over seeds 0..R-1 whose weights are averaged "
+                         "(aligner.learn.SeedAveragedTrainer), in the folds and for the shipped model [1]")
     ap.add_argument("--keep-corrupted", action="store_true",
                     help="train and score on tokens whose audio exceeds the SPHERE header's sample range too")
     ap.add_argument("--held-out-classifier", action="store_true",
@@ -284,7 +293,7 @@ def main(argv=None):
     names = sorted(n for n in truth if n in clean)
     true_rows = [truth[n] for n in names]
     everything = sorted(truth)
-    report = {"held_out_classifier": bool(args.held_out_classifier), "n_tokens": len(all_tokens), "n_corrupted": n_bad, "n_scored": len(names),
+    report = {"seed_runs_averaged": args.runs, "held_out_classifier": bool(args.held_out_classifier), "n_tokens": len(all_tokens), "n_corrupted": n_bad, "n_scored": len(names),
               "speakers": sorted(set(speakers)), "folds": folds,
               "all_tokens_including_corrupted": {
                   "chosen": metrics([pred_chosen[n] for n in everything], [truth[n] for n in everything]),
@@ -317,7 +326,7 @@ def main(argv=None):
         training = {"corpus": str(args.corpus), "n_tokens": len(tokens), "n_corrupted_left_out": 0 if args.keep_corrupted else n_bad, "speakers": sorted(set(speakers)),
                     "trainer": name, "trainer_params": {k2: v for k2, v in params.items() if k2 not in ("epochs", "widths")},
                     "widths": list(limits[2]),
-                    "epochs": epochs, "tau_frames": args.tau,
+                    "epochs": epochs, "tau_frames": args.tau, "seed_runs_averaged": args.runs,
                     "duration_prior": {"form": args.prior, "widen": args.prior_widen},
                     "classifier_source": {"path": _repo_relative(clf_path),
                                           "sha256": hashlib.sha256(clf_path.read_bytes()).hexdigest()
