@@ -37,7 +37,9 @@ offset error. The peer's published rows (its back end run on the same 10 test ex
 are printed beside ours. The whole-recording example ``wav/ex_bad.{data,labels}`` (20
 columns: the peer's selection fits) is decoded by every trainer's final model too.
 
-``--runs R`` fits every setting R times (seeds ``seed .. seed+R-1``, other example orders)
+``--order-seeds K`` refits each trainer's chosen setting with seeds ``seed .. seed+K-1`` (one
+run each, only the example order differs) and reports every fit's test errors and those of
+the mean of their weights. ``--runs R`` fits every setting R times (seeds ``seed .. seed+R-1``, other example orders)
 and averages the weights (:class:`aligner.learn.SeedAveragedTrainer`), in CV and in the
 final fit: R times the time.
 
@@ -256,6 +258,9 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, default=1,
                     help="fits per trainer setting, seeds seed..seed+R-1, whose weights are averaged "
                          "(in CV and in the final fit)")
+    ap.add_argument("--order-seeds", type=int, default=0,
+                    help="also refit each trainer's chosen setting (one run) with seeds seed..seed+K-1 "
+                         "and report every fit's test errors and those of their mean weights")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     ap.add_argument("--json-out", type=Path, help="also write the JSON object to this file")
     args = ap.parse_args(argv)
@@ -306,6 +311,15 @@ def main(argv=None):
             "decodes_per_update": fit.decodes_per_update, "fit_seconds": fit.seconds,
             "cv_seconds": cv_seconds, "train_cost": task.mean_cost(X, Y, fit.w),
         })
+        if args.order_seeds:
+            # the chosen setting refitted with other example orders: each one's test errors, and the mean weights'
+            ws = [make_trainer(name, **{**params, "epochs": epochs, "seed": args.seed + k}).fit(task, X, Y).w
+                  for k in range(args.order_seeds)]
+            each = [evaluate(task, w, Xt, Yt) for w in ws]
+            mean = evaluate(task, np.mean(ws, axis=0), Xt, Yt)
+            row["order_seeds"] = {
+                "each": [{k: r[k] for k in ("onset_mae_ms", "offset_mae_ms", "duration_r")} for r in each],
+                "mean_weights": {k: mean[k] for k in ("onset_mae_ms", "offset_mae_ms", "duration_r")}}
         if ex_bad is not None:
             pb = task.decode(ex_bad[0][0], fit.w)
             row["ex_bad"] = {"pred": pb.tolist(), "true": ex_bad[1][0].tolist(),
@@ -362,6 +376,13 @@ def main(argv=None):
     for name, r in results.items():
         d = (np.array(r["predictions"]) - Yt_arr) * FRAME_MS
         print(f"| {name} | " + " | ".join(f"{a:+.0f} / {b:+.0f}" for a, b in d) + " |")
+    for name, r in results.items():
+        if "order_seeds" in r:
+            o = r["order_seeds"]
+            print(f"\n{name}, chosen setting refitted with {len(o['each'])} example orders, onset / offset MAE ms: "
+                  + ", ".join(f"{e['onset_mae_ms']:.1f} / {e['offset_mae_ms']:.1f}" for e in o["each"])
+                  + f"; their mean weights: {o['mean_weights']['onset_mae_ms']:.1f} / "
+                  f"{o['mean_weights']['offset_mae_ms']:.1f}, r {o['mean_weights']['duration_r']:.3f}")
     if ex_bad is not None:
         print(f"\nwav/ex_bad (whole recording, 20 columns, manual {ex_bad[1][0].tolist()}):")
         for name, r in results.items():
