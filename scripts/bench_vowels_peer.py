@@ -75,7 +75,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligner.features.avd import random_avd_crops, read_avd_example, read_avd_list  # noqa: E402
-from aligner.learn import TRAINERS, SeedAveragedTrainer, make_trainer  # noqa: E402
+from aligner.learn import TRAINERS, make_trainer, seed_averaged  # noqa: E402
 from aligner.tasks.vowels import (PEER_COLUMNS, PEER_COLUMNS_NO_NASAL, PEER_SEARCH, fit_vowel_task,  # noqa: E402
                                   make_vowel_input, peer_ranges)
 
@@ -191,8 +191,7 @@ def make_folds(groups, args, design):
 
 def build_trainer(name, params, args):
     """The trainer of ``name`` with ``params``; with ``--runs R > 1`` the mean of R seeds' fits."""
-    trainer = make_trainer(name, **params)
-    return trainer if args.runs == 1 else SeedAveragedTrainer(trainer, n_runs=args.runs)
+    return seed_averaged(make_trainer(name, **params), args.runs)
 
 
 def cross_validate(name, fold_tasks, args):

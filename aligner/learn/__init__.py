@@ -4,7 +4,7 @@ Nothing here knows about speech. A task implements :class:`StructuredTask`; any
 trainer in :data:`TRAINERS` learns its weights.
 """
 
-from .ensemble import SeedAveragedTrainer
+from .ensemble import SeedAveragedTrainer, seed_averaged
 from .multiclass import MulticlassTask, random_cost_matrix
 from .task import CountingTask, StructuredTask
 from .trainers import (
@@ -28,4 +28,5 @@ __all__ = [
     "EpochRecord", "FitResult", "PerceptronTrainer", "SVMTrainer", "RampTrainer",
     "DirectTowardTrainer", "DirectAwayTrainer", "ProbitTrainer", "OrbitTrainer",
     "TRAINERS", "make_trainer", "orbit_loss", "SeedAveragedTrainer",
+    "seed_averaged",
 ]

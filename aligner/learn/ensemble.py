@@ -90,21 +90,17 @@ class SeedAveragedTrainer:
         best_val = task.mean_cost(X_val, Y_val, w_init) if has_val else float("inf")
         best_epoch = 0
         history, means = [], []
-        decodes = updates = 0
-        update_seconds = 0.0
         n_epochs = min(len(r.epoch_weights) for r in runs)
         for e in range(n_epochs):
             w = np.mean([r.epoch_weights[e] for r in runs], axis=0)
             if keep_epoch_weights:
                 means.append(w)
-            rec = [r.history[e] for r in runs]
-            decodes = sum(h.decodes for h in rec)
-            updates = sum(h.updates for h in rec)
-            update_seconds = sum(h.update_seconds for h in rec)
+            rec = [r.history[e] for r in runs]  # cumulative counts of each run at this epoch
             train_cost = task.mean_cost(X, Y, w) if self.trainer.eval_train else float("nan")
             val_cost = task.mean_cost(X_val, Y_val, w) if has_val else float("nan")
-            record = EpochRecord(e + 1, train_cost, val_cost, decodes, updates,
-                                 time.perf_counter() - start, update_seconds)
+            record = EpochRecord(e + 1, train_cost, val_cost, sum(h.decodes for h in rec),
+                                 sum(h.updates for h in rec), time.perf_counter() - start,
+                                 sum(h.update_seconds for h in rec))
             history.append(record)
             if callback is not None:
                 callback(record)
@@ -114,3 +110,8 @@ class SeedAveragedTrainer:
                          sum(r.decodes for r in runs), sum(r.updates for r in runs),
                          time.perf_counter() - start, sum(r.update_seconds for r in runs),
                          means if keep_epoch_weights else None)
+
+
+def seed_averaged(trainer: Trainer, n_runs: int):
+    """``trainer`` itself for ``n_runs == 1``, else :class:`SeedAveragedTrainer` ``(trainer, n_runs)``."""
+    return trainer if n_runs == 1 else SeedAveragedTrainer(trainer, n_runs=n_runs)

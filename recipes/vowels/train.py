@@ -59,7 +59,7 @@ from aligner.errors import AlignerError  # noqa: E402
 from aligner.sphere_repair import read_sphere_header_file, samples_outside_range  # noqa: E402
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, SAMPLE_RATE, VOWEL_COLUMNS,  # noqa: E402
                                               frames_to_seconds, seconds_to_frames, vowel_acoustics)
-from aligner.learn import SeedAveragedTrainer, make_trainer  # noqa: E402
+from aligner.learn import make_trainer, seed_averaged  # noqa: E402
 from aligner.models import ALIGNMENT_KIND, default_model_dir  # noqa: E402
 from aligner.phones import read_phn  # noqa: E402
 from aligner.tasks.vowels import DEFAULT_WIDTHS, fit_vowel_task, make_vowel_input  # noqa: E402
@@ -153,8 +153,7 @@ def speaker_folds(speakers, n_folds):
 
 def build_trainer(name, params):
     """The trainer; with ``--runs R > 1`` the mean weights of R fits over seeds 0..R-1."""
-    trainer = make_trainer(name, **params)
-    return trainer if ARGS.runs == 1 else SeedAveragedTrainer(trainer, n_runs=ARGS.runs)
+    return seed_averaged(make_trainer(name, **params), ARGS.runs)
 
 
 def fit_config(name, params, train, val, columns, epochs=None):
