@@ -59,8 +59,8 @@ def python(code: str) -> str:
 
 def make_long_recording(data_dir: Path, seconds: float, out_dir: Path):
     """Join corpus utterances (and their .phn phones) until ``seconds`` of audio."""
-    from aligner.corpus import find_utterances
-    from aligner.phones import read_phn
+    from aligner.io.corpus import find_utterances
+    from aligner.phonetics import read_phn
 
     pieces, phones, total = [], [], 0.0
     for utt in find_utterances(data_dir):
@@ -90,7 +90,7 @@ def main(argv=None):
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
     from aligner import api
-    from aligner.models import default_model_dir
+    from aligner.io.bundles import default_model_dir
 
     model = str(Path(args.model).resolve()) if args.model else str(default_model_dir())
 

@@ -32,12 +32,12 @@ from threadpoolctl import threadpool_limits
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from aligner.classifier import FrameClassifier  # noqa: E402
+from aligner.features.frame_classifier import FrameClassifier  # noqa: E402
 from aligner.features.mfcc import (  # noqa: E402
     SAMPLE_RATE, boundary_time, mfcc_features, time_to_boundary_frame)
 
 try:  # the shared phone tables, when present
-    from aligner.phones import CLASSES39, TIMIT61_TO_39  # noqa: E402
+    from aligner.phonetics import CLASSES39, TIMIT61_TO_39  # noqa: E402
 except ImportError:  # private fallback: Lee & Hon (1989) folding, q -> sil
     _FOLD = {"ao": "aa", "ax": "ah", "ax-h": "ah", "axr": "er", "hv": "hh", "ix": "ih", "el": "l",
              "em": "m", "en": "n", "nx": "n", "eng": "ng", "zh": "sh", "ux": "uw"}

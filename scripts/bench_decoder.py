@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from aligner.tasks.alignment import AlignmentTask, make_alignment_input  # noqa: E402
+from aligner.alignment.task import AlignmentTask, make_alignment_input  # noqa: E402
 
 
 def random_input(rng, T, K, P=39, D=42, band=None):

@@ -4,7 +4,7 @@
 Data: ``../shared/data/vowel-tutorial`` (the peer's own front-end features, 22 columns per
 5 ms frame, and its manual labels), with the peer's split: 20 training examples (all of
 speaker C01) and 10 test examples (C01B1 and nine other speakers). The vowel task
-(:mod:`aligner.tasks.vowels`) uses the peer's columns 0-10, 13, 16-19 (116 dims) and the
+(:mod:`aligner.vowels.task`) uses the peer's columns 0-10, 13, 16-19 (116 dims) and the
 peer's search space (onsets in [11, T-10], durations 9-91 frames).
 
 Protocol. For each trainer, hyper-parameters (including the number of epochs) are chosen
@@ -76,7 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligner.features.avd import random_avd_crops, read_avd_example, read_avd_list  # noqa: E402
 from aligner.learn import TRAINERS, make_trainer, seed_averaged  # noqa: E402
-from aligner.tasks.vowels import (PEER_COLUMNS, PEER_COLUMNS_NO_NASAL, PEER_SEARCH, fit_vowel_task,  # noqa: E402
+from aligner.vowels.task import (PEER_COLUMNS, PEER_COLUMNS_NO_NASAL, PEER_SEARCH, fit_vowel_task,  # noqa: E402
                                   make_vowel_input, peer_ranges)
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"
@@ -91,7 +91,7 @@ PEER_ROWS = {
 
 
 #: feature-map / prior designs the CV chooses among (per trainer, on the training examples only):
-#: the duration prior's form and widening (:class:`~aligner.tasks.vowels.DurationPrior`) and
+#: the duration prior's form and widening (:class:`~aligner.vowels.task.DurationPrior`) and
 #: per-cut z-scoring of the acoustic columns (``make_vowel_input(cut_norm=True)``)
 DESIGNS = {
     "full": {"prior_form": "full", "prior_widen": 1.0, "cut_norm": False},

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Speed of ``aligner vowels``: tokens per second once warm, start-up reported separately.
 
-Cuts every CVC token of a TIMIT-layout corpus (:mod:`aligner.cvc`) into its own 16 kHz WAV file
+Cuts every CVC token of a TIMIT-layout corpus (:mod:`aligner.vowels.cvc`) into its own 16 kHz WAV file
 in a temporary directory (as a phonologist's folder of CVC recordings), then runs
 :func:`aligner.api.measure_vowels` over the folder, as ``aligner vowels DIR -o OUT.csv --jobs N``
 does, with the CSV written too.
@@ -31,10 +31,10 @@ import soundfile as sf  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligner import api  # noqa: E402
-from aligner.audio import SAMPLE_RATE, load_audio  # noqa: E402
-from aligner.corpus import find_utterances  # noqa: E402
-from aligner.cvc import cvc_tokens  # noqa: E402
-from aligner.phones import read_phn  # noqa: E402
+from aligner.io.audio import SAMPLE_RATE, load_audio  # noqa: E402
+from aligner.io.corpus import find_utterances  # noqa: E402
+from aligner.vowels.cvc import cvc_tokens  # noqa: E402
+from aligner.phonetics import read_phn  # noqa: E402
 
 
 def write_tokens(corpus: Path, out: Path) -> int:

@@ -29,13 +29,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from aligner.alignment_model import AlignmentModel  # noqa: E402
-from aligner.evaluation import score_alignments  # noqa: E402
+from aligner.alignment.model import AlignmentModel  # noqa: E402
+from aligner.alignment.evaluation import score_alignments  # noqa: E402
 from aligner.features.mfcc import phone_start_times  # noqa: E402
 from aligner.learn import make_trainer  # noqa: E402
 from aligner.learn.trainers import OrbitTrainer  # noqa: E402
-from aligner.tasks.alignment import AlignmentTask  # noqa: E402
-from aligner.training import INITIAL_WEIGHTS, load_utterances, prepare_weight_training  # noqa: E402
+from aligner.alignment.task import AlignmentTask  # noqa: E402
+from aligner.alignment.training import INITIAL_WEIGHTS, load_utterances, prepare_weight_training  # noqa: E402
 from recipes.timit.recipe import (  # noqa: E402
     BASE_PARAMS, GRIDS, SETTINGS, grid_points, make_splits, reference_starts_s)
 

@@ -23,11 +23,11 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from aligner.alignment_model import starts_to_intervals, times_to_intervals  # noqa: E402
-from aligner.corpus import find_utterances, speaker_folds  # noqa: E402
-from aligner.evaluation import evaluate_directories  # noqa: E402
-from aligner.textgrids import write_textgrid  # noqa: E402
-from aligner.training import load_utterances, train_alignment_model  # noqa: E402
+from aligner.alignment.model import starts_to_intervals, times_to_intervals  # noqa: E402
+from aligner.io.corpus import find_utterances, speaker_folds  # noqa: E402
+from aligner.alignment.evaluation import evaluate_directories  # noqa: E402
+from aligner.io.textgrids import write_textgrid  # noqa: E402
+from aligner.alignment.training import load_utterances, train_alignment_model  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 

@@ -4,8 +4,8 @@
 Each TIMIT reference (``.phn``) is turned into what an ARPAbet user would write and when its
 phones start (:func:`arpabet_reference`); the utterance is aligned to those ARPAbet symbols
 with the given model twice - stops decoded as one phone, and split into closure + release
-(:mod:`aligner.stop_closures`) - and both are scored against the converted reference times
-with :func:`aligner.evaluation.score_alignments`.
+(:mod:`aligner.alignment.stop_closures`) - and both are scored against the converted reference times
+with :func:`aligner.alignment.evaluation.score_alignments`.
 
 The figures measure held-out accuracy only for speakers the model did not see: by default the
 script tests the speakers missing from the model's ``training.speakers`` and, when the model
@@ -30,14 +30,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from aligner.alignment_model import AlignmentModel, DurationStats  # noqa: E402
-from aligner.audio import SAMPLE_RATE, load_audio  # noqa: E402
-from aligner.corpus import find_utterances  # noqa: E402
-from aligner.evaluation import TOLERANCES_MS, score_alignments  # noqa: E402
+from aligner.alignment.model import AlignmentModel, DurationStats  # noqa: E402
+from aligner.io.audio import SAMPLE_RATE, load_audio  # noqa: E402
+from aligner.io.corpus import find_utterances  # noqa: E402
+from aligner.alignment.evaluation import TOLERANCES_MS, score_alignments  # noqa: E402
 from aligner.features.mfcc import mfcc_features  # noqa: E402
-from aligner.models import ALIGNMENT_KIND, default_model_dir  # noqa: E402
-from aligner.phones import get_phone_set, read_phn  # noqa: E402
-from aligner.stop_closures import CLOSURE_OF_STOP  # noqa: E402
+from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir  # noqa: E402
+from aligner.phonetics import get_phone_set, read_phn  # noqa: E402
+from aligner.alignment.stop_closures import CLOSURE_OF_STOP  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 

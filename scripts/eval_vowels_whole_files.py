@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aligner import api  # noqa: E402
-from aligner.textgrids import read_interval_tier  # noqa: E402
+from aligner.io.textgrids import read_interval_tier  # noqa: E402
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"
 

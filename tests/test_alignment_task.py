@@ -8,7 +8,7 @@ import pytest
 
 from aligner.errors import AlignmentError
 from aligner.learn.costs import onset_offset_cost, tau_alignment_cost, tau_insensitive_cost
-from aligner.tasks.alignment import AlignmentTask, make_alignment_input
+from aligner.alignment.task import AlignmentTask, make_alignment_input
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 

@@ -1,4 +1,4 @@
-"""Tests for aligner.audio: decoding, mixing, resampling and the errors for bad recordings."""
+"""Tests for aligner.io.audio: decoding, mixing, resampling and the errors for bad recordings."""
 
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from aligner.audio import (
+from aligner.io.audio import (
     AUDIO_EXTENSIONS,
     SAMPLE_RATE,
     SILENCE_PEAK,
@@ -211,7 +211,7 @@ def timit_utterances():
 def test_timit_sphere_reads_at_16k():
     import warnings
 
-    from aligner.sphere_repair import read_sphere_header
+    from aligner.io.sphere_repair import read_sphere_header
 
     wavs = timit_utterances()
     repaired = 0

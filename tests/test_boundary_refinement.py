@@ -1,15 +1,15 @@
-"""Sub-frame boundary refinement (aligner.boundary_refinement)."""
+"""Sub-frame boundary refinement (aligner.alignment.refinement)."""
 
 import numpy as np
 import pytest
 
-from aligner.alignment_model import AlignmentModel, DurationStats
-from aligner.boundary_refinement import (ENERGY_COLUMN, N_BASIC_FEATURES, N_BROAD, N_REFINER_FEATURES,
+from aligner.alignment.model import AlignmentModel, DurationStats
+from aligner.alignment.refinement import (ENERGY_COLUMN, N_BASIC_FEATURES, N_BROAD, N_REFINER_FEATURES,
                                          BoundaryRefiner, boundary_features, refined_start_times)
-from aligner.classifier import FrameClassifier
+from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import ModelError
 from aligner.features.mfcc import boundary_time
-from aligner.phones import CLASSES39
+from aligner.phonetics import CLASSES39
 
 
 def _utterance(seed=0, T=40):
@@ -134,7 +134,7 @@ def test_alignment_model_saves_and_uses_its_refiner(tmp_path):
     loaded = AlignmentModel.load(tmp_path / "m")
     assert loaded.refiner is not None
     samples = rng.standard_normal(16000).astype(np.float32) * 0.1
-    from aligner.phones import get_phone_set
+    from aligner.phonetics import get_phone_set
     ps = get_phone_set("timit39", ["sil", "s", "iy", "sil"])
     with_shift = loaded.align(samples, ["sil", "s", "iy", "sil"], ps)
     loaded.refiner = None

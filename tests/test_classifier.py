@@ -1,4 +1,4 @@
-"""The frame phoneme classifier (aligner.classifier)."""
+"""The frame phoneme classifier (aligner.features.frame_classifier)."""
 
 import io
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aligner.classifier import FrameClassifier, stack_context
+from aligner.features.frame_classifier import FrameClassifier, stack_context
 from aligner.errors import FeatureError, ModelError
 
 TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
@@ -141,7 +141,7 @@ def test_real_timit_frames():
     import soundfile as sf
 
     from aligner.features.mfcc import mfcc_features, time_to_boundary_frame
-    from aligner.phones import CLASSES39, TIMIT61_TO_39
+    from aligner.phonetics import CLASSES39, TIMIT61_TO_39
 
     frames, labels = [], []
     for wav in sorted((TIMIT / "dr1-mcpm0").glob("*.wav"))[:3]:

@@ -9,8 +9,8 @@ import soundfile as sf
 from click.testing import CliRunner
 
 from aligner.cli import main
-from aligner.models import default_model_dir
-from aligner.textgrids import read_interval_tier
+from aligner.io.bundles import default_model_dir
+from aligner.io.textgrids import read_interval_tier
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_WAV = REPO / "examples" / "demo.wav"

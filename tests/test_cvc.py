@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from aligner.cvc import TIMIT_FLANKS, TIMIT_VOWELS, cvc_tokens
-from aligner.phones import TIMIT61, read_phn
+from aligner.vowels.cvc import TIMIT_FLANKS, TIMIT_VOWELS, cvc_tokens
+from aligner.phonetics import TIMIT61, read_phn
 
 TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 

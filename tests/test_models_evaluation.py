@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from aligner.corpus import find_utterances, speaker_folds, speaker_of
+from aligner.io.corpus import find_utterances, speaker_folds, speaker_of
 from aligner.errors import AlignerError, ModelError
-from aligner.evaluation import boundary_errors_ms, evaluate_directories, score_alignments
-from aligner.models import MANIFEST, load_bundle, save_bundle
-from aligner.textgrids import write_textgrid
+from aligner.alignment.evaluation import boundary_errors_ms, evaluate_directories, score_alignments
+from aligner.io.bundles import MANIFEST, load_bundle, save_bundle
+from aligner.io.textgrids import write_textgrid
 
 
 def make_bundle(tmp_path):

@@ -1,4 +1,4 @@
-"""Tests for aligner.phones: the phone sets, the 61 -> 39 folding, detection and transcript reading."""
+"""Tests for aligner.phonetics: the phone sets, the 61 -> 39 folding, detection and transcript reading."""
 
 import re
 from pathlib import Path
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from aligner.errors import TranscriptError
-from aligner.phones import (
+from aligner.phonetics import (
     ARPABET,
     ARPABET_TO_39,
     CLASSES39,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aligner.corpus import (
+from aligner.io.corpus import (
     CORE_TEST_SPEAKER_SET,
     CORE_TEST_SPEAKERS,
     dialect_region,
@@ -172,7 +172,7 @@ def test_recipe_end_to_end_on_a_tiny_sample(tmp_path):
 @pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"TIMIT sample not found at {SAMPLE}")
 def test_prepare_weight_training_with_a_separate_classifier_part():
     """The full-TIMIT path: classifier trained on other speakers, named validation speakers."""
-    from aligner.training import fit_weights, load_utterances, prepare_weight_training
+    from aligner.alignment.training import fit_weights, load_utterances, prepare_weight_training
 
     utts = [u for u in find_utterances(SAMPLE) if u.utterance_id.startswith("sx")]
     speakers = sorted({u.speaker for u in utts})[:4]

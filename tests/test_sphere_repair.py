@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from aligner.audio import RepairedAudioWarning, load_audio
+from aligner.io.audio import RepairedAudioWarning, load_audio
 from aligner.errors import AudioError
-from aligner.sphere_repair import missing_bytes, read_sphere_header, repair_lost_crs
+from aligner.io.sphere_repair import missing_bytes, read_sphere_header, repair_lost_crs
 
 
 def _speechlike(n=16000, seed=0):

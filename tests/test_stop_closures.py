@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from aligner import api
-from aligner.alignment_model import times_to_intervals
-from aligner.audio import SAMPLE_RATE, load_audio
-from aligner.phones import CLASSES39, get_phone_set, read_transcript
-from aligner.stop_closures import (
+from aligner.alignment.model import times_to_intervals
+from aligner.io.audio import SAMPLE_RATE, load_audio
+from aligner.phonetics import CLASSES39, get_phone_set, read_transcript
+from aligner.alignment.stop_closures import (
     CLOSURE_OF_STOP,
     expand_stop_closures,
     merge_stop_closures,
@@ -156,7 +156,7 @@ def test_cli_split_stops_flag(tmp_path):
     from click.testing import CliRunner
 
     from aligner.cli import main
-    from aligner.textgrids import read_interval_tier
+    from aligner.io.textgrids import read_interval_tier
 
     outs = {}
     for flag in ("--split-stops", "--no-split-stops"):
@@ -171,7 +171,7 @@ def test_cli_split_stops_flag(tmp_path):
 
 
 def test_closures_get_closure_duration_statistics():
-    from aligner.alignment_model import DurationStats
+    from aligner.alignment.model import DurationStats
 
     n = len(CLASSES39)
     lengths_by_class = [[3, 4]] * n

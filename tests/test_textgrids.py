@@ -1,4 +1,4 @@
-"""Tests for aligner.textgrids: atomic writes, TextGrid writing/reading, reference alignments."""
+"""Tests for aligner.io.textgrids: atomic writes, TextGrid writing/reading, reference alignments."""
 
 import os
 import re
@@ -12,8 +12,8 @@ import pytest
 import textgrid
 
 from aligner.errors import TranscriptError
-from aligner.phones import read_phn
-from aligner.textgrids import atomic_write_text, read_alignment, read_interval_tier, write_textgrid
+from aligner.phonetics import read_phn
+from aligner.io.textgrids import atomic_write_text, read_alignment, read_interval_tier, write_textgrid
 
 TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 

@@ -1,13 +1,13 @@
-"""Training a forced aligner (aligner.training): duration statistics and a small end-to-end run."""
+"""Training a forced aligner (aligner.alignment.training): duration statistics and a small end-to-end run."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from aligner.alignment_model import AlignmentModel, DurationStats, duration_key
-from aligner.phones import CLASSES39
-from aligner.training import UtteranceData, duration_stats
+from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
+from aligner.phonetics import CLASSES39
+from aligner.alignment.training import UtteranceData, duration_stats
 
 TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 SIL = CLASSES39.index("sil")
@@ -51,17 +51,17 @@ def test_duration_arrays_round_trip_and_old_format():
 
 @pytest.mark.skipif(not TIMIT.is_dir(), reason=f"shared TIMIT sample not found at {TIMIT}")
 def test_train_small_model_end_to_end(tmp_path):
-    from aligner.audio import load_audio
-    from aligner.corpus import find_utterances
-    from aligner.phones import get_phone_set, read_phn
-    from aligner.training import load_utterances, train_alignment_model
+    from aligner.io.audio import load_audio
+    from aligner.io.corpus import find_utterances
+    from aligner.phonetics import get_phone_set, read_phn
+    from aligner.alignment.training import load_utterances, train_alignment_model
 
     utts = find_utterances(TIMIT)
     speakers = sorted({u.speaker for u in utts})[:4]
     chosen = [u for s in speakers for u in [v for v in utts if v.speaker == s][:2]]
     data = load_utterances(chosen, warps=(1.1,))
     assert all(len(d.warped) == 1 and d.warped[0].shape == d.frames.shape for d in data)
-    from aligner.training import ETA0_GRID
+    from aligner.alignment.training import ETA0_GRID
 
     model, result = train_alignment_model(
         data, "orbit", {"epochs": 1}, {"n_components": 60, "max_iter": 15, "kmeans_iter": 1},

@@ -20,7 +20,7 @@ from aligner.features.avd import (
 )
 from aligner.learn import make_trainer
 from aligner.learn.costs import onset_offset_cost
-from aligner.tasks.vowels import (
+from aligner.vowels.task import (
     FEATURE_NAMES,
     PEER_COLUMNS,
     PEER_COLUMNS_NO_NASAL,

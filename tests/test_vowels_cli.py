@@ -21,9 +21,9 @@ from aligner.errors import AlignmentError, FeatureError, ModelError
 from aligner.features.avd import read_avd_features
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, VOWEL_COLUMNS, frames_to_seconds, n_frames,
                                               seconds_to_frames, vowel_acoustics)
-from aligner.tasks.vowels import make_vowel_input
-from aligner.textgrids import read_interval_tier, write_textgrid
-from aligner.vowel_model import VowelModel
+from aligner.vowels.task import make_vowel_input
+from aligner.io.textgrids import read_interval_tier, write_textgrid
+from aligner.vowels.model import VowelModel
 
 SR = 16000
 TUTORIAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"

@@ -4,20 +4,20 @@
 
 Steps (each a call into the library; no trainer is treated specially here):
 
-1. find the utterances (:func:`aligner.corpus.find_utterances`, both TIMIT layouts) and
+1. find the utterances (:func:`aligner.io.corpus.find_utterances`, both TIMIT layouts) and
    split them by speaker: a full LDC tree (TRAIN and TEST parts) by
-   :func:`aligner.corpus.timit_standard_split` (core test set; classifier / weight-training /
+   :func:`aligner.io.corpus.timit_standard_split` (core test set; classifier / weight-training /
    validation parts of TRAIN as in the orbit paper), any other tree (the shared sample) into
-   speaker folds (:func:`aligner.corpus.speaker_folds`), each fold's test speakers in turn;
+   speaker folds (:func:`aligner.io.corpus.speaker_folds`), each fold's test speakers in turn;
 2. per split, the frame classifier and the weight-training inputs once
-   (:func:`aligner.training.prepare_weight_training`);
+   (:func:`aligner.alignment.training.prepare_weight_training`);
 3. per trainer, every point of its grid (:data:`GRIDS`) fitted with seed 0 by
-   :func:`aligner.training.fit_weights`; the point with the lowest validation cost wins and
+   :func:`aligner.alignment.training.fit_weights`; the point with the lowest validation cost wins and
    is refitted with the other seeds;
 4. every fit aligns the test speakers (boundaries on the 10 ms grid: the sub-frame refinement
-   of :mod:`aligner.boundary_refinement` is left out, as it is the same for every trainer);
+   of :mod:`aligner.alignment.refinement` is left out, as it is the same for every trainer);
    the boundaries are scored in seconds against the
-   ``.phn`` times exactly as ``aligner evaluate`` does (:func:`aligner.evaluation.score_alignments`).
+   ``.phn`` times exactly as ``aligner evaluate`` does (:func:`aligner.alignment.evaluation.score_alignments`).
 
 Writes ``OUT_DIR/results.md`` (the table), ``OUT_DIR/results.json`` (everything, per seed and
 per split) and, with ``--save-models``, ``OUT_DIR/models/<trainer>/`` (seed 0, last split).
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment_model import AlignmentModel
-from aligner.corpus import (
+from aligner.alignment.model import AlignmentModel
+from aligner.io.corpus import (
     find_utterances,
     is_full_timit_layout,
     is_sa_sentence,
@@ -45,12 +45,12 @@ from aligner.corpus import (
     timit_standard_split,
 )
 from aligner.errors import AlignerError
-from aligner.evaluation import TOLERANCES_MS, score_alignments
+from aligner.alignment.evaluation import TOLERANCES_MS, score_alignments
 from aligner.features.mfcc import phone_start_times
 from aligner.learn import TRAINERS
-from aligner.phones import read_phn
-from aligner.tasks.alignment import AlignmentTask
-from aligner.training import (
+from aligner.phonetics import read_phn
+from aligner.alignment.task import AlignmentTask
+from aligner.alignment.training import (
     DEFAULT_WARPS,
     INITIAL_WEIGHTS,
     fit_weights,

@@ -3,7 +3,7 @@
 
     python recipes/vowels/train.py ../shared/data/timit-sample models/timit-vowels
 
-1. Cut the CVC tokens (:mod:`aligner.cvc`, SPEC section 5) from every utterance with a ``.phn``.
+1. Cut the CVC tokens (:mod:`aligner.vowels.cvc`, SPEC section 5) from every utterance with a ``.phn``.
 2. Compute each cut's 5 ms acoustics on the cut's own audio, as a user's CVC recording would be
    analysed (:mod:`aligner.features.vowel_acoustics`; the frame classifier comes from the
    alignment model, ``aligner.api.load_model()`` or ``--alignment-model``).
@@ -24,8 +24,8 @@ Metrics (test folds pooled, in seconds on the original ``.phn`` times): mean |on
 |offset error| (ms), % onsets within 10 ms and offsets within 20 ms, duration MAE (ms), Pearson
 r of durations, and the baseline that puts the vowel in the middle third of the cut.
 Corrupted audio: 28 of the 120 shared recordings lost bytes to a newline conversion, which
-turns the rest of the file into loud noise; :func:`aligner.audio.load_audio` repairs them
-(:mod:`aligner.sphere_repair`). Tokens whose audio still leaves the range the SPHERE header
+turns the rest of the file into loud noise; :func:`aligner.io.audio.load_audio` repairs them
+(:mod:`aligner.io.sphere_repair`). Tokens whose audio still leaves the range the SPHERE header
 records are left out of training and of the main scores (``--keep-corrupted`` keeps them) and
 are scored separately; on the shared sample, after the repair, there are none.
 
@@ -52,18 +52,18 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from aligner.api import load_model  # noqa: E402
-from aligner.audio import load_audio  # noqa: E402
-from aligner.corpus import find_utterances  # noqa: E402
-from aligner.cvc import cvc_tokens  # noqa: E402
+from aligner.io.audio import load_audio  # noqa: E402
+from aligner.io.corpus import find_utterances  # noqa: E402
+from aligner.vowels.cvc import cvc_tokens  # noqa: E402
 from aligner.errors import AlignerError  # noqa: E402
-from aligner.sphere_repair import read_sphere_header_file, samples_outside_range  # noqa: E402
+from aligner.io.sphere_repair import read_sphere_header_file, samples_outside_range  # noqa: E402
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, SAMPLE_RATE, VOWEL_COLUMNS,  # noqa: E402
                                               frames_to_seconds, seconds_to_frames, vowel_acoustics)
 from aligner.learn import make_trainer, seed_averaged  # noqa: E402
-from aligner.models import ALIGNMENT_KIND, default_model_dir  # noqa: E402
-from aligner.phones import read_phn  # noqa: E402
-from aligner.tasks.vowels import DEFAULT_WIDTHS, fit_vowel_task, make_vowel_input  # noqa: E402
-from aligner.vowel_model import VowelModel, duration_limits  # noqa: E402
+from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir  # noqa: E402
+from aligner.phonetics import read_phn  # noqa: E402
+from aligner.vowels.task import DEFAULT_WIDTHS, fit_vowel_task, make_vowel_input  # noqa: E402
+from aligner.vowels.model import VowelModel, duration_limits  # noqa: E402
 
 EDGE_MARGIN = 1
 
@@ -204,7 +204,7 @@ def main(argv=None):
     ap.add_argument("--tau", type=float, default=1.0, help="cost tolerance, frames (5 ms)")
     ap.add_argument("--all-columns", action="store_true", help="use all 22 columns instead of the 16 default")
     ap.add_argument("--prior", choices=("full", "lognormal", "off"), default="off",
-                    help="form of the duration prior (aligner.tasks.vowels.DurationPrior): all four dims, "
+                    help="form of the duration prior (aligner.vowels.task.DurationPrior): all four dims, "
                          "one log-normal dim, or none [off: a prior fitted on TIMIT's connected speech "
                          "cuts the long vowels of words read in isolation short]")
     ap.add_argument("--prior-widen", type=float, default=1.0,
@@ -245,7 +245,7 @@ def main(argv=None):
         fold_all, fold_tokens = all_tokens, tokens
         if args.held_out_classifier:
             # the frame classifier of this fold never heard the test speakers
-            from aligner.training import fit_classifier, load_utterances
+            from aligner.alignment.training import fit_classifier, load_utterances
 
             if utterance_data is None:
                 utterance_data = load_utterances(find_utterances(args.corpus))

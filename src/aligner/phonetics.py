@@ -27,7 +27,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 from aligner.errors import TranscriptError
-from aligner.textfiles import read_text
+from aligner.io.transcripts import read_text
 
 __all__ = [
     "SILENCE",

@@ -45,7 +45,7 @@ col  name                definition (per frame; "z" = z-scored over the recordin
 ===  ==================  ==================================================================
 
 The classifier columns (9-13) are posteriors (``exp`` of
-:meth:`~aligner.classifier.FrameClassifier.log_posteriors`, no prior division) of the
+:meth:`~aligner.features.frame_classifier.FrameClassifier.log_posteriors`, no prior division) of the
 alignment model's 10 ms frame classifier on :func:`~aligner.features.mfcc.mfcc_features`,
 linearly interpolated from the 10 ms frame centres (``10 t + 12.5`` ms) to the 5 ms frame
 times (held constant beyond the first and last centre).
@@ -60,7 +60,7 @@ lags 40 and 267 samples (400-60 Hz), ``pitch`` its lag.
 :data:`VOWEL_COLUMNS` selects 16 of the 22 columns in the peer's layout (energies,
 entropy, autocorrelation, pitch, voicing, zero crossings, vowel/nasal probabilities, vowel
 sum, four cepstral columns), which gives the 116-dim feature map of
-:mod:`aligner.tasks.vowels`.
+:mod:`aligner.vowels.task`.
 """
 
 from __future__ import annotations
@@ -71,11 +71,11 @@ import librosa
 import numpy as np
 import scipy.fft
 
-from ..errors import FeatureError
-from ..phones import CLASSES39
-from .mfcc import FRAME_SHIFT as CLASSIFIER_SHIFT
-from .mfcc import WINDOW as CLASSIFIER_WINDOW
-from .mfcc import _deltas, mfcc_features
+from aligner.errors import FeatureError
+from aligner.phonetics import CLASSES39
+from aligner.features.mfcc import FRAME_SHIFT as CLASSIFIER_SHIFT
+from aligner.features.mfcc import WINDOW as CLASSIFIER_WINDOW
+from aligner.features.mfcc import _deltas, mfcc_features
 
 #: sample rate the front end is defined for (Hz)
 SAMPLE_RATE = 16000
@@ -220,7 +220,7 @@ def _median3(v: np.ndarray) -> np.ndarray:
 def classifier_columns(classifier, samples: np.ndarray, T: int) -> np.ndarray:
     """(T, 5) columns 9-13 (vowel max, nasal sum, vowel sum, glide sum, sil) at 5 ms frames.
 
-    ``classifier``: a :class:`~aligner.classifier.FrameClassifier`. Needs at least one 25 ms
+    ``classifier``: a :class:`~aligner.features.frame_classifier.FrameClassifier`. Needs at least one 25 ms
     classifier window (400 samples) of audio.
     """
     frames = mfcc_features(samples)
@@ -238,7 +238,7 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
 
     Args:
         samples: 1-D float audio at 16 kHz (any amplitude scale: levels are z-scored).
-        classifier: the alignment model's :class:`~aligner.classifier.FrameClassifier`.
+        classifier: the alignment model's :class:`~aligner.features.frame_classifier.FrameClassifier`.
         sample_rate: Hz; must be 16000.
 
     Raises:

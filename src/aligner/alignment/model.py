@@ -2,10 +2,10 @@
 
 :class:`AlignmentModel` turns a recording's samples and its phone symbols into phone
 intervals in seconds: 10 ms MFCC frames (:mod:`aligner.features.mfcc`), classifier scores
-(:mod:`aligner.classifier`), the 7-dim feature map and its segmental DP
-(:mod:`aligner.tasks.alignment`), then, when the model has one, a sub-frame shift of every
-boundary (:mod:`aligner.boundary_refinement`). It saves to and loads from a model bundle
-(:mod:`aligner.models`), without pickle.
+(:mod:`aligner.features.frame_classifier`), the 7-dim feature map and its segmental DP
+(:mod:`aligner.alignment.task`), then, when the model has one, a sub-frame shift of every
+boundary (:mod:`aligner.alignment.refinement`). It saves to and loads from a model bundle
+(:mod:`aligner.io.bundles`), without pickle.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .boundary_refinement import BoundaryRefiner
-from .classifier import FrameClassifier
-from .errors import ModelError
-from .features.mfcc import FRAME_SHIFT, SAMPLE_RATE, mfcc_features, phone_start_times
-from .models import ALIGNMENT_KIND, load_bundle, save_bundle
-from .phones import CLASSES39, PhoneSet
-from .stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
-from .tasks.alignment import FEATURE_NAMES, AlignmentInput, AlignmentTask, make_alignment_input
+from aligner.alignment.refinement import BoundaryRefiner
+from aligner.features.frame_classifier import FrameClassifier
+from aligner.errors import ModelError
+from aligner.features.mfcc import FRAME_SHIFT, SAMPLE_RATE, mfcc_features, phone_start_times
+from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle
+from aligner.phonetics import CLASSES39, PhoneSet
+from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
+from aligner.alignment.task import FEATURE_NAMES, AlignmentInput, AlignmentTask, make_alignment_input
 
 #: longest phone the decoder considers by default (frames; 10 ms each), except silence
 MAX_PHONE_FRAMES = 60
@@ -186,7 +186,7 @@ class AlignmentModel:
         ``samples``: float mono audio at 16 kHz. Phone k's start is the boundary before its
         first frame (:meth:`start_times`); the first phone starts at 0 and the last ends at
         the end of the audio. ``split_stops``: decode every stop and affricate as its TIMIT
-        closure + release and merge them back (:mod:`aligner.stop_closures`); None = automatic,
+        closure + release and merge them back (:mod:`aligner.alignment.stop_closures`); None = automatic,
         i.e. for phone sets without closure symbols (``arpabet``, ``timit39``).
         """
         frames = mfcc_features(samples, SAMPLE_RATE)

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .audio import is_audio_path
+from aligner.io.audio import is_audio_path
 
 _DIALECT_PREFIX = re.compile(r"^dr\d+-")
 

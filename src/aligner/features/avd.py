@@ -47,7 +47,7 @@ from typing import Optional, Union
 import numpy as np
 
 from aligner.errors import FeatureError
-from aligner.textfiles import read_text
+from aligner.io.transcripts import read_text
 
 PathLike = Union[str, Path]
 

@@ -1,6 +1,6 @@
 """Sub-frame boundary refinement: a learned shift of every decoded phone boundary.
 
-The segmental DP (:mod:`aligner.tasks.alignment`) places boundaries on the 10 ms frame grid,
+The segmental DP (:mod:`aligner.alignment.task`) places boundaries on the 10 ms frame grid,
 at ``t * 10 + 7.5`` ms. Hand labels are not on that grid, and annotators place some
 boundaries consistently early or late within a spectral transition (a glide into a vowel, a
 closure into a vowel, speech fading into the final silence). A :class:`BoundaryRefiner`
@@ -46,9 +46,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .errors import ModelError
-from .features.mfcc import phone_start_times
-from .phones import CLASSES39
+from aligner.errors import ModelError
+from aligner.features.mfcc import phone_start_times
+from aligner.phonetics import CLASSES39
 
 #: Broad phone classes for the pair indicator (names of the 39 classes).
 BROAD_CLASSES = {

@@ -10,7 +10,7 @@ like silence.
 So, for phone sets without closure symbols, the aligner decodes an *expanded* sequence in which
 every stop or affricate is preceded by its TIMIT closure (:func:`expand_stop_closures`): class
 ``sil``, written with the TIMIT closure symbol so that per-symbol duration statistics
-(:meth:`aligner.alignment_model.DurationStats.for_phones`) give it closure durations. After
+(:meth:`aligner.alignment.model.DurationStats.for_phones`) give it closure durations. After
 decoding, each (closure, stop) pair is merged back into one phone that starts at the closure's
 start and carries the user's symbol (:func:`merge_stop_closures`), so the output holds exactly
 the input symbols in input order.
@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .phones import CLASSES39, SILENCE, PhoneSet
+from aligner.phonetics import CLASSES39, SILENCE, PhoneSet
 
 __all__ = [
     "CLOSURE_OF_STOP",
@@ -52,7 +52,7 @@ class ExpandedTranscript:
     """A transcript with a closure inserted before every stop and affricate.
 
     ``symbols`` (N internal symbols: closures as TIMIT closure symbols, every other phone as
-    written by the user), ``classes`` (N,) their indices in :data:`aligner.phones.CLASSES39`,
+    written by the user), ``classes`` (N,) their indices in :data:`aligner.phonetics.CLASSES39`,
     and ``owner`` (N,) the index of the output (user) phone each internal phone belongs to,
     non-decreasing, from 0 to ``n_output - 1``.
     """

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from . import __version__
+from aligner import __version__
 
 
 def _fail(message: str, code: int = 1):
@@ -17,7 +17,7 @@ def _fail(message: str, code: int = 1):
 
 def _run(fn, *args, **kwargs):
     """Call the API; bad input becomes a one-line error and exit status 1."""
-    from .errors import AlignerError
+    from aligner.errors import AlignerError
 
     try:
         return fn(*args, **kwargs)
@@ -87,7 +87,7 @@ def align(audio, phones, output, model, phone_set, split_stops):
     PHONES: a TIMIT .phn file, a file of whitespace-separated symbols, or the symbols
     as one quoted string, e.g. "sil HH AH0 L OW1 sil".
     """
-    from . import api
+    from aligner import api
 
     out = _run(api.align_file, audio, phones, output, model, phone_set, split_stops)
     click.echo(str(out))
@@ -104,7 +104,7 @@ def align_corpus(corpus_dir, out_dir, jobs, model):
     Writes OUT_DIR/<relative path>.TextGrid. Bad files are reported at the end and make the
     exit status non-zero; the others are still aligned.
     """
-    from . import api
+    from aligner import api
 
     progress = _LazyBar("aligning")
     report = _run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress)
@@ -130,7 +130,7 @@ def evaluate(ref, hyp, as_json):
     Every boundary but the first phone's start counts: % within 10/20/30/40 ms,
     tau-insensitive loss (tau = 10 ms, in frames), mean and median absolute error.
     """
-    from . import api
+    from aligner import api
 
     scores, problems = _run(api.evaluate, ref, hyp)
     for path, message in problems:
@@ -157,7 +157,7 @@ def evaluate(ref, hyp, as_json):
               help="Speaker folds for the out-of-fold classifier scores.")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds):
     """Train an alignment model on CORPUS_DIR (TIMIT layout: audio + .phn) into OUT_DIR."""
-    from . import api
+    from aligner import api
 
     params = {"epochs": epochs, "seed": seed}
     if eta0 is not None:
@@ -195,8 +195,8 @@ def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad):
     TextGrid beside it. Bad files are reported at the end and make the exit status non-zero;
     the others are still measured.
     """
-    from . import api
-    from .textgrids import atomic_write_text
+    from aligner import api
+    from aligner.io.textgrids import atomic_write_text
 
     progress = _LazyBar("measuring")
     report = _run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress)

@@ -15,7 +15,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .task import StructuredTask
+from aligner.learn.task import StructuredTask
 
 
 class MulticlassTask(StructuredTask):

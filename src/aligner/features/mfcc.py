@@ -26,7 +26,7 @@ import numpy as np
 import librosa
 import scipy.fft
 
-from ..errors import FeatureError
+from aligner.errors import FeatureError
 
 #: sample rate the front end is defined for (Hz)
 SAMPLE_RATE = 16000

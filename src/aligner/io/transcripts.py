@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import AlignerError
+from aligner.errors import AlignerError
 
 
 def read_text(path: Path, what: str, error: type = AlignerError) -> str:

@@ -24,8 +24,8 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from .task import StructuredTask
-from .trainers import EpochRecord, FitResult, Trainer
+from aligner.learn.task import StructuredTask
+from aligner.learn.trainers import EpochRecord, FitResult, Trainer
 
 
 class SeedAveragedTrainer:

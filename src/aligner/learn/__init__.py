@@ -4,10 +4,10 @@ Nothing here knows about speech. A task implements :class:`StructuredTask`; any
 trainer in :data:`TRAINERS` learns its weights.
 """
 
-from .ensemble import SeedAveragedTrainer, seed_averaged
-from .multiclass import MulticlassTask, random_cost_matrix
-from .task import CountingTask, StructuredTask
-from .trainers import (
+from aligner.learn.ensemble import SeedAveragedTrainer, seed_averaged
+from aligner.learn.multiclass import MulticlassTask, random_cost_matrix
+from aligner.learn.task import CountingTask, StructuredTask
+from aligner.learn.trainers import (
     TRAINERS,
     DirectAwayTrainer,
     DirectTowardTrainer,

@@ -14,7 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from aligner.errors import AudioError
-from aligner.sphere_repair import looks_newline_damaged, missing_bytes, read_sphere_header_file, repair_lost_crs
+from aligner.io.sphere_repair import looks_newline_damaged, missing_bytes, read_sphere_header_file, repair_lost_crs
 
 __all__ = [
     "SAMPLE_RATE",
@@ -73,7 +73,7 @@ class RepairedAudioWarning(UserWarning):
 
 def _read_damaged_sphere(path: Path):
     """``(samples (n, channels) float32, rate)`` of a NIST SPHERE file damaged by newline
-    conversion, repaired (:mod:`aligner.sphere_repair`) with a :class:`RepairedAudioWarning`;
+    conversion, repaired (:mod:`aligner.io.sphere_repair`) with a :class:`RepairedAudioWarning`;
     None for any file that is not SPHERE or is intact (read it as usual). Raises
     :class:`AudioError` when the damage is found but cannot be undone."""
     header = read_sphere_header_file(path)  # the header only: intact files are read once, by soundfile
@@ -104,7 +104,7 @@ def load_audio(
 
     Reads whatever soundfile (libsndfile) reads - WAV, FLAC, OGG, NIST SPHERE (TIMIT) - whatever
     the extension. A SPHERE file that lost bytes to a newline conversion (a text-mode copy) is
-    repaired, with a :class:`RepairedAudioWarning` (:mod:`aligner.sphere_repair`). Channels are averaged to mono; any other sample rate is resampled with
+    repaired, with a :class:`RepairedAudioWarning` (:mod:`aligner.io.sphere_repair`). Channels are averaged to mono; any other sample rate is resampled with
     ``librosa.resample(res_type="soxr_hq")``. Amplitudes are not normalised.
 
     Raises :class:`AudioError` naming the file if it is missing, a directory, not decodable

@@ -44,7 +44,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .task import CountingTask, StructuredTask
+from aligner.learn.task import CountingTask, StructuredTask
 
 SCHEDULES = ("invsqrt", "constant")
 

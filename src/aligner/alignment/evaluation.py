@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import files_under
-from .errors import AlignerError
-from .textgrids import read_alignment
+from aligner.io.corpus import files_under
+from aligner.errors import AlignerError
+from aligner.io.textgrids import read_alignment
 
 TOLERANCES_MS = (10, 20, 30, 40)
 FRAME_MS = 10.0

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .errors import ModelError
-from .textgrids import atomic_write_text
+from aligner import __version__
+from aligner.errors import ModelError
+from aligner.io.textgrids import atomic_write_text
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1

@@ -2,7 +2,7 @@
 
 A :class:`VowelModel` measures the vowel of a CVC recording (or of a window of a longer one):
 5 ms acoustic frames (:mod:`aligner.features.vowel_acoustics`), the onset/offset feature map
-and exact decoder of :mod:`aligner.tasks.vowels`, and trained weights.
+and exact decoder of :mod:`aligner.vowels.task`, and trained weights.
 
 The frame classifier whose vowel/nasal probabilities feed columns 9-13 is **copied into the
 bundle** (``classifier.npz``, about 1.7 MB) rather than referenced: the weights were learned
@@ -10,7 +10,7 @@ on that classifier's outputs, so retraining the alignment model's classifier mus
 silently change what the vowel model sees. The bundle records the SHA-256 of the alignment
 bundle's ``classifier.npz`` it copied (``training["classifier_source"]``).
 
-Bundle layout (:mod:`aligner.models` conventions: ``np.load(allow_pickle=False)``, JSON, a
+Bundle layout (:mod:`aligner.io.bundles` conventions: ``np.load(allow_pickle=False)``, JSON, a
 SHA-256 manifest; kind ``"vowels"``)::
 
     vowels.json       weights, columns, widths, outside width, duration limits and prior,
@@ -26,12 +26,12 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .classifier import FrameClassifier
-from .errors import AlignerError, AlignmentError, FeatureError, ModelError
-from .features.vowel_acoustics import (COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS, SAMPLE_RATE,
+from aligner.features.frame_classifier import FrameClassifier
+from aligner.errors import AlignerError, AlignmentError, FeatureError, ModelError
+from aligner.features.vowel_acoustics import (COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS, SAMPLE_RATE,
                                        frames_to_seconds, seconds_to_frames, vowel_acoustics)
-from .models import VOWEL_KIND, load_bundle, save_bundle
-from .tasks.vowels import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
+from aligner.io.bundles import VOWEL_KIND, load_bundle, save_bundle
+from aligner.vowels.task import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
                            make_vowel_input, n_vowel_features, vowel_feature_names)
 
 #: bump when the meaning of ``vowels.json`` changes

@@ -22,14 +22,14 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .alignment_model import AlignmentModel
-from .audio import SAMPLE_RATE, load_audio
-from .corpus import find_audio_files, find_utterances
-from .errors import AlignerError, AlignmentError
-from .evaluation import evaluate_directories
-from .models import ALIGNMENT_KIND, default_model_dir
-from .phones import read_transcript
-from .textgrids import write_textgrid
+from aligner.alignment.model import AlignmentModel
+from aligner.io.audio import SAMPLE_RATE, load_audio
+from aligner.io.corpus import find_audio_files, find_utterances
+from aligner.errors import AlignerError, AlignmentError
+from aligner.alignment.evaluation import evaluate_directories
+from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
+from aligner.phonetics import read_transcript
+from aligner.io.textgrids import write_textgrid
 
 PHONE_TIER = "phones"
 
@@ -55,7 +55,7 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     or whitespace-separated symbols), an inline string of symbols, or a list of symbols.
     ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``. ``split_stops``: decode
     each stop/affricate as TIMIT closure + release and merge them back into the one input
-    symbol (:mod:`aligner.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
+    symbol (:mod:`aligner.alignment.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
     whose stops include their closure; not for ``timit61``, which writes closures).
     """
     m = load_model(model)
@@ -139,7 +139,7 @@ def warm_up(model: AlignmentModel) -> None:
     """Compile (or load from numba's cache) the decoder once, on a tiny synthetic utterance."""
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
-    from .phones import get_phone_set
+    from aligner.phonetics import get_phone_set
 
     model.align(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>")
 
@@ -203,7 +203,7 @@ def _noop(_):
 def evaluate(ref_dir, hyp_dir):
     """Boundary metrics of HYP against REF (directories of TextGrids or ``.phn``, by relative path).
 
-    Returns ``(AlignmentScores, problems)``; see :mod:`aligner.evaluation`.
+    Returns ``(AlignmentScores, problems)``; see :mod:`aligner.alignment.evaluation`.
     """
     return evaluate_directories(ref_dir, hyp_dir)
 
@@ -212,7 +212,7 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
           classifier_params: Optional[dict] = None, n_folds: int = 4, n_val_speakers: int = 2,
           progress=None, epoch_callback=None) -> AlignmentModel:
     """Train an alignment model on a TIMIT-layout corpus and save it to ``out_dir``."""
-    from .training import load_utterances, train_alignment_model
+    from aligner.alignment.training import load_utterances, train_alignment_model
 
     utterances = find_utterances(corpus_dir)
     if not utterances:
@@ -272,15 +272,15 @@ class VowelReport:
 
 @lru_cache(maxsize=4)
 def _load_vowel_model_cached(path: str):
-    from .vowel_model import VowelModel
+    from aligner.vowels.model import VowelModel
 
     return VowelModel.load(path)
 
 
 def load_vowel_model(model=None):
-    """A :class:`~aligner.vowel_model.VowelModel`: ``model`` itself, the bundle at that path, or the shipped one."""
-    from .models import VOWEL_KIND
-    from .vowel_model import VowelModel
+    """A :class:`~aligner.vowels.model.VowelModel`: ``model`` itself, the bundle at that path, or the shipped one."""
+    from aligner.io.bundles import VOWEL_KIND
+    from aligner.vowels.model import VowelModel
 
     if isinstance(model, VowelModel):
         return model
@@ -292,8 +292,8 @@ def _vowel_inputs(inputs) -> list:
     """``[(audio path, name, output stem)]``: files as given, directories searched recursively (name
     relative to the directory). The output stem (for ``--textgrid-dir``) is the relative path for
     files found in a directory and the bare file name for files given directly."""
-    from .corpus import find_audio_files
-    from .errors import AudioError
+    from aligner.io.corpus import find_audio_files
+    from aligner.errors import AudioError
 
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
@@ -315,8 +315,8 @@ def _vowel_inputs(inputs) -> list:
 def _search_windows(audio: Path, name: str, tier: str, pad: float, duration: float) -> list:
     """``[(start_s, end_s, label)]``: the non-empty intervals of ``tier`` in the TextGrid beside ``audio``,
     widened by ``pad`` seconds and clipped to the audio."""
-    from .errors import TranscriptError
-    from .textgrids import read_interval_tier
+    from aligner.errors import TranscriptError
+    from aligner.io.textgrids import read_interval_tier
 
     grid = next((c for c in (audio.with_suffix(".TextGrid"), audio.with_suffix(".textgrid"))
                  if c.is_file()), audio.with_suffix(".TextGrid"))

@@ -19,15 +19,15 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .alignment_model import AlignmentModel, DurationStats, duration_key
-from .boundary_refinement import BoundaryRefiner, boundary_features
-from .audio import load_audio
-from .classifier import FrameClassifier
-from .corpus import Utterance, speaker_folds
-from .features.mfcc import mfcc_features, phone_start_times, time_to_boundary_frame
-from .learn import FitResult, make_trainer
-from .phones import CLASSES39, get_phone_set, read_phn
-from .tasks.alignment import AlignmentTask
+from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
+from aligner.alignment.refinement import BoundaryRefiner, boundary_features
+from aligner.io.audio import load_audio
+from aligner.features.frame_classifier import FrameClassifier
+from aligner.io.corpus import Utterance, speaker_folds
+from aligner.features.mfcc import mfcc_features, phone_start_times, time_to_boundary_frame
+from aligner.learn import FitResult, make_trainer
+from aligner.phonetics import CLASSES39, get_phone_set, read_phn
+from aligner.alignment.task import AlignmentTask
 
 Progress = Optional[Callable[[str, int, int], None]]
 
