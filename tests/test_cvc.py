@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from aligner.vowels.cvc import TIMIT_FLANKS, TIMIT_VOWELS, cvc_tokens
-from aligner.phonetics import TIMIT61, read_phn
+from aligner.io.transcripts import read_phn
+from aligner.phonetics import TIMIT61
 
 TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 

@@ -134,3 +134,14 @@ def test_real_timit_utterances():
         assert np.all(np.diff(t) >= 0) and t.max() <= len(f)
         inside = starts >= 120  # the first phone starts before the first boundary
         assert np.all(np.abs(boundary_time(t[inside]) - starts[inside] / 16000) <= 0.005 + 1e-9)
+
+
+def test_frames_is_the_one_place_for_time_conventions():
+    from aligner import frames
+    from aligner.features import mfcc, vowel_acoustics
+    from aligner.io import audio
+
+    assert mfcc.SAMPLE_RATE is frames.SAMPLE_RATE and audio.SAMPLE_RATE == frames.SAMPLE_RATE == 16000
+    assert mfcc.boundary_time is frames.boundary_time
+    assert vowel_acoustics.n_frames(800) == frames.n_vowel_frames(800) == 11
+    assert frames.seconds_to_vowel_frames(*frames.vowel_frames_to_seconds(40, 80)) == (40, 80)

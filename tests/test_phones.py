@@ -17,9 +17,8 @@ from aligner.phonetics import (
     PhoneSet,
     detect_phone_set,
     get_phone_set,
-    read_phn,
-    read_transcript,
 )
+from aligner.io.transcripts import read_phn, read_transcript
 
 REPO = Path(__file__).resolve().parents[1]
 TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
@@ -282,3 +281,21 @@ def test_timit_sample_transcripts():
         assert symbols == labels and phone_set.name == "timit61", phn
         seen.update(labels)
     assert seen <= set(TIMIT61)
+
+
+def test_one_broad_class_table_covers_the_39_classes():
+    from aligner.phonetics import BROAD_CLASS_OF, BROAD_CLASSES, CLASSES39, GLIDE_CLASSES, VOWEL_CLASSES
+
+    members = [c for cs in BROAD_CLASSES.values() for c in cs]
+    assert sorted(members) == sorted(CLASSES39)  # every class exactly once
+    assert BROAD_CLASS_OF["hh"] == "fricative" and "hh" not in GLIDE_CLASSES
+    assert len(VOWEL_CLASSES) == 14 and BROAD_CLASS_OF["sil"] == "silence"
+
+
+def test_cvc_flanks_and_vowels_come_from_the_table():
+    from aligner.phonetics import TIMIT61, TIMIT61_TO_39, BROAD_CLASS_OF
+    from aligner.vowels.cvc import TIMIT_FLANKS, TIMIT_VOWELS
+
+    assert TIMIT_VOWELS == {s for s in TIMIT61 if BROAD_CLASS_OF[TIMIT61_TO_39[s]] == "vowel"}
+    assert not TIMIT_FLANKS & TIMIT_VOWELS and not {"hh", "hv", "l", "r", "w", "y"} & TIMIT_FLANKS
+    assert {"bcl", "q", "dx", "nx", "zh"} <= TIMIT_FLANKS

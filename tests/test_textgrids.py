@@ -12,7 +12,7 @@ import pytest
 import textgrid
 
 from aligner.errors import TranscriptError
-from aligner.phonetics import read_phn
+from aligner.io.transcripts import read_phn
 from aligner.io.textgrids import atomic_write_text, read_alignment, read_interval_tier, write_textgrid
 
 TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"

@@ -53,7 +53,8 @@ def test_duration_arrays_round_trip_and_old_format():
 def test_train_small_model_end_to_end(tmp_path):
     from aligner.io.audio import load_audio
     from aligner.io.corpus import find_utterances
-    from aligner.phonetics import get_phone_set, read_phn
+    from aligner.io.transcripts import read_phn
+    from aligner.phonetics import get_phone_set
     from aligner.alignment.training import load_utterances, train_alignment_model
 
     utts = find_utterances(TIMIT)

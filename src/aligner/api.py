@@ -23,12 +23,13 @@ from typing import Callable, Optional
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel
-from aligner.io.audio import SAMPLE_RATE, load_audio
+from aligner.frames import SAMPLE_RATE
+from aligner.io.audio import load_audio
 from aligner.io.corpus import find_audio_files, find_utterances
 from aligner.errors import AlignerError, AlignmentError
 from aligner.alignment.evaluation import evaluate_directories
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
-from aligner.phonetics import read_transcript
+from aligner.io.transcripts import read_transcript
 from aligner.io.textgrids import write_textgrid
 
 PHONE_TIER = "phones"

@@ -1,4 +1,4 @@
-"""Phone sets, their mapping onto the 39 classes of Lee & Hon (1989), and transcript readers.
+"""Phone sets, the 39 classes of Lee & Hon (1989) and the broad classes: the one phonetic table.
 
 Three phone sets are known:
 
@@ -19,15 +19,12 @@ phone, and a glottal stop is acoustically a short closure).
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from aligner.errors import TranscriptError
-from aligner.io.transcripts import read_text
 
 __all__ = [
     "SILENCE",
@@ -36,12 +33,18 @@ __all__ = [
     "TIMIT61_TO_39",
     "ARPABET",
     "ARPABET_TO_39",
+    "ARPABET_VOWELS",
+    "BROAD_CLASSES",
+    "BROAD_CLASS_OF",
+    "VOWEL_CLASSES",
+    "NASAL_CLASSES",
+    "GLIDE_CLASSES",
+    "TIMIT61_VOWELS",
+    "TIMIT61_CLOSURES",
     "PHONE_SET_NAMES",
     "PhoneSet",
     "get_phone_set",
     "detect_phone_set",
-    "read_transcript",
-    "read_phn",
 ]
 
 SILENCE = "sil"
@@ -55,6 +58,28 @@ CLASSES39: tuple[str, ...] = (
     "t", "th", "uh", "uw", "v", "w", "y", "z",
     SILENCE,
 )  # fmt: skip
+
+#: Broad classes of the 39 classes: manner of articulation, one name per class. ``hh`` is a
+#: (glottal) fricative; ``dx`` (the flap) a stop.
+BROAD_CLASSES: dict[str, tuple[str, ...]] = {
+    "vowel": ("iy", "ih", "eh", "ae", "ah", "uw", "uh", "aa", "ey", "ay", "oy", "aw", "ow", "er"),
+    "glide": ("l", "r", "w", "y"),
+    "nasal": ("m", "n", "ng"),
+    "stop": ("b", "d", "g", "p", "t", "k", "dx"),
+    "affricate": ("jh", "ch"),
+    "fricative": ("s", "sh", "z", "f", "th", "v", "dh", "hh"),
+    "silence": (SILENCE,),
+}  # fmt: skip
+
+#: class (one of :data:`CLASSES39`) -> its broad class (a key of :data:`BROAD_CLASSES`)
+BROAD_CLASS_OF: dict[str, str] = {c: b for b, members in BROAD_CLASSES.items() for c in members}
+assert sorted(BROAD_CLASS_OF) == sorted(CLASSES39)
+
+#: the vowel classes, in the order of :data:`CLASSES39`
+VOWEL_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c] == "vowel")
+NASAL_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c] == "nasal")
+GLIDE_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c] == "glide")
+
 
 # TIMIT symbols that fold into another class; every other TIMIT-61 symbol is its own class.
 _TIMIT_FOLDS: dict[str, str] = {
@@ -91,16 +116,22 @@ ARPABET: tuple[str, ...] = (
     "t", "th", "uh", "uw", "v", "w", "y", "z", "zh",
 )  # fmt: skip
 
-_ARPABET_VOWELS = frozenset(
-    {"aa", "ae", "ah", "ao", "aw", "ay", "eh", "er", "ey", "ih", "iy", "ow", "oy", "uh", "uw"}
-)
 _ARPABET_SILENCES = ("sil", "sp")
+
+#: TIMIT-61 symbols of the vowel classes (reduced and r-coloured vowels included).
+TIMIT61_VOWELS = frozenset(s for s in TIMIT61 if BROAD_CLASS_OF[TIMIT61_TO_39[s]] == "vowel")
+
+#: TIMIT-61 stop closures, which TIMIT writes as phones of their own before the release.
+TIMIT61_CLOSURES = frozenset(("bcl", "dcl", "gcl", "pcl", "tcl", "kcl"))
 
 #: ARPAbet symbol (lower case, no stress) -> its class; includes the silence symbols sil and sp.
 ARPABET_TO_39: dict[str, str] = {
     **{p: {"ao": "aa", "zh": "sh"}.get(p, p) for p in ARPABET},
     **{s: SILENCE for s in _ARPABET_SILENCES},
 }
+
+#: ARPAbet vowels (lower case, no stress digit): the ones that carry stress in the dictionary.
+ARPABET_VOWELS = frozenset(p for p in ARPABET if BROAD_CLASS_OF[ARPABET_TO_39[p]] == "vowel")
 
 PHONE_SET_NAMES = ("timit61", "timit39", "arpabet")
 
@@ -132,7 +163,7 @@ class PhoneSet:
         key = symbol.strip().lower()
         if self._strip_stress:
             m = _STRESSED_VOWEL.match(key)
-            if m and m.group(1) in _ARPABET_VOWELS:
+            if m and m.group(1) in ARPABET_VOWELS:
                 key = m.group(1)
         return key if key in self._to_class else None
 
@@ -243,129 +274,3 @@ def detect_phone_set(symbols: Sequence[str], source: str = "transcript") -> Phon
         f"{source}: mixes phone sets: {symbols[i]!r} (symbol {i + 1}) is not ARPAbet and "
         f"{symbols[j]!r} (symbol {j + 1}) is not TIMIT-61; pass the phone set explicitly"
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Transcript files
-
-_TRANSCRIPT_SUFFIXES = (".phn", ".phones", ".txt", ".lab")
-
-
-def _describe_inline(text: str) -> str:
-    short = " ".join(text.split())
-    if len(short) > 40:
-        short = short[:37] + "..."
-    return f"inline transcript {short!r}"
-
-
-def _looks_like_path(text: str) -> bool:
-    """True if a string that names no existing file was probably meant as a file name."""
-    tokens = text.split()
-    if len(tokens) != 1:
-        return False
-    token = tokens[0]
-    return "/" in token or os.sep in token or token.lower().endswith(_TRANSCRIPT_SUFFIXES)
-
-
-_INT = re.compile(r"^[+-]?[0-9]+$")
-
-
-def _is_int(token: str) -> bool:
-    return _INT.match(token) is not None
-
-
-def _tokens_with_lines(text: str, strict_phn: bool, source: str) -> list[tuple[str, int]]:
-    """Split a transcript into (symbol, 1-based line number) pairs.
-
-    A line ``start end label`` (two integers and a symbol, as in TIMIT ``.phn``) yields its label;
-    any other line yields all its whitespace-separated tokens. With ``strict_phn`` (a ``.phn``
-    file) a line must be either ``start end label`` or a single label.
-    """
-    out: list[tuple[str, int]] = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        tokens = line.split()
-        if len(tokens) == 3 and _is_int(tokens[0]) and _is_int(tokens[1]):
-            out.append((tokens[2], line_no))
-        elif strict_phn and len(tokens) > 1:
-            raise TranscriptError(
-                f"{source}: line {line_no}: expected 'start end label' or 'label', got {line.strip()!r}"
-            )
-        else:
-            out.extend((t, line_no) for t in tokens)
-    return out
-
-
-def read_transcript(
-    source: str | os.PathLike, phone_set: str | PhoneSet = "auto"
-) -> tuple[list[str], PhoneSet]:
-    """Read a phone transcript and check its symbols against a phone set.
-
-    ``source`` is a path to a TIMIT ``.phn`` file (``start end label`` lines, times ignored, or
-    ``label`` lines), a path to a text file of whitespace/newline-separated symbols, or - if it
-    is a string that names no existing file - the symbols themselves (``"sil dh ax sil"``).
-    ``phone_set`` is a :class:`PhoneSet`, a set name, or ``"auto"`` (see :func:`detect_phone_set`).
-
-    Returns the symbols as written (stress digits and case kept, so output labels match the
-    input) and the phone set, whose :meth:`PhoneSet.class_index` maps each onto
-    :data:`CLASSES39`. Raises :class:`TranscriptError` for a missing, empty or unreadable
-    transcript, or a symbol outside the phone set (naming the symbol, its position and line).
-    """
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.exists(source)):
-        path = Path(source)
-        name, from_file = str(path), True
-        text = read_text(path, "transcript", TranscriptError)
-        pairs = _tokens_with_lines(text, strict_phn=path.suffix.lower() == ".phn", source=name)
-    elif isinstance(source, str):
-        if _looks_like_path(source):
-            raise TranscriptError(f"{source}: transcript not found")
-        name, from_file = _describe_inline(source), False
-        pairs = _tokens_with_lines(source, strict_phn=False, source=name)
-    else:
-        raise TypeError(f"transcript source must be a path or a string, not {type(source).__name__}")
-
-    symbols = [s for s, _ in pairs]
-    if not symbols:
-        raise TranscriptError(f"{name}: transcript is empty (no phone symbols)")
-    if not isinstance(phone_set, PhoneSet):
-        phone_set = get_phone_set(phone_set, symbols, name)
-    phone_set.validate(symbols, name, lines=[line for _, line in pairs] if from_file else None)
-    return symbols, phone_set
-
-
-def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Read a TIMIT ``.phn`` reference alignment.
-
-    Each non-blank line is ``start end label`` with ``start``/``end`` in samples (16 kHz in
-    TIMIT), ``end`` exclusive. Returns ``(starts, ends, labels)``: two int64 arrays in samples and
-    the labels. Raises :class:`TranscriptError` naming the file and line for a missing or empty
-    file, a malformed line, negative times, ``end <= start`` or a start before the previous one.
-    """
-    path = Path(path)
-    text = read_text(path, "phone alignment (.phn)", TranscriptError)
-    starts: list[int] = []
-    ends: list[int] = []
-    labels: list[str] = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
-        where = f"{path}: line {line_no}"
-        if len(tokens) != 3 or not (_is_int(tokens[0]) and _is_int(tokens[1])):
-            raise TranscriptError(
-                f"{where}: expected 'start_sample end_sample label', got {line.strip()!r}"
-            )
-        start, end = int(tokens[0]), int(tokens[1])
-        if start < 0:
-            raise TranscriptError(f"{where}: negative start sample {start}")
-        if end <= start:
-            raise TranscriptError(f"{where}: end sample {end} is not after start sample {start}")
-        if starts and start < starts[-1]:
-            raise TranscriptError(
-                f"{where}: start sample {start} is before the previous phone's start {starts[-1]}"
-            )
-        starts.append(start)
-        ends.append(end)
-        labels.append(tokens[2])
-    if not labels:
-        raise TranscriptError(f"{path}: phone alignment (.phn) is empty")
-    return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), labels

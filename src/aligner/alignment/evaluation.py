@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
+from aligner.frames import FRAME_MS
 from aligner.io.corpus import files_under
 from aligner.errors import AlignerError
 from aligner.io.textgrids import read_alignment
 
 TOLERANCES_MS = (10, 20, 30, 40)
-FRAME_MS = 10.0
 
 
 @dataclass

@@ -17,7 +17,8 @@ import numpy as np
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import ModelError
-from aligner.features.mfcc import FRAME_SHIFT, SAMPLE_RATE, mfcc_features, phone_start_times
+from aligner.features.mfcc import mfcc_features
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle
 from aligner.phonetics import CLASSES39, PhoneSet
 from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
@@ -170,7 +171,7 @@ class AlignmentModel:
                     duration_s: float) -> np.ndarray:
         """Start times in **seconds** (K,) of phones decoded to start frames ``y`` from ``x``.
 
-        The boundary before frame t is at :func:`~aligner.features.mfcc.boundary_time` ``(t)``,
+        The boundary before frame t is at :func:`~aligner.frames.boundary_time` ``(t)``,
         shifted by the refiner when the model has one; the first phone starts at 0. The refiner
         reads the phone classes and duration statistics the decoder used from ``x``
         (:meth:`make_input`), and ``scores`` (T, 39) and ``frames`` (T, 42) that built it.

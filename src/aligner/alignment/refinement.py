@@ -47,23 +47,12 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from aligner.errors import ModelError
-from aligner.features.mfcc import phone_start_times
-from aligner.phonetics import CLASSES39
+from aligner.frames import phone_start_times
+from aligner.phonetics import BROAD_CLASS_OF, BROAD_CLASSES, CLASSES39
 
-#: Broad phone classes for the pair indicator (names of the 39 classes).
-BROAD_CLASSES = {
-    "vowel": "iy ih eh ae ah uw uh aa ey ay oy aw ow er",
-    "glide": "l r w y",
-    "nasal": "m n ng",
-    "stop": "b d g p t k dx",
-    "affricate": "jh ch",
-    "fricative": "s sh z f th v dh hh",
-    "silence": "sil",
-}
-_BROAD_OF_CLASS = np.zeros(len(CLASSES39), np.int64)
-for _i, (_name, _members) in enumerate(BROAD_CLASSES.items()):
-    for _m in _members.split():
-        _BROAD_OF_CLASS[CLASSES39.index(_m)] = _i
+#: class index (of :data:`~aligner.phonetics.CLASSES39`) -> index of its broad class in
+#: :data:`~aligner.phonetics.BROAD_CLASSES`, for the broad-class pair indicator
+_BROAD_OF_CLASS = np.array([list(BROAD_CLASSES).index(BROAD_CLASS_OF[c]) for c in CLASSES39], np.int64)
 N_BROAD = len(BROAD_CLASSES)
 SCORE_OFFSETS = np.arange(-3, 3)  #: frames relative to the boundary frame b, for the score difference
 CHANGE_OFFSETS = np.arange(-2, 3)  #: frames t (relative to b) of the change ||s_t - s_{t-1}||

@@ -24,9 +24,11 @@ from aligner.alignment.refinement import BoundaryRefiner, boundary_features
 from aligner.io.audio import load_audio
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.io.corpus import Utterance, speaker_folds
-from aligner.features.mfcc import mfcc_features, phone_start_times, time_to_boundary_frame
+from aligner.features.mfcc import mfcc_features
+from aligner.frames import SAMPLE_RATE, phone_start_times, time_to_boundary_frame
 from aligner.learn import FitResult, make_trainer
-from aligner.phonetics import CLASSES39, get_phone_set, read_phn
+from aligner.io.transcripts import read_phn
+from aligner.phonetics import CLASSES39, get_phone_set
 from aligner.alignment.task import AlignmentTask
 
 Progress = Optional[Callable[[str, int, int], None]]
@@ -71,7 +73,7 @@ class UtteranceData:
         return np.repeat(self.classes, lengths)
 
 
-def reference_starts(starts_samples: np.ndarray, n_frames: int, sample_rate: int = 16000) -> np.ndarray:
+def reference_starts(starts_samples: np.ndarray, n_frames: int, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Start frames (K,) of hand-labelled phones starting at ``starts_samples``.
 
     Each start goes to the frame whose boundary is nearest (:func:`time_to_boundary_frame`);
@@ -97,7 +99,7 @@ def load_utterance(utt: Utterance, warps: tuple = ()) -> UtteranceData:
     y = reference_starts(starts, len(frames))
     warped = [mfcc_features(samples, warp=w) for w in warps]
     return UtteranceData(utt.name, utt.speaker, frames, phone_set.class_indices(labels), list(labels), y,
-                         len(samples) / 16000, warped, np.asarray(starts, np.float64) / 16000)
+                         len(samples) / SAMPLE_RATE, warped, np.asarray(starts, np.float64) / SAMPLE_RATE)
 
 
 def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS) -> list:

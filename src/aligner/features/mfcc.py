@@ -1,18 +1,7 @@
 """The 10 ms acoustic front end of the forced aligner (SPEC section 3).
 
-Frames
-    16 kHz audio, 25 ms windows (``WINDOW`` = 400 samples) every 10 ms
-    (``FRAME_SHIFT`` = 160 samples), **not centred**: frame ``t`` covers samples
-    ``[160 t, 160 t + 400)``, so its centre is sample ``160 t + 200``
-    (``t * 10 + 12.5`` ms) and an utterance of ``n`` samples has
-    ``T = 1 + (n - 400) // 160`` frames.
-
-Boundaries
-    The boundary *before* frame ``t`` (between frames ``t - 1`` and ``t``) lies
-    midway between their centres: sample ``160 t + 120``, i.e. ``t * 10 + 7.5`` ms.
-    Reporting ``t * 10`` ms instead costs about 16 points of "% within 10 ms"
-    (SPEC section 3). :func:`boundary_time` and :func:`time_to_boundary_frame`
-    are the only conversions the rest of the package should use.
+Frames and boundaries follow :mod:`aligner.frames` (10 ms frames, 25 ms windows, not centred;
+the boundary before frame ``t`` at ``t * 10 + 7.5`` ms).
 
 Acoustic vector ``s_t`` (42 dims, float32)
     columns 0-12 MFCC c0..c12, column 13 log energy, 14-27 their deltas,
@@ -27,16 +16,10 @@ import librosa
 import scipy.fft
 
 from aligner.errors import FeatureError
+from aligner.frames import (  # noqa: F401  (re-exported: the front end's frame conventions)
+    BOUNDARY_OFFSET, FRAME_SHIFT, SAMPLE_RATE, WINDOW, boundary_time, n_frames, phone_start_times,
+    time_to_boundary_frame)
 
-#: sample rate the front end is defined for (Hz)
-SAMPLE_RATE = 16000
-#: hop between frames, in samples (10 ms at 16 kHz)
-FRAME_SHIFT = 160
-#: analysis window length, in samples (25 ms at 16 kHz)
-WINDOW = 400
-#: offset of the boundary before frame t from the frame's first sample, in samples
-#: (midway between the centres of frames t-1 and t: 200 - 80 = 120, i.e. 7.5 ms)
-BOUNDARY_OFFSET = (WINDOW - FRAME_SHIFT) // 2
 #: number of columns of :func:`mfcc_features`
 N_FEATURES = 42
 
@@ -49,57 +32,6 @@ DELTA_WIDTH = 2  # regression half-width of the (HTK-style) delta, in frames
 # floors that keep silent or digital-zero audio finite (power is in full-scale units^2)
 _POWER_FLOOR = 1e-10
 _STD_FLOOR = 1e-8
-
-
-def n_frames(n_samples: int | np.ndarray) -> int | np.ndarray:
-    """Number of 10 ms frames in ``n_samples`` samples of 16 kHz audio.
-
-    ``1 + (n_samples - 400) // 160``, or 0 when the audio is shorter than one
-    25 ms window. Works elementwise on arrays.
-    """
-    n = np.asarray(n_samples, dtype=np.int64)
-    t = np.where(n >= WINDOW, 1 + (n - WINDOW) // FRAME_SHIFT, 0)
-    return int(t) if t.ndim == 0 else t
-
-
-def boundary_time(t: int | np.ndarray) -> float | np.ndarray:
-    """Time in **seconds** of the boundary before frame ``t`` (frame index, int).
-
-    ``(160 t + 120) / 16000`` = ``t * 10 ms + 7.5 ms``: midway between the centres
-    of frames ``t - 1`` and ``t``. Works elementwise on arrays. ``boundary_time(0)``
-    is 7.5 ms; callers that report the start of the first phone should report
-    0 s instead, and the end of the last phone (frame ``T - 1``) as the audio's
-    duration or ``boundary_time(T)``.
-    """
-    t = np.asarray(t)
-    s = (FRAME_SHIFT * t.astype(np.float64) + BOUNDARY_OFFSET) / SAMPLE_RATE
-    return float(s) if s.ndim == 0 else s
-
-
-def phone_start_times(y) -> np.ndarray:
-    """Start times in **seconds** (K,) of phones starting at frames ``y`` (K,): the first phone
-    starts at 0 (the start of the recording), phone k > 1 at :func:`boundary_time` ``(y[k])``."""
-    y = np.asarray(y)
-    return np.concatenate([[0.0], boundary_time(y[1:])]) if len(y) else np.zeros(0)
-
-
-def time_to_boundary_frame(seconds: float | np.ndarray,
-                           n_frames: int | None = None) -> int | np.ndarray:
-    """Frame index ``t`` whose boundary time (:func:`boundary_time`) is nearest ``seconds``.
-
-    ``seconds`` is a time in **seconds** (scalar or array). Returns
-    ``round((seconds * 16000 - 120) / 160)`` (ties round up), clipped to ``>= 0``
-    and, when ``n_frames`` (frames in the utterance) is given, to ``<= n_frames``.
-    Inverse of :func:`boundary_time`: ``time_to_boundary_frame(boundary_time(t)) == t``.
-    A phone that starts at sample ``s`` of a TIMIT ``.phn`` file starts at frame
-    ``time_to_boundary_frame(s / 16000)``.
-    """
-    x = (np.asarray(seconds, dtype=np.float64) * SAMPLE_RATE - BOUNDARY_OFFSET) / FRAME_SHIFT
-    t = np.floor(x + 0.5 + 1e-9).astype(np.int64)
-    t = np.maximum(t, 0)
-    if n_frames is not None:
-        t = np.minimum(t, int(n_frames))
-    return int(t) if t.ndim == 0 else t
 
 
 def _deltas(x: np.ndarray, width: int = DELTA_WIDTH) -> np.ndarray:

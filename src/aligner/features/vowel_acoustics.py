@@ -32,7 +32,7 @@ col  name                definition (per frame; "z" = z-scored over the recordin
 9    vowel_prob          frame classifier: largest posterior among the vowel classes
 10   nasal_prob          frame classifier: posterior sum over m, n, ng
 11   vowel_sum           frame classifier: posterior sum over the vowel classes
-12   glide_prob          frame classifier: posterior sum over l, r, w, y, hh
+12   glide_prob          frame classifier: posterior sum over l, r, w, y (the glides of :mod:`aligner.phonetics`)
 13   silence_prob        frame classifier: posterior of sil (closures, pauses)
 14   mfcc_1              z of MFCC c1 (40 mel bands, HTK, 25 ms Hann; ``librosa``)
 15   mfcc_2              z of MFCC c2
@@ -65,26 +65,24 @@ sum, four cepstral columns), which gives the 116-dim feature map of
 
 from __future__ import annotations
 
-import math
 
 import librosa
 import numpy as np
 import scipy.fft
 
 from aligner.errors import FeatureError
-from aligner.phonetics import CLASSES39
+from aligner.frames import SAMPLE_RATE
+from aligner.frames import VOWEL_FRAME_RATE as FRAME_RATE  # noqa: F401  (re-exported)
+from aligner.frames import VOWEL_FRAME_SECONDS as FRAME_SECONDS  # noqa: F401
+from aligner.frames import VOWEL_HOP as HOP
+from aligner.frames import n_vowel_frames as n_frames
+from aligner.frames import seconds_to_vowel_frames as seconds_to_frames  # noqa: F401
+from aligner.frames import vowel_frames_to_seconds as frames_to_seconds  # noqa: F401
+from aligner.phonetics import CLASSES39, GLIDE_CLASSES, NASAL_CLASSES, VOWEL_CLASSES
 from aligner.features.mfcc import FRAME_SHIFT as CLASSIFIER_SHIFT
 from aligner.features.mfcc import WINDOW as CLASSIFIER_WINDOW
 from aligner.features.mfcc import _deltas, mfcc_features
 
-#: sample rate the front end is defined for (Hz)
-SAMPLE_RATE = 16000
-#: hop between frames, samples (5 ms)
-HOP = 80
-#: frames per second
-FRAME_RATE = SAMPLE_RATE // HOP
-#: frame length in seconds
-FRAME_SECONDS = HOP / SAMPLE_RATE
 #: spectral analysis window, samples (25 ms)
 WINDOW = 400
 #: short-term energy window, samples (10 ms)
@@ -109,10 +107,6 @@ VOWEL_COLUMNS = tuple(COLUMN_NAMES.index(n) for n in (
     "autocorrelation", "pitch", "voicing", "zero_crossing", "vowel_prob", "nasal_prob",
     "vowel_sum", "mfcc_1", "mfcc_2", "mfcc_3", "mfcc_4"))
 
-#: the 39 classes grouped for the classifier columns
-VOWEL_CLASSES = ("aa", "ae", "ah", "aw", "ay", "eh", "er", "ey", "ih", "iy", "ow", "oy", "uh", "uw")
-NASAL_CLASSES = ("m", "n", "ng")
-GLIDE_CLASSES = ("l", "r", "w", "y", "hh")
 
 DELTA_WIDTH = 4  #: regression half-width of the MFCC deltas, frames
 
@@ -138,24 +132,6 @@ def _mel_basis() -> np.ndarray:
     if not _MEL_BASIS:
         _MEL_BASIS.append(librosa.filters.mel(sr=SAMPLE_RATE, n_fft=N_FFT, n_mels=40, fmin=20.0, htk=True))
     return _MEL_BASIS[0]
-
-
-def n_frames(n_samples: int) -> int:
-    """Number of 5 ms frames of ``n_samples`` samples: ``n_samples // 80 + 1``."""
-    return int(n_samples) // HOP + 1
-
-
-def seconds_to_frames(onset_s: float, offset_s: float) -> tuple[int, int]:
-    """The vowel's first and last frame ``(ceil(onset_s * 200), floor(offset_s * 200))`` (AVD labels)."""
-    return int(math.ceil(onset_s * FRAME_RATE - 1e-9)), int(math.floor(offset_s * FRAME_RATE + 1e-9))
-
-
-def frames_to_seconds(t_b: int, t_e: int) -> tuple[float, float]:
-    """Onset and offset in seconds of a vowel on frames ``t_b .. t_e``: ``(t_b - 0.5, t_e + 0.5) * 5 ms``.
-
-    The midpoints of the intervals :func:`seconds_to_frames` maps to ``t_b`` and ``t_e``.
-    """
-    return max((t_b - 0.5) * FRAME_SECONDS, 0.0), (t_e + 0.5) * FRAME_SECONDS
 
 
 def _zscore(v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:

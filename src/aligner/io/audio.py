@@ -14,6 +14,7 @@ import numpy as np
 import soundfile as sf
 
 from aligner.errors import AudioError
+from aligner.frames import SAMPLE_RATE
 from aligner.io.sphere_repair import looks_newline_damaged, missing_bytes, read_sphere_header_file, repair_lost_crs
 
 __all__ = [
@@ -24,9 +25,6 @@ __all__ = [
     "load_audio",
     "audio_duration",
 ]
-
-#: Sample rate (Hz) of everything the aligner computes on.
-SAMPLE_RATE = 16000
 
 #: File extensions taken for audio (compared case-insensitively). TIMIT's ``.wav`` files are NIST
 #: SPHERE inside; soundfile recognises the format from the header, not from the extension.

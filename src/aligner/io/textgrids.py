@@ -14,9 +14,9 @@ from typing import Iterable, Mapping, Sequence, Union
 import numpy as np
 import textgrid as _textgrid
 
-from aligner.io.audio import SAMPLE_RATE
+from aligner.frames import SAMPLE_RATE
 from aligner.errors import TranscriptError
-from aligner.phonetics import read_phn
+from aligner.io.transcripts import read_phn
 
 __all__ = ["atomic_write_text", "write_textgrid", "read_interval_tier", "read_alignment", "TIME_TOLERANCE"]
 

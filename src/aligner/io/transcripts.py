@@ -1,10 +1,16 @@
-"""Reading a small text input file with one-line errors that name it."""
+"""Transcript files: phone transcripts (TIMIT ``.phn``, symbol lists, inline strings) and the text
+reader behind them, with one-line errors that name the file."""
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
-from aligner.errors import AlignerError
+import numpy as np
+
+from aligner.errors import AlignerError, TranscriptError
+from aligner.phonetics import PhoneSet, get_phone_set
 
 
 def read_text(path: Path, what: str, error: type = AlignerError) -> str:
@@ -21,3 +27,126 @@ def read_text(path: Path, what: str, error: type = AlignerError) -> str:
         raise error(f"{path}: not a UTF-8 text file, so not a {what}") from None
     except OSError as exc:
         raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+
+
+_TRANSCRIPT_SUFFIXES = (".phn", ".phones", ".txt", ".lab")
+
+
+def _describe_inline(text: str) -> str:
+    short = " ".join(text.split())
+    if len(short) > 40:
+        short = short[:37] + "..."
+    return f"inline transcript {short!r}"
+
+
+def _looks_like_path(text: str) -> bool:
+    """True if a string that names no existing file was probably meant as a file name."""
+    tokens = text.split()
+    if len(tokens) != 1:
+        return False
+    token = tokens[0]
+    return "/" in token or os.sep in token or token.lower().endswith(_TRANSCRIPT_SUFFIXES)
+
+
+_INT = re.compile(r"^[+-]?[0-9]+$")
+
+
+def _is_int(token: str) -> bool:
+    return _INT.match(token) is not None
+
+
+def _tokens_with_lines(text: str, strict_phn: bool, source: str) -> list[tuple[str, int]]:
+    """Split a transcript into (symbol, 1-based line number) pairs.
+
+    A line ``start end label`` (two integers and a symbol, as in TIMIT ``.phn``) yields its label;
+    any other line yields all its whitespace-separated tokens. With ``strict_phn`` (a ``.phn``
+    file) a line must be either ``start end label`` or a single label.
+    """
+    out: list[tuple[str, int]] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        tokens = line.split()
+        if len(tokens) == 3 and _is_int(tokens[0]) and _is_int(tokens[1]):
+            out.append((tokens[2], line_no))
+        elif strict_phn and len(tokens) > 1:
+            raise TranscriptError(
+                f"{source}: line {line_no}: expected 'start end label' or 'label', got {line.strip()!r}"
+            )
+        else:
+            out.extend((t, line_no) for t in tokens)
+    return out
+
+
+def read_transcript(
+    source: str | os.PathLike, phone_set: str | PhoneSet = "auto"
+) -> tuple[list[str], PhoneSet]:
+    """Read a phone transcript and check its symbols against a phone set.
+
+    ``source`` is a path to a TIMIT ``.phn`` file (``start end label`` lines, times ignored, or
+    ``label`` lines), a path to a text file of whitespace/newline-separated symbols, or - if it
+    is a string that names no existing file - the symbols themselves (``"sil dh ax sil"``).
+    ``phone_set`` is a :class:`PhoneSet`, a set name, or ``"auto"`` (see :func:`detect_phone_set`).
+
+    Returns the symbols as written (stress digits and case kept, so output labels match the
+    input) and the phone set, whose :meth:`PhoneSet.class_index` maps each onto
+    :data:`CLASSES39`. Raises :class:`TranscriptError` for a missing, empty or unreadable
+    transcript, or a symbol outside the phone set (naming the symbol, its position and line).
+    """
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.exists(source)):
+        path = Path(source)
+        name, from_file = str(path), True
+        text = read_text(path, "transcript", TranscriptError)
+        pairs = _tokens_with_lines(text, strict_phn=path.suffix.lower() == ".phn", source=name)
+    elif isinstance(source, str):
+        if _looks_like_path(source):
+            raise TranscriptError(f"{source}: transcript not found")
+        name, from_file = _describe_inline(source), False
+        pairs = _tokens_with_lines(source, strict_phn=False, source=name)
+    else:
+        raise TypeError(f"transcript source must be a path or a string, not {type(source).__name__}")
+
+    symbols = [s for s, _ in pairs]
+    if not symbols:
+        raise TranscriptError(f"{name}: transcript is empty (no phone symbols)")
+    if not isinstance(phone_set, PhoneSet):
+        phone_set = get_phone_set(phone_set, symbols, name)
+    phone_set.validate(symbols, name, lines=[line for _, line in pairs] if from_file else None)
+    return symbols, phone_set
+
+
+def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Read a TIMIT ``.phn`` reference alignment.
+
+    Each non-blank line is ``start end label`` with ``start``/``end`` in samples (16 kHz in
+    TIMIT), ``end`` exclusive. Returns ``(starts, ends, labels)``: two int64 arrays in samples and
+    the labels. Raises :class:`TranscriptError` naming the file and line for a missing or empty
+    file, a malformed line, negative times, ``end <= start`` or a start before the previous one.
+    """
+    path = Path(path)
+    text = read_text(path, "phone alignment (.phn)", TranscriptError)
+    starts: list[int] = []
+    ends: list[int] = []
+    labels: list[str] = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        where = f"{path}: line {line_no}"
+        if len(tokens) != 3 or not (_is_int(tokens[0]) and _is_int(tokens[1])):
+            raise TranscriptError(
+                f"{where}: expected 'start_sample end_sample label', got {line.strip()!r}"
+            )
+        start, end = int(tokens[0]), int(tokens[1])
+        if start < 0:
+            raise TranscriptError(f"{where}: negative start sample {start}")
+        if end <= start:
+            raise TranscriptError(f"{where}: end sample {end} is not after start sample {start}")
+        if starts and start < starts[-1]:
+            raise TranscriptError(
+                f"{where}: start sample {start} is before the previous phone's start {starts[-1]}"
+            )
+        starts.append(start)
+        ends.append(end)
+        labels.append(tokens[2])
+    if not labels:
+        raise TranscriptError(f"{path}: phone alignment (.phn) is empty")
+    return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), labels

@@ -14,16 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aligner.phonetics import BROAD_CLASS_OF, TIMIT61, TIMIT61_CLOSURES, TIMIT61_TO_39, TIMIT61_VOWELS
+
 #: TIMIT-61 vowels (including the reduced and r-coloured ones)
-TIMIT_VOWELS = frozenset(
-    "iy ih eh ey ae aa aw ay ah ao oy ow uh uw ux er ax ix axr ax-h".split())
-#: TIMIT-61 obstruents and nasals that may flank a CVC token's vowel
+TIMIT_VOWELS = TIMIT61_VOWELS
+#: TIMIT-61 obstruents and nasals that may flank a CVC token's vowel: stops (with their closures
+#: and the flap), affricates, fricatives and nasals, and the glottal stop; not /h/ (``hh``, ``hv``),
+#: which constricts no more than the vowel it precedes (TIMIT's own tables list it with the glides)
 TIMIT_FLANKS = frozenset(
-    "b d g p t k bcl dcl gcl pcl tcl kcl "  # stops and their closures
-    "s sh z zh f th v dh "                   # fricatives (h, hv are glides in TIMIT's own tables)
-    "jh ch "                                 # affricates
-    "m n ng em en eng nx "                   # nasals
-    "dx q".split())                          # flap, glottal stop
+    s for s in TIMIT61
+    if BROAD_CLASS_OF[TIMIT61_TO_39[s]] in ("stop", "affricate", "fricative", "nasal")
+    and TIMIT61_TO_39[s] != "hh") | TIMIT61_CLOSURES | {"q"}
 
 
 @dataclass(frozen=True)
