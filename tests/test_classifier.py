@@ -1,7 +1,6 @@
 """The frame phoneme classifier (aligner.features.frame_classifier)."""
 
 import io
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ import pytest
 from aligner.features.frame_classifier import FrameClassifier, stack_context
 from aligner.errors import FeatureError, ModelError
 
-TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+from conftest import TIMIT, needs_timit
 SMALL = dict(n_components=150, max_iter=60, kmeans_iter=2)
 
 
@@ -134,8 +133,7 @@ def test_subsampling_bounds_training_set():
     assert clf.landmarks.shape[0] == 100
 
 
-@pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT} (../shared/data is absent "
-                                                "in a fresh clone)")
+@needs_timit
 def test_real_timit_frames():
     """Train on two utterances of one speaker, score a third: better than the majority class."""
     import soundfile as sf

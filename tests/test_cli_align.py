@@ -15,7 +15,7 @@ from aligner.io.textgrids import read_interval_tier
 REPO = Path(__file__).resolve().parents[1]
 DEMO_WAV = REPO / "examples" / "demo.wav"
 DEMO_PHONES = REPO / "examples" / "demo.phones"
-TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+from conftest import TIMIT, needs_timit
 
 
 def run(*args):
@@ -139,7 +139,7 @@ def test_align_corpus_goes_on_past_bad_files(tmp_path):
     assert "1 files failed" in out and "bad.wav" in out
 
 
-@pytest.mark.skipif(not TIMIT.is_dir(), reason="TIMIT sample not found at ../shared/data/timit-sample")
+@needs_timit
 def test_align_corpus_and_evaluate_on_timit_speaker(tmp_path):
     corpus = tmp_path / "corpus"
     shutil.copytree(TIMIT / "dr1-fvmh0", corpus / "dr1-fvmh0")

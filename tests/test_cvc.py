@@ -1,14 +1,10 @@
 """CVC token cutting (SPEC section 5)."""
 
-from pathlib import Path
-
-import pytest
-
 from aligner.vowels.cvc import TIMIT_FLANKS, TIMIT_VOWELS, cvc_tokens
 from aligner.io.transcripts import read_phn
 from aligner.phonetics import TIMIT61
 
-TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+from conftest import TIMIT, needs_timit
 
 
 def phones(*spec):
@@ -53,7 +49,7 @@ def test_phone_classes_are_timit_symbols_and_disjoint():
     assert not TIMIT_VOWELS & TIMIT_FLANKS
 
 
-@pytest.mark.skipif(not TIMIT.is_dir(), reason="TIMIT sample not found at ../shared/data/timit-sample")
+@needs_timit
 def test_tokens_from_the_timit_sample():
     n = 0
     for phn in sorted(TIMIT.glob("*/*.phn")):

@@ -1,6 +1,5 @@
 """The 10 ms MFCC front end and its time conventions (aligner.features.mfcc)."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ from aligner.errors import FeatureError
 from aligner.features.mfcc import (FRAME_SHIFT, N_FEATURES, WINDOW, boundary_time, mfcc_features,
                                    n_frames, time_to_boundary_frame)
 
-TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+from conftest import TIMIT, needs_timit
 
 
 def _noise(n, seed=0, scale=0.1):
@@ -117,8 +116,7 @@ def test_phn_start_maps_to_nearest_boundary():
     assert np.all(dist[s >= 120] <= 0.005 + 1e-12)
 
 
-@pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT} (../shared/data is absent "
-                                                "in a fresh clone)")
+@needs_timit
 def test_real_timit_utterances():
     import soundfile as sf
 

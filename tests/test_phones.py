@@ -21,7 +21,7 @@ from aligner.phonetics import (
 from aligner.io.transcripts import read_phn, read_transcript
 
 REPO = Path(__file__).resolve().parents[1]
-TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+from conftest import TIMIT
 
 
 def timit_phn_files() -> list[Path]:

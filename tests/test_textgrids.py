@@ -15,7 +15,7 @@ from aligner.errors import TranscriptError
 from aligner.io.transcripts import read_phn
 from aligner.io.textgrids import atomic_write_text, read_alignment, read_interval_tier, write_textgrid
 
-TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+from conftest import TIMIT
 
 
 def leftovers(directory: Path) -> list[str]:

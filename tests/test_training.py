@@ -1,6 +1,5 @@
 """Training a forced aligner (aligner.alignment.training): duration statistics and a small end-to-end run."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +8,7 @@ from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.phonetics import CLASSES39
 from aligner.alignment.training import UtteranceData, duration_stats
 
-TIMIT = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+from conftest import TIMIT, needs_timit
 SIL = CLASSES39.index("sil")
 
 
@@ -49,7 +48,7 @@ def test_duration_arrays_round_trip_and_old_format():
         DurationStats.from_arrays(bad)
 
 
-@pytest.mark.skipif(not TIMIT.is_dir(), reason=f"shared TIMIT sample not found at {TIMIT}")
+@needs_timit
 def test_train_small_model_end_to_end(tmp_path):
     from aligner.io.audio import load_audio
     from aligner.io.corpus import find_utterances

@@ -1,10 +1,11 @@
 """The Python API: what the CLI, the recipes and users call.
 
     from aligner import api
-    intervals = api.align("rec.wav", "sil HH AH0 L OW1 sil")       # [(start_s, end_s, phone)]
+    intervals = api.align("rec.wav", "sil HH AH0 L OW1 sil")       # [Interval(start_s, end_s, label)]
+    intervals = api.align(y, "sil HH AH0 L OW1 sil", sr=44100)    # samples in memory, any rate
     api.align_file("rec.wav", "rec.phn", "rec.TextGrid")
-    report = api.align_corpus("corpus/", "out/", jobs=2)
-    scores, problems = api.evaluate("corpus/", "out/")
+    report = api.align_corpus("corpus/", "out/", jobs=2)           # CorpusReport
+    scores, problems = api.evaluate("corpus/", "out/")             # Evaluation
     model = api.train("corpus/", "my-model/", trainer="orbit")
     records, failed = api.measure_vowels(["cvc/"], jobs=2)          # VowelRecord rows
 """
@@ -18,19 +19,19 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel
 from aligner.frames import SAMPLE_RATE
-from aligner.io.audio import load_audio
+from aligner.io.audio import load_audio, samples_at_model_rate
 from aligner.io.corpus import find_audio_files, find_utterances
 from aligner.errors import AlignerError, AlignmentError
-from aligner.alignment.evaluation import evaluate_directories
+from aligner.alignment.evaluation import AlignmentScores, evaluate_directories
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
 from aligner.io.transcripts import read_transcript
-from aligner.io.textgrids import write_textgrid
+from aligner.io.textgrids import Interval, write_textgrid
 
 PHONE_TIER = "phones"
 
@@ -49,10 +50,13 @@ def load_model(model: str | os.PathLike | AlignmentModel | None = None) -> Align
 
 
 def align(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
-          split_stops: bool | None = None) -> list:
-    """Align a recording to its phones; returns ``[(start_s, end_s, symbol), ...]`` in seconds.
+          split_stops: bool | None = None, sr: int | None = None) -> list[Interval]:
+    """Align a recording to its phones; returns ``[Interval(start_s, end_s, symbol), ...]`` in seconds.
 
-    ``audio``: a path, or float samples at 16 kHz. ``phones``: a transcript path (TIMIT ``.phn``
+    ``audio``: a path, or samples in memory with their sample rate ``sr`` in Hz (librosa's
+    ``(y, sr)``: shape (n,) or (channels, n); resampled to 16 kHz, channels averaged).
+    ``model``: an :class:`AlignmentModel`, a model directory, or None for the shipped model.
+    ``phones``: a transcript path (TIMIT ``.phn``
     or whitespace-separated symbols), an inline string of symbols, or a list of symbols.
     ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``. ``split_stops``: decode
     each stop/affricate as TIMIT closure + release and merge them back into the one input
@@ -65,7 +69,9 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
         samples = load_audio(audio)
     else:
         name = name or "<samples>"
-        samples = np.asarray(audio, dtype=np.float32)
+        if sr is None:
+            raise TypeError("align(samples, ...) needs their sample rate: align(y, phones, sr=16000)")
+        samples = samples_at_model_rate(audio, sr, name)
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, phone_set)
@@ -109,18 +115,22 @@ _WORKER_MODEL: Optional[AlignmentModel] = None
 _WORKER_MODEL_PATH: Optional[str] = None
 
 
-def _worker_init(model_path: str, blas_threads: Optional[int] = None) -> None:
-    """Load the model and warm the decoder once per process, unless it was inherited by fork;
-    optionally cap BLAS threads (with several worker processes, one BLAS thread each avoids
-    oversubscribing the cores)."""
+def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None) -> None:
+    """Set this process's model (a loaded one, or the bundle at a path) and warm the decoder,
+    unless it already has that model (inherited by fork); optionally cap BLAS threads (with
+    several worker processes, one BLAS thread each avoids oversubscribing the cores)."""
     global _WORKER_MODEL, _WORKER_MODEL_PATH
     if blas_threads is not None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(blas_threads)
-    if _WORKER_MODEL is None or _WORKER_MODEL_PATH != model_path:
-        _WORKER_MODEL = AlignmentModel.load(model_path)
-        _WORKER_MODEL_PATH = model_path
+    if isinstance(model, AlignmentModel):
+        if _WORKER_MODEL is not model:
+            _WORKER_MODEL, _WORKER_MODEL_PATH = model, None
+            warm_up(model)
+    elif _WORKER_MODEL is None or _WORKER_MODEL_PATH != model:
+        _WORKER_MODEL = AlignmentModel.load(model)
+        _WORKER_MODEL_PATH = model
         warm_up(_WORKER_MODEL)
 
 
@@ -166,21 +176,23 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  progress: Optional[Callable[[int, int], None]] = None) -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a ``.phn`` beside it.
 
-    Writes ``out_dir/<relative path>.TextGrid``. Goes on past bad files: they are listed in
+    Writes ``out_dir/<relative path>.TextGrid``. ``model``: an :class:`AlignmentModel`, a model
+    directory, or None for the shipped model. Goes on past bad files: they are listed in
     ``report.failed``. ``progress(done, total)`` is called after each file.
     """
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
     if not corpus_dir.is_dir():
         raise AlignerError(f"{corpus_dir}: corpus directory not found")
     t0 = time.perf_counter()
-    model_path = str((Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())
+    model_ref = model if isinstance(model, AlignmentModel) else str(
+        (Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())
     utterances = find_utterances(corpus_dir)
     with_transcript = {u.audio for u in utterances}
     report = CorpusReport(skipped=[p for p in find_audio_files(corpus_dir) if p not in with_transcript])
     jobs_list = [(u.audio, u.transcript, out_dir / (u.name + ".TextGrid")) for u in utterances]
     jobs = max(1, min(jobs, len(jobs_list) or 1))
-    _worker_init(model_path)  # load and warm here: forked workers inherit both
-    with _worker_pool(jobs, _worker_init, (model_path, 1), chunksize=1) as mapper:
+    _worker_init(model_ref)  # load and warm here: forked workers inherit both
+    with _worker_pool(jobs, _worker_init, (model_ref, 1), chunksize=1) as mapper:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
         for i, (audio, error, seconds) in enumerate(mapper(_align_one, jobs_list)):
@@ -201,12 +213,19 @@ def _noop(_):
 
 # -- evaluation and training ------------------------------------------------------------------
 
-def evaluate(ref_dir, hyp_dir):
+class Evaluation(NamedTuple):
+    """What :func:`evaluate` found: the scores, and the files it could not score."""
+
+    scores: "AlignmentScores"  #: boundary metrics over every scored file
+    problems: list  #: ``(path, message)`` for missing, unreadable or mismatched files
+
+
+def evaluate(ref_dir, hyp_dir) -> Evaluation:
     """Boundary metrics of HYP against REF (directories of TextGrids or ``.phn``, by relative path).
 
-    Returns ``(AlignmentScores, problems)``; see :mod:`aligner.alignment.evaluation`.
+    Returns an :class:`Evaluation` ``(scores, problems)``; see :mod:`aligner.alignment.evaluation`.
     """
-    return evaluate_directories(ref_dir, hyp_dir)
+    return Evaluation(*evaluate_directories(ref_dir, hyp_dir))
 
 
 def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[dict] = None,
@@ -222,6 +241,29 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     model, _ = train_alignment_model(data, trainer, trainer_params, classifier_params, n_folds,
                                      n_val_speakers, progress=progress, epoch_callback=epoch_callback)
     model.training["corpus"] = str(corpus_dir)
+    model.save(out_dir)
+    return model
+
+
+def train_vowels(corpus_dir, out_dir, alignment_model=None, trainer_params: Optional[dict] = None,
+                 progress=None, **options):
+    """Train a vowel duration model on the CVC tokens of a TIMIT-layout corpus and save it to ``out_dir``.
+
+    ``alignment_model``: the alignment model (or its directory) whose frame classifier computes
+    the acoustics and is copied into the vowel model; None: the shipped one. ``trainer_params``:
+    one settings dict tried for every trainer instead of its grid. ``progress(stage, done, total)``.
+    ``options`` go to :func:`aligner.vowels.training.train_vowel_model` (``trainers``,
+    ``width_sets`` in 5 ms frames, ``epochs``, ``n_folds``, ``tau`` in frames, ``columns``,
+    ``prior_form``, ``prior_widen``, ``n_runs``, ``keep_corrupted``, ``held_out_classifier``).
+    Returns the :class:`~aligner.vowels.model.VowelModel`; ``model.training["cv"]`` holds the
+    cross-validation scores. Bad settings raise :class:`~aligner.vowels.training.VowelSettingsError`
+    (an :class:`AlignerError`), before any audio is read.
+    """
+    from aligner.vowels.training import DEFAULT_TRAINERS, train_vowel_model
+
+    if trainer_params is not None:
+        options["grid"] = {t: [dict(trainer_params)] for t in options.get("trainers", DEFAULT_TRAINERS)}
+    model = train_vowel_model(corpus_dir, alignment_model, progress=progress, **options)
     model.save(out_dir)
     return model
 

@@ -19,6 +19,7 @@ from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import ModelError
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
+from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle
 from aligner.phonetics import CLASSES39, PhoneSet
 from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
@@ -253,13 +254,13 @@ class AlignmentModel:
         return cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner)
 
 
-def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list:
-    """Phone start frames -> ``[(start_s, end_s, symbol)]``; first start 0, last end ``duration_s``."""
+def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list[Interval]:
+    """Phone start frames -> ``[Interval(start_s, end_s, symbol)]``; first start 0, last end ``duration_s``."""
     return times_to_intervals(phone_start_times(y), symbols, duration_s)
 
 
-def times_to_intervals(starts_s: np.ndarray, symbols: list, duration_s: float) -> list:
-    """Phone start times (s) -> ``[(start_s, end_s, symbol)]``; the last ends at ``duration_s``."""
+def times_to_intervals(starts_s: np.ndarray, symbols: list, duration_s: float) -> list[Interval]:
+    """Phone start times (s) -> ``[Interval(start_s, end_s, symbol)]``; the last ends at ``duration_s``."""
     starts = [float(t) for t in starts_s]
     ends = starts[1:] + [float(duration_s)]
-    return [(s, e, sym) for s, e, sym in zip(starts, ends, symbols)]
+    return [Interval(s, e, sym) for s, e, sym in zip(starts, ends, symbols)]

@@ -23,6 +23,7 @@ __all__ = [
     "SILENCE_PEAK",
     "is_audio_path",
     "load_audio",
+    "samples_at_model_rate",
     "audio_duration",
 ]
 
@@ -135,17 +136,45 @@ def load_audio(
             f"shorter than the minimum {min_seconds} s"
         )
 
+    return _mono_at_rate(data, file_rate, sample_rate, str(path))
+
+
+def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str) -> np.ndarray:
+    """(samples, channels) float32 -> mono float32 at ``sample_rate``; refuses silence."""
     mono = data.mean(axis=1, dtype=np.float32)
     peak = float(np.max(np.abs(mono)))
     if peak < SILENCE_PEAK:
         detail = " after mixing its channels to mono" if data.shape[1] > 1 else ""
         raise AudioError(
-            f"{path}: audio is silent{detail} (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale)"
+            f"{name}: audio is silent{detail} (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale)"
         )
-
-    if file_rate != sample_rate:
-        mono = librosa.resample(mono, orig_sr=file_rate, target_sr=sample_rate, res_type="soxr_hq")
+    if rate != sample_rate:
+        mono = librosa.resample(mono, orig_sr=rate, target_sr=sample_rate, res_type="soxr_hq")
     return np.ascontiguousarray(mono, dtype=np.float32)
+
+
+def samples_at_model_rate(y: np.ndarray, sr: int, name: str = "<samples>",
+                          sample_rate: int = SAMPLE_RATE) -> np.ndarray:
+    """Samples given in memory, librosa's ``(y, sr)`` convention, as float32 mono at ``sample_rate``.
+
+    ``y``: shape (n,) mono, or (channels, n) as librosa returns multichannel audio (averaged
+    to mono); any float or integer dtype (integers are scaled to full scale +-1). ``sr``: its
+    sample rate in Hz; other rates are resampled as :func:`load_audio` does. Raises
+    :class:`AudioError` naming ``name`` for empty, non-finite or silent samples.
+    """
+    y = np.asarray(y)
+    if isinstance(sr, bool) or not isinstance(sr, (int, np.integer)) or sr <= 0:
+        raise AudioError(f"{name}: sample rate must be a positive integer in Hz, got {sr!r}")
+    if y.ndim not in (1, 2):
+        raise AudioError(f"{name}: samples must have shape (n,) or (channels, n), got {y.shape}")
+    if np.issubdtype(y.dtype, np.integer):
+        y = y.astype(np.float32) / float(np.iinfo(y.dtype).max + 1)
+    data = np.asarray(y, dtype=np.float32).reshape(1, -1).T if y.ndim == 1 else np.asarray(y, np.float32).T
+    if data.shape[0] == 0:
+        raise AudioError(f"{name}: no samples")
+    if not np.all(np.isfinite(data)):
+        raise AudioError(f"{name}: samples hold NaN or infinite values")
+    return _mono_at_rate(data, int(sr), sample_rate, name)
 
 
 def audio_duration(path: str | os.PathLike) -> float:

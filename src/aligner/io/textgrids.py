@@ -9,7 +9,7 @@ import math
 import os
 import secrets
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence, Union
+from typing import Iterable, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
 import textgrid as _textgrid
@@ -20,7 +20,14 @@ from aligner.io.transcripts import read_phn
 
 __all__ = ["atomic_write_text", "write_textgrid", "read_interval_tier", "read_alignment", "TIME_TOLERANCE"]
 
-Interval = tuple[float, float, str]
+class Interval(NamedTuple):
+    """One labelled interval of a tier, times in seconds."""
+
+    start_s: float
+    end_s: float
+    label: str
+
+
 Tiers = Union[Mapping[str, Sequence[Interval]], Sequence[tuple[str, Sequence[Interval]]]]
 
 #: Two times closer than this (seconds; 1/60 of a sample at 16 kHz) are taken as equal when
@@ -201,7 +208,7 @@ def _tier_names(grid: _textgrid.TextGrid, interval: bool) -> list[str]:
 def _interval_tier(grid: _textgrid.TextGrid, path: Path, tier_name: str) -> list[Interval]:
     for tier in grid.tiers:
         if tier.name == tier_name and isinstance(tier, _textgrid.IntervalTier):
-            return [(float(iv.minTime), float(iv.maxTime), str(iv.mark)) for iv in tier]
+            return [Interval(float(iv.minTime), float(iv.maxTime), str(iv.mark)) for iv in tier]
     intervals, points = _tier_names(grid, interval=True), _tier_names(grid, interval=False)
     have = f"interval tiers: {', '.join(map(repr, intervals)) or 'none'}"
     if points:

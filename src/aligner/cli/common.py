@@ -1,0 +1,55 @@
+"""What every command shares: one-line errors, exit codes, progress bars, failure lists."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+def fail(message: str, code: int = 1):
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def run(fn, *args, **kwargs):
+    """Call the API; bad input becomes a one-line error and exit status 1."""
+    from aligner.errors import AlignerError
+
+    try:
+        return fn(*args, **kwargs)
+    except AlignerError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+
+
+def progress_bar(total: int, desc: str):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="file", file=sys.stderr, disable=None, dynamic_ncols=True)
+
+
+def exit_if_failed(failed: list, what: str) -> None:
+    """List ``failed`` ``(item, message)`` pairs on stderr under ``N <what>:`` and exit 1."""
+    if failed:
+        click.echo(f"{len(failed)} {what}:", err=True)
+        for _, message in failed:
+            click.echo(f"  {message}", err=True)
+        sys.exit(1)
+
+
+class LazyBar:
+    """A ``progress(done, total)`` callback that opens a progress bar on its first call."""
+
+    def __init__(self, desc: str):
+        self.desc, self.bar = desc, None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = progress_bar(total, self.desc)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

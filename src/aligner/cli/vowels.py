@@ -1,0 +1,40 @@
+"""`aligner vowels`: vowel onsets, offsets and durations to a CSV."""
+
+from __future__ import annotations
+
+import click
+
+from aligner.cli.common import LazyBar, exit_if_failed, fail, run
+
+
+@click.command("vowels")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="CSV to write: file,onset_s,offset_s,duration_s,score (+ label,window_start_s,window_end_s with --tier).")
+@click.option("--textgrid-dir", type=click.Path(file_okay=False),
+              help="Also write one TextGrid per file here, with an interval tier `vowel`.")
+@click.option("--model", type=click.Path(file_okay=False), help="Vowel model directory [the shipped model].")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes.")
+@click.option("--tier", help="Measure one vowel per non-empty interval of this tier of the TextGrid beside each file.")
+@click.option("--pad", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="With --tier: widen each interval by this many seconds on both sides.")
+def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad):
+    """Measure vowel onsets, offsets and durations in CVC recordings; no transcript needed.
+
+    INPUTS are audio files or directories (searched recursively). Each file is taken as one CVC
+    recording (the vowel is searched in the whole file) unless --tier names a tier of the
+    TextGrid beside it. Bad files are reported at the end and make the exit status non-zero;
+    the others are still measured.
+    """
+    from aligner import api
+    from aligner.io.textgrids import atomic_write_text
+
+    progress = LazyBar("measuring")
+    report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress)
+    progress.close()
+    run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
+    click.echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "
+               f"{report.tokens_per_second:.0f} per second (start-up {report.startup_seconds:.2f} s); wrote {output}")
+    exit_if_failed(report.failed, "failed")
+    if not report.records:
+        fail("no vowel measured")
