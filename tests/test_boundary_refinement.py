@@ -81,14 +81,15 @@ def test_network_learns_a_shift_no_linear_map_can():
     assert net_err < 0.5 * lin_err, (net_err, lin_err)
 
 
-def test_first_format_ridge_refiner_still_loads():
+def test_a_refiner_of_another_width_is_refused():
     rng = np.random.default_rng(5)
-    coef = rng.standard_normal(N_BASIC_FEATURES)
-    old = {"mean": np.zeros(N_BASIC_FEATURES), "scale": np.ones(N_BASIC_FEATURES), "coef": coef,
-           "intercept": np.float64(1.5), "settings": np.array([10.0, 15.0, 10.0])}
-    ref = BoundaryRefiner.from_arrays(old)
-    F = rng.standard_normal((7, N_REFINER_FEATURES)) * 0.01
-    np.testing.assert_allclose(ref.shifts_ms(F), np.clip(F[:, :N_BASIC_FEATURES] @ coef + 1.5, -10, 10))
+    arrays = BoundaryRefiner(hidden=0, alpha=1.0).fit([rng.standard_normal((50, N_REFINER_FEATURES))],
+                                                    [rng.standard_normal(50)]).to_arrays()
+    BoundaryRefiner.from_arrays(arrays)  # its own width loads
+    narrow = {k: (v[:N_BASIC_FEATURES] if k in ("mean", "scale", "output_weights") else v) for k, v in arrays.items()}
+    narrow["hidden_weights"] = np.zeros((N_BASIC_FEATURES, 0))
+    with pytest.raises(ModelError, match=f"expected {N_REFINER_FEATURES} features"):
+        BoundaryRefiner.from_arrays(narrow)
 
 
 def test_refined_times_stay_ordered_and_inside_the_recording():

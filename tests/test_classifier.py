@@ -88,11 +88,12 @@ def test_pca_variant_round_trip_and_accuracy():
     assert np.array_equal(again.scores(test_frames[0]), clf.scores(test_frames[0]))
 
 
-def test_files_without_later_optional_arrays_still_load():
+def test_arrays_missing_from_a_file_are_named():
     frames, labels = _synthetic(6)
     clf = FrameClassifier(n_classes=4, context=2, pca_dims=0, **SMALL).fit(frames, labels)
-    old = {k: v for k, v in clf.to_arrays().items() if k not in ("pca_dims", "projection", "blas_threads")}
-    assert np.array_equal(FrameClassifier.from_arrays(old).scores(frames[0]), clf.scores(frames[0]))
+    partial = {k: v for k, v in clf.to_arrays().items() if k not in ("pca_dims", "projection")}
+    with pytest.raises(ModelError, match="lack projection, pca_dims|lack pca_dims, projection"):
+        FrameClassifier.from_arrays(partial)
 
 
 def test_from_arrays_rejects_bad_input(trained):

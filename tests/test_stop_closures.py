@@ -1,7 +1,6 @@
 """Stop closures: expansion before decoding, merging after, the align path, and the
-ARPAbet-style reference conversion of scripts/eval_arpabet_style.py."""
+ARPAbet-style reference conversion (aligner.alignment.references)."""
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -9,8 +8,10 @@ import pytest
 
 from aligner import api
 from aligner.alignment.model import times_to_intervals
+from aligner.alignment.references import arpabet_reference
 from aligner.io.audio import SAMPLE_RATE, load_audio
-from aligner.phonetics import CLASSES39, get_phone_set, read_transcript
+from aligner.io.transcripts import read_transcript
+from aligner.phonetics import CLASSES39, get_phone_set
 from aligner.alignment.stop_closures import (
     CLOSURE_OF_STOP,
     expand_stop_closures,
@@ -120,31 +121,25 @@ def test_timit61_transcript_is_decoded_as_given():
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE)).astype(np.float32)
     phones = "h# dcl d aa tcl t h#"
-    auto = api.align(samples, phones, phone_set="timit61")
-    unsplit = api.align(samples, phones, phone_set="timit61", split_stops=False)
+    auto = api.align(samples, phones, phone_set="timit61", sr=SAMPLE_RATE)
+    unsplit = api.align(samples, phones, phone_set="timit61", split_stops=False, sr=SAMPLE_RATE)
     assert auto == unsplit
     assert [s for _, _, s in auto] == phones.split()
 
 
 def test_too_short_for_closures_falls_back_in_automatic_mode():
-    samples = np.zeros(int(0.06 * SAMPLE_RATE), np.float32)  # 4 frames: the 4 phones fit, with 2 closures they do not
-    intervals = api.align(samples, "D AA1 T sil", phone_set="arpabet")
+    rng = np.random.default_rng(0)  # 4 frames of noise: the 4 phones fit, with 2 closures they do not
+    samples = (0.1 * rng.standard_normal(int(0.06 * SAMPLE_RATE))).astype(np.float32)
+    intervals = api.align(samples, "D AA1 T sil", phone_set="arpabet", sr=SAMPLE_RATE)
     assert [s for _, _, s in intervals] == ["D", "AA1", "T", "sil"]
 
 
-# -- the reference conversion of scripts/eval_arpabet_style.py ---------------------------------
-
-def _eval_script():
-    spec = importlib.util.spec_from_file_location("eval_arpabet_style", REPO / "scripts" / "eval_arpabet_style.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+# -- the ARPAbet-style reference conversion (aligner.alignment.references) ---------------------
 
 def test_arpabet_reference_conversion():
     labels = ["h#", "dcl", "d", "ix", "kcl", "tcl", "t", "q", "ae", "tcl", "ch", "dx", "ax", "pau", "h#"]
     starts = np.arange(len(labels), dtype=float)
-    ref_starts, symbols = _eval_script().arpabet_reference(starts, labels)
+    ref_starts, symbols = arpabet_reference(starts, labels)
     # dcl d -> d at the closure; unreleased kcl -> k; q's time goes to the next phone;
     # tcl ch -> ch; dx -> d; pau h# -> one sil
     assert symbols == ["sil", "d", "ih", "k", "t", "ae", "ch", "d", "ah", "sil"]

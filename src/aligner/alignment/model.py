@@ -122,9 +122,6 @@ class DurationStats:
 
     @classmethod
     def from_arrays(cls, d: dict):
-        if "symbols" not in d:  # written before per-symbol statistics
-            return cls(np.asarray(d["mean"], float), np.asarray(d["std"], float),
-                       np.asarray(d["max_frames"], np.int64))
         out = cls(np.asarray(d["mean"], float), np.asarray(d["std"], float),
                   np.asarray(d["max_frames"], np.int64), np.asarray(d["symbols"]).astype("<U8"),
                   np.asarray(d["symbol_mean"], float), np.asarray(d["symbol_std"], float),

@@ -35,8 +35,8 @@ times are kept strictly increasing.
 Refiners saved before columns 60-71 existed (ridge on columns 0-59) still load and use the
 first 60 columns.
 
-Measured on the shared TIMIT sample (``scripts/eval_alignment_cv.py``, speaker folds): see the
-README's forced-alignment table, which reports it on and off.
+Its effect is measured by ``python -m benchmarks.eval_alignment_cv`` (speaker folds), which
+scores the decodes with and without it; the figures are in docs/results.md.
 """
 
 from __future__ import annotations
@@ -162,10 +162,9 @@ class BoundaryRefiner:
 
     def shifts_ms(self, features: np.ndarray) -> np.ndarray:
         """Predicted shift (ms) of each boundary, clipped to +- ``max_shift_ms``."""
-        n = self.n_features
         if self.output_weights is None:
             raise ModelError("the boundary refiner is not fitted")
-        Z = (np.asarray(features, np.float64)[:, :n] - self.mean) / self.scale
+        Z = (np.asarray(features, np.float64) - self.mean) / self.scale
         if self.hidden_weights.shape[1]:
             Z = np.maximum(Z @ self.hidden_weights + self.hidden_bias, 0.0)
         pred = Z @ self.output_weights + self.output_bias
@@ -193,32 +192,25 @@ class BoundaryRefiner:
         try:
             settings = np.asarray(arrays["settings"], np.float64)
             mean = np.asarray(arrays["mean"], np.float64)
-            if "coef" in arrays:  # the first format: ridge on the basic columns
-                ridge, clip, max_shift = (float(v) for v in settings)
-                ref = cls(0, ridge, clip, max_shift)
-                ref.hidden_weights, ref.hidden_bias = np.zeros((len(mean), 0)), np.zeros(0)
-                ref.output_weights = np.asarray(arrays["coef"], np.float64)
-                ref.output_bias = float(arrays["intercept"])
-            else:
-                hidden, alpha, clip, max_shift, seed = (float(v) for v in settings)
-                ref = cls(int(hidden), alpha, clip, max_shift, int(seed))
-                ref.hidden_weights = np.asarray(arrays["hidden_weights"], np.float64)
-                ref.hidden_bias = np.asarray(arrays["hidden_bias"], np.float64)
-                ref.output_weights = np.asarray(arrays["output_weights"], np.float64)
-                ref.output_bias = float(arrays["output_bias"])
+            hidden, alpha, clip, max_shift, seed = (float(v) for v in settings)
+            ref = cls(int(hidden), alpha, clip, max_shift, int(seed))
+            ref.hidden_weights = np.asarray(arrays["hidden_weights"], np.float64)
+            ref.hidden_bias = np.asarray(arrays["hidden_bias"], np.float64)
+            ref.output_weights = np.asarray(arrays["output_weights"], np.float64)
+            ref.output_bias = float(arrays["output_bias"])
             ref.mean = mean
             ref.scale = np.asarray(arrays["scale"], np.float64)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"boundary refiner arrays unusable ({exc})") from None
         n, h = len(ref.mean), ref.hidden
-        shapes_ok = (ref.mean.ndim == 1 and n in (N_BASIC_FEATURES, N_REFINER_FEATURES)
+        shapes_ok = (ref.mean.ndim == 1 and n == N_REFINER_FEATURES
                      and ref.scale.shape == (n,) and ref.hidden_weights.shape == (n, h)
                      and ref.hidden_bias.shape == (h,) and ref.output_weights.shape == ((h,) if h else (n,)))
         if not shapes_ok or not all(np.all(np.isfinite(a)) for a in (
                 settings, ref.mean, ref.scale, ref.hidden_weights, ref.hidden_bias, ref.output_weights)) \
                 or not np.isfinite(ref.output_bias) or not np.all(ref.scale > 0):
             raise ModelError(f"boundary refiner arrays have the wrong shapes or non-finite values "
-                             f"(expected {N_REFINER_FEATURES} or {N_BASIC_FEATURES} features)")
+                             f"(expected {N_REFINER_FEATURES} features)")
         return ref
 
 

@@ -27,7 +27,7 @@ def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad):
     the others are still measured.
     """
     from aligner import api
-    from aligner.io.textgrids import atomic_write_text
+    from aligner.io.atomic import atomic_write_text
 
     progress = LazyBar("measuring")
     report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress)

@@ -52,9 +52,6 @@ _HYPER = ("n_classes", "n_features", "context", "n_components", "gamma", "C", "s
           "max_train_frames", "blas_threads", "pca_dims")
 _LEARNED = ("mean", "inv_std", "projection", "landmarks", "landmark_sqnorm", "weights", "bias",
             "temperature", "log_prior")
-# arrays added after format 1 was first written, with the values that reproduce older files
-_OPTIONAL = {"pca_dims": np.array(0, np.int64), "blas_threads": np.array(1, np.int64),
-             "projection": np.zeros((0, 0), np.float32)}
 
 
 def stack_context(frames: np.ndarray, context: int) -> np.ndarray:
@@ -336,7 +333,6 @@ class FrameClassifier:
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "FrameClassifier":
         """Rebuild a trained classifier from :meth:`to_arrays` output (or an ``np.load`` result)."""
-        arrays = {**_OPTIONAL, **{k: arrays[k] for k in arrays.keys()}}
         missing = [k for k in ("format_version",) + _HYPER + _LEARNED if k not in arrays]
         if missing:
             raise ModelError(f"the frame classifier arrays lack {', '.join(missing)}")

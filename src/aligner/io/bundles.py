@@ -29,7 +29,7 @@ import numpy as np
 
 from aligner import __version__
 from aligner.errors import ModelError
-from aligner.io.textgrids import atomic_write_text
+from aligner.io.atomic import atomic_write_bytes, atomic_write_text
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -45,19 +45,6 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def library_versions() -> dict:
@@ -86,7 +73,7 @@ def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict
         buffer = io.BytesIO()
         np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
         path = directory / f"{stem}.npz"
-        _atomic_write_bytes(path, buffer.getvalue())
+        atomic_write_bytes(path, buffer.getvalue())
         files[path.name] = _sha256(path)
     for stem, obj in params.items():
         path = directory / f"{stem}.json"

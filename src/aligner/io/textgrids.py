@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 import os
-import secrets
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple, Sequence, Union
 
@@ -16,9 +15,10 @@ import textgrid as _textgrid
 
 from aligner.frames import SAMPLE_RATE
 from aligner.errors import TranscriptError
+from aligner.io.atomic import atomic_write_text
 from aligner.io.transcripts import read_phn
 
-__all__ = ["atomic_write_text", "write_textgrid", "read_interval_tier", "read_alignment", "TIME_TOLERANCE"]
+__all__ = ["write_textgrid", "read_interval_tier", "read_alignment", "TIME_TOLERANCE"]
 
 class Interval(NamedTuple):
     """One labelled interval of a tier, times in seconds."""
@@ -33,49 +33,6 @@ Tiers = Union[Mapping[str, Sequence[Interval]], Sequence[tuple[str, Sequence[Int
 #: Two times closer than this (seconds; 1/60 of a sample at 16 kHz) are taken as equal when
 #: checking that intervals touch, do not overlap and lie within the grid.
 TIME_TOLERANCE = 1e-6
-
-
-def atomic_write_text(path: str | os.PathLike, text: str, encoding: str = "utf-8") -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never part.
-
-    Writes a temporary file in the same directory, fsyncs it, then ``os.replace``-s it onto
-    ``path``. Creates missing parent directories. Line endings are written as ``\\n``.
-    On any error the temporary file is removed and the exception propagates.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            # 0o666 minus the umask, like an ordinary open(); mkstemp would make it 0o600.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            break
-        except FileExistsError:
-            continue
-    try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_directory(path.parent)
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename durable on POSIX; a no-op where directories cannot be opened (Windows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _tier_items(tiers: Tiers) -> list[tuple[str, Sequence[Interval]]]:
