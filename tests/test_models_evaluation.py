@@ -131,6 +131,7 @@ def test_find_utterances_both_layouts(tmp_path):
     assert [(u.speaker, u.part) for u in utts] == [("faem0", "test"), ("mcpm0", "train"), ("fvmh0", "")]
     assert speaker_of(tmp_path / "dr3-madc0" / "x.wav") == "madc0"
     assert speaker_folds(utts, 3) == [["faem0"], ["fvmh0"], ["mcpm0"]]
+    assert speaker_folds([u.speaker for u in utts] * 2, 3) == speaker_folds(utts, 3)  # names work too
 
 
 def test_corpus_of_linked_speaker_folders_is_found_and_a_link_cycle_ends(tmp_path):

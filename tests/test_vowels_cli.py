@@ -18,10 +18,10 @@ from click.testing import CliRunner
 from aligner import api
 from aligner.cli import main
 from aligner.errors import AlignmentError, FeatureError, ModelError
-from aligner.features.avd import read_avd_features
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, VOWEL_COLUMNS, frames_to_seconds, n_frames,
                                               seconds_to_frames, vowel_acoustics)
 from aligner.vowels.task import make_vowel_input
+from benchmarks.avd import PEER_COLUMNS, read_avd_features
 from aligner.io.textgrids import read_interval_tier, write_textgrid
 from aligner.vowels.model import VowelModel
 
@@ -119,9 +119,10 @@ def test_nan_columns_in_data_files(tmp_path):
     path.write_text(text + "\n")
     X = read_avd_features(path)
     assert np.all(X[:, 10] == 0) and np.all(np.isfinite(X))
-    assert make_vowel_input(X, 9, 40).n_frames == 60
+    assert make_vowel_input(X, 9, 40, columns=PEER_COLUMNS).n_frames == 60
     with pytest.raises(FeatureError, match="non-finite feature value at frame 0, selected column 10"):
-        make_vowel_input(read_avd_features(path, nan_to_zero=False), 9, 40, name=str(path))
+        make_vowel_input(read_avd_features(path, nan_to_zero=False), 9, 40, columns=PEER_COLUMNS,
+                         name=str(path))
 
 
 def test_model_save_load_round_trip_and_tampering(model, tmp_path):
@@ -238,7 +239,7 @@ def test_api_returns_records_and_failures(cvc_dir, tmp_path):
 def test_peer_whole_recordings_measured_with_the_tier_window():
     """The peer's two whole recordings (isolated words, another speaker and set-up than TIMIT):
     the shipped model finds each vowel from the whole file, both ends within 25 ms of the manual
-    marks (``scripts/eval_vowels_whole_files.py`` prints the errors; README); with the manual
+    marks (``python -m benchmarks.eval_vowels_whole_files`` prints the errors; docs/results.md); with the manual
     word interval as a ``--tier`` window (padded 50 ms) the vowel found lies in the window and
     overlaps the manual vowel."""
     wavs = [TUTORIAL / "wav" / f"ex_{w}.wav" for w in ("bad", "bag")]

@@ -50,9 +50,8 @@ alignment model's 10 ms frame classifier on :func:`~aligner.features.mfcc.mfcc_f
 linearly interpolated from the 10 ms frame centres (``10 t + 12.5`` ms) to the 5 ms frame
 times (held constant beyond the first and last centre).
 
-Pitch. ``librosa.pyin`` costs about 50 ms per 250 ms CVC token here (measured: 0.21 s for
-a 1 s recording on this 2-core machine), which alone caps the batch at about 25 tokens
-per second per core, below the 100 tokens/s target. Columns 6-7 therefore come from one
+Pitch. ``librosa.pyin`` is too slow for batch measurement (it alone would keep the batch
+far below the 100 tokens/s target; timing in docs/results.md). Columns 6-7 therefore come from one
 FFT autocorrelation per frame (the classic Boersma-style voicing measure, without
 pyin's HMM): ``voicing`` is the height of the best normalised autocorrelation peak between
 lags 40 and 267 samples (400-60 Hz), ``pitch`` its lag.

@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 from aligner.io.audio import is_audio_path
 
@@ -96,9 +97,12 @@ def find_audio_files(root: str | os.PathLike) -> list[Path]:
     return [p for p in files_under(root) if is_audio_path(p)]
 
 
-def speaker_folds(utterances: list[Utterance], n_folds: int) -> list[list[str]]:
-    """Split the sorted speakers into ``n_folds`` groups (round robin), for speaker-disjoint folds."""
-    speakers = sorted({u.speaker for u in utterances})
+def speaker_folds(utterances: Iterable[Utterance | str], n_folds: int) -> list[list[str]]:
+    """Split the sorted speakers into ``n_folds`` groups (round robin), for speaker-disjoint folds.
+
+    ``utterances``: :class:`Utterance` objects or speaker names (repeats count once).
+    """
+    speakers = sorted({u if isinstance(u, str) else u.speaker for u in utterances})
     if n_folds < 2 or n_folds > len(speakers):
         raise ValueError(f"need 2 <= n_folds <= {len(speakers)} speakers, got {n_folds}")
     return [speakers[i::n_folds] for i in range(n_folds)]

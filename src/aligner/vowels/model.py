@@ -70,8 +70,8 @@ class VowelModel:
         min_voicing, min_vowel_sum, min_vowel_like_frames: a window needs at least
             ``min_vowel_like_frames`` frames whose voicing (column 7) and summed vowel
             probability (column 11) reach these values, or it is reported as holding no vowel
-            (in the shared TIMIT sample only 3 of 567 clean tokens fail it, all devoiced schwas
-            ``ax-h``; white noise and silence fail it).
+            (white noise and silence fail it; so do some devoiced vowels such as TIMIT's
+            ``ax-h``).
         tau_on, tau_off: tolerances of the training cost, frames.
         training: JSON-able record of how it was trained.
     """

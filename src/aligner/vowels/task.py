@@ -9,7 +9,8 @@ frame ``t_b`` and before frame ``t_e + 1``; its duration is ``d = t_e - t_b`` fr
 (5 ms each), the value the peer reports and the cost compares.
 
 Notation. ``x_t`` is the acoustic vector of frame t restricted to the selected columns
-(F of them; default :data:`PEER_COLUMNS`, F = 16). For a boundary before frame t and a
+(F of them: ``make_vowel_input(columns=...)``; the package's vowel model uses the 16 of
+:data:`aligner.features.vowel_acoustics.VOWEL_COLUMNS`). For a boundary before frame t and a
 width w (frames), the window means are ``M+_w(t) = mean x[t : t+w]`` and
 ``M-_w(t) = mean x[t-w : t]`` (windows clipped to the cut, an empty window has mean 0),
 and the **edge** feature is ``E_w(t) = M+_w(t) - M-_w(t)`` (after minus before; an
@@ -17,67 +18,22 @@ onset of voicing or energy makes it positive, an offset negative). With
 ``W_o = outside_width`` (default 10 frames = 50 ms) the **inside vs outside** feature is
 ``mean x[t_b : t_e+1] - (M-_{W_o}(t_b) + M+_{W_o}(t_e+1)) / 2``.
 
-Feature map: ``F * (2 * n_widths + 1) + 4`` dims, **116** for the default 16 columns and
+Feature map: ``F * (2 * n_widths + 1) + 4`` dims, **116** for 16 columns and the default
 3 widths ``(2, 5, 10)`` frames = 10, 25, 50 ms. Within each edge triple, the dims are in
 width order 10 ms, 25 ms, 50 ms (``dim = block + 3 * i + j`` for the i-th selected column
-and the j-th width). The column names are the peer's (``../shared/data/README.md``).
+and the j-th width); :func:`vowel_feature_names` names every dim.
 
-===== ========================================================================
-dims  feature (default layout: peer columns, widths 10/25/50 ms)
-===== ========================================================================
-0-2   onset edge, col 0 (short-term energy): E_w(t_b), w = 10/25/50 ms
-3-5   onset edge, col 1 (total energy): E_w(t_b), w = 10/25/50 ms
-6-8   onset edge, col 2 (low-band energy): E_w(t_b), w = 10/25/50 ms
-9-11  onset edge, col 3 (high-band energy): E_w(t_b), w = 10/25/50 ms
-12-14 onset edge, col 4 (Wiener entropy): E_w(t_b), w = 10/25/50 ms
-15-17 onset edge, col 5 (autocorrelation): E_w(t_b), w = 10/25/50 ms
-18-20 onset edge, col 6 (pitch): E_w(t_b), w = 10/25/50 ms
-21-23 onset edge, col 7 (voicing): E_w(t_b), w = 10/25/50 ms
-24-26 onset edge, col 8 (zero-crossing rate): E_w(t_b), w = 10/25/50 ms
-27-29 onset edge, col 9 (vowel probability): E_w(t_b), w = 10/25/50 ms
-30-32 onset edge, col 10 (nasal probability): E_w(t_b), w = 10/25/50 ms
-33-35 onset edge, col 13 (share of vowel scores): E_w(t_b), w = 10/25/50 ms
-36-38 onset edge, col 16 (cepstral distance 1): E_w(t_b), w = 10/25/50 ms
-39-41 onset edge, col 17 (cepstral distance 2): E_w(t_b), w = 10/25/50 ms
-42-44 onset edge, col 18 (cepstral distance 3): E_w(t_b), w = 10/25/50 ms
-45-47 onset edge, col 19 (cepstral distance 4): E_w(t_b), w = 10/25/50 ms
-48-50 offset edge, col 0 (short-term energy): E_w(t_e+1), w = 10/25/50 ms
-51-53 offset edge, col 1 (total energy): E_w(t_e+1), w = 10/25/50 ms
-54-56 offset edge, col 2 (low-band energy): E_w(t_e+1), w = 10/25/50 ms
-57-59 offset edge, col 3 (high-band energy): E_w(t_e+1), w = 10/25/50 ms
-60-62 offset edge, col 4 (Wiener entropy): E_w(t_e+1), w = 10/25/50 ms
-63-65 offset edge, col 5 (autocorrelation): E_w(t_e+1), w = 10/25/50 ms
-66-68 offset edge, col 6 (pitch): E_w(t_e+1), w = 10/25/50 ms
-69-71 offset edge, col 7 (voicing): E_w(t_e+1), w = 10/25/50 ms
-72-74 offset edge, col 8 (zero-crossing rate): E_w(t_e+1), w = 10/25/50 ms
-75-77 offset edge, col 9 (vowel probability): E_w(t_e+1), w = 10/25/50 ms
-78-80 offset edge, col 10 (nasal probability): E_w(t_e+1), w = 10/25/50 ms
-81-83 offset edge, col 13 (share of vowel scores): E_w(t_e+1), w = 10/25/50 ms
-84-86 offset edge, col 16 (cepstral distance 1): E_w(t_e+1), w = 10/25/50 ms
-87-89 offset edge, col 17 (cepstral distance 2): E_w(t_e+1), w = 10/25/50 ms
-90-92 offset edge, col 18 (cepstral distance 3): E_w(t_e+1), w = 10/25/50 ms
-93-95 offset edge, col 19 (cepstral distance 4): E_w(t_e+1), w = 10/25/50 ms
-96    inside vs outside, col 0 (short-term energy)
-97    inside vs outside, col 1 (total energy)
-98    inside vs outside, col 2 (low-band energy)
-99    inside vs outside, col 3 (high-band energy)
-100   inside vs outside, col 4 (Wiener entropy)
-101   inside vs outside, col 5 (autocorrelation)
-102   inside vs outside, col 6 (pitch)
-103   inside vs outside, col 7 (voicing)
-104   inside vs outside, col 8 (zero-crossing rate)
-105   inside vs outside, col 9 (vowel probability)
-106   inside vs outside, col 10 (nasal probability)
-107   inside vs outside, col 13 (share of vowel scores)
-108   inside vs outside, col 16 (cepstral distance 1)
-109   inside vs outside, col 17 (cepstral distance 2)
-110   inside vs outside, col 18 (cepstral distance 3)
-111   inside vs outside, col 19 (cepstral distance 4)
-112   duration prior: log Gamma(d; k, theta), k = mu^2/s^2, theta = s^2/mu
-113   duration prior: log N(d; mu, s) (Gaussian)
-114   duration prior: log LogNormal(d; m, v) (m, v: mean, std of log d)
-115   duration prior: d / mu (linear)
-===== ========================================================================
+============ =================================================================
+dims (F=16)  feature
+============ =================================================================
+0-47         onset edge ``E_w(t_b)`` of each selected column, w = 10/25/50 ms
+48-95        offset edge ``E_w(t_e+1)`` of each selected column, w = 10/25/50 ms
+96-111       inside vs outside, one per selected column
+112          duration prior: log Gamma(d; k, theta), k = mu^2/s^2, theta = s^2/mu
+113          duration prior: log N(d; mu, s) (Gaussian)
+114          duration prior: log LogNormal(d; m, v) (m, v: mean, std of log d)
+115          duration prior: d / mu (linear)
+============ =================================================================
 
 ``mu, s`` are the mean and standard deviation of the training durations (frames), ``m, v``
 those of their logarithms (:class:`DurationPrior`, fitted by
@@ -113,12 +69,12 @@ scores every pair with ``min_dur <= d <= max_dur`` (onsets and offsets within th
 ranges) in O(T (max_dur - min_dur)) time, exactly (no pruning). The cost (orbit eq. 38)
 separates over onset and offset, so loss-augmented decoding adds it to ``A`` and ``B``.
 ``decode_many`` splits its weight vectors over ``n_jobs`` threads (the loop releases the
-GIL). Measured: about 0.07 ms per decode of one of the peer's 440-frame cuts (31,457
-candidates; 2-core machine under load, BLAS limited to one thread).
+GIL). Its speed is measured by ``python -m benchmarks.bench_vowels_peer`` (results in
+docs/results.md).
 
-Search space. The peer searches onsets in [11, T-10] and durations of 9-91 frames
-(:data:`PEER_SEARCH`, :func:`peer_ranges`); here the ranges are parameters of
-:func:`make_vowel_input`, and offsets may go up to ``T-1`` unless ``offset_range`` says
+Search space. The searched durations and onset/offset ranges are parameters of
+:func:`make_vowel_input` (the peer tool's own search space is in ``benchmarks/avd.py``),
+and offsets may go up to ``T-1`` unless ``offset_range`` says
 otherwise. A true output outside the search space is still a valid ``y`` for ``phi`` and
 ``cost``, but the decoder can never return it.
 """
@@ -137,28 +93,15 @@ from aligner.errors import AlignmentError, FeatureError
 from aligner.learn.costs import onset_offset_cost
 from aligner.learn.task import StructuredTask
 
-#: the peer's (AutoVowelDuration) columns its 116-feature map uses, in its 20/22-column files
-PEER_COLUMNS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 17, 18, 19)
-
-#: :data:`PEER_COLUMNS` without the nasal probability (column 10), which is all-NaN (read as 0)
-#: in 14 of the 30 tutorial files (8 of the 20 training files)
-PEER_COLUMNS_NO_NASAL = tuple(c for c in PEER_COLUMNS if c != 10)
-
-#: names of :data:`PEER_COLUMNS`
-PEER_COLUMN_NAMES = (
-    "short_term_energy", "total_energy", "low_energy", "high_energy", "wiener_entropy",
-    "autocorrelation", "pitch", "voicing", "zero_crossing", "vowel_prob", "nasal_prob",
-    "vowel_share", "cepstral_dist_1", "cepstral_dist_2", "cepstral_dist_3", "cepstral_dist_4",
-)
+#: number of columns of the package's default vowel model
+#: (``len(aligner.features.vowel_acoustics.VOWEL_COLUMNS)``; 116-dim feature map)
+DEFAULT_N_COLUMNS = 16
 
 #: default edge window widths, frames (10, 25, 50 ms at 5 ms per frame)
 DEFAULT_WIDTHS = (2, 5, 10)
 
 #: default width of the outside windows of the inside-vs-outside features, frames (50 ms)
 DEFAULT_OUTSIDE_WIDTH = 10
-
-#: the peer's search space (``../shared/data/README.md``): onsets in [11, T-10], durations 9-91
-PEER_SEARCH = {"min_dur": 9, "max_dur": 91, "onset_margins": (11, 10)}
 
 #: names of the four duration-prior dims
 PRIOR_NAMES = ("dur_log_gamma", "dur_log_gauss", "dur_log_lognormal", "dur_linear")
@@ -171,23 +114,24 @@ PRIOR_FORMS = ("full", "gamma", "lognormal", "off")
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def n_vowel_features(n_columns: int = len(PEER_COLUMNS), n_widths: int = len(DEFAULT_WIDTHS)) -> int:
+def n_vowel_features(n_columns: int = DEFAULT_N_COLUMNS, n_widths: int = len(DEFAULT_WIDTHS)) -> int:
     """Length of the feature map for ``n_columns`` columns and ``n_widths`` edge widths."""
     return n_columns * (2 * n_widths + 1) + N_PRIOR
 
 
-def vowel_feature_names(column_names: Sequence[str] = PEER_COLUMN_NAMES,
+def vowel_feature_names(column_names: Sequence[str],
                         widths: Sequence[int] = DEFAULT_WIDTHS, frame_ms: float = 5.0) -> list[str]:
-    """Name of every dim of the feature map, in order (see the module docstring's table)."""
+    """Name of every dim of the feature map, in order (see the module docstring's table).
+
+    ``column_names``: the names of the selected columns, in selection order (for the
+    package's acoustics: ``[COLUMN_NAMES[c] for c in VOWEL_COLUMNS]`` of
+    :mod:`aligner.features.vowel_acoustics`).
+    """
     ms = [f"{w * frame_ms:g}ms" for w in widths]
     names = [f"onset_edge_{c}_{m}" for c in column_names for m in ms]
     names += [f"offset_edge_{c}_{m}" for c in column_names for m in ms]
     names += [f"inside_vs_outside_{c}" for c in column_names]
     return names + list(PRIOR_NAMES)
-
-
-#: names of the 116 default dims
-FEATURE_NAMES = tuple(vowel_feature_names())
 
 
 # --------------------------------------------------------------------------------------
@@ -338,7 +282,7 @@ def make_vowel_input(
     onset_range: Optional[tuple[int, int]] = None,
     offset_range: Optional[tuple[int, int]] = None,
     *,
-    columns: Optional[Sequence[int]] = PEER_COLUMNS,
+    columns: Optional[Sequence[int]],
     widths: Sequence[int] = DEFAULT_WIDTHS,
     outside_width: int = DEFAULT_OUTSIDE_WIDTH,
     name: str = "<cut>",
@@ -349,12 +293,12 @@ def make_vowel_input(
     Args:
         features: (T, C) acoustic frames (5 ms apart), finite (the AVD reader turns the
             peer's ``nan`` into 0).
-        min_dur, max_dur: searched durations ``t_e - t_b``, frames (peer: 9 and 91).
-        onset_range: ``(lo, hi)`` inclusive onset frames to search; default ``(0, T-1)``
-            (peer: ``(11, T-10)``; :func:`peer_ranges` computes it).
+        min_dur, max_dur: searched durations ``t_e - t_b``, frames.
+        onset_range: ``(lo, hi)`` inclusive onset frames to search; default ``(0, T-1)``.
         offset_range: ``(lo, hi)`` inclusive offset frames; default ``(0, T-1)``.
-        columns: the columns of ``features`` to use (default :data:`PEER_COLUMNS`, for the
-            peer's 20/22-column files); ``None`` uses every column.
+        columns: the columns of ``features`` to use (required, keyword-only: the right
+            selection depends on the features' layout - for the package's own acoustics
+            :data:`aligner.features.vowel_acoustics.VOWEL_COLUMNS`); ``None`` uses every column.
         widths: edge window widths, frames (each >= 1).
         outside_width: width of the windows outside the vowel that the inside-vs-outside
             features compare against, frames.
@@ -451,11 +395,6 @@ def normalise_cut(X, min_std: float = 1e-8) -> np.ndarray:
     return (X - X.mean(axis=0)) / np.where(std > min_std, std, 1.0)
 
 
-def peer_ranges(n_frames: int, margins: tuple[int, int] = PEER_SEARCH["onset_margins"]) -> tuple[int, int]:
-    """The peer's onset range ``(margins[0], T - margins[1])`` for a cut of ``n_frames``."""
-    return int(margins[0]), int(n_frames) - int(margins[1])
-
-
 # --------------------------------------------------------------------------------------
 # the decoder
 # --------------------------------------------------------------------------------------
@@ -501,8 +440,8 @@ class VowelTask(StructuredTask):
 
     Args:
         tau_on, tau_off: tolerances of the cost (orbit eq. 38), frames.
-        n_columns, n_widths: the feature layout (must match the inputs; default 16 and 3,
-            116 dims).
+        n_columns, n_widths: the feature layout (must match the inputs; default
+            :data:`DEFAULT_N_COLUMNS` = 16 and 3, 116 dims).
         prior: the :class:`DurationPrior` (fit it on training labels; default: the peer
             tutorial's moments).
         center, scale: (n_features,) standardisation arrays (default 0 and 1; see
@@ -514,7 +453,7 @@ class VowelTask(StructuredTask):
         self,
         tau_on: float = 0.0,
         tau_off: float = 0.0,
-        n_columns: int = len(PEER_COLUMNS),
+        n_columns: int = DEFAULT_N_COLUMNS,
         n_widths: int = len(DEFAULT_WIDTHS),
         prior: Optional[DurationPrior] = None,
         center: Optional[np.ndarray] = None,

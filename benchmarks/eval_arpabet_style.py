@@ -2,7 +2,7 @@
 """Boundary accuracy on ARPAbet-style transcripts, with and without the stop-closure split.
 
 Each TIMIT reference (``.phn``) is turned into what an ARPAbet user would write and when its
-phones start (:func:`arpabet_reference`); the utterance is aligned to those ARPAbet symbols
+phones start (:func:`aligner.alignment.references.arpabet_reference`); the utterance is aligned to those ARPAbet symbols
 with the given model twice - stops decoded as one phone, and split into closure + release
 (:mod:`aligner.alignment.stop_closures`) - and both are scored against the converted reference times
 with :func:`aligner.alignment.evaluation.score_alignments`.
@@ -15,87 +15,30 @@ models trained on speaker-disjoint folds, each tested on its own held-out speake
 Two rows per setting: every boundary (all phones but the first), and the starts of stops and
 affricates alone (where the split moves the boundary from the burst to the closure).
 
-    python scripts/eval_arpabet_style.py --model models/timit-alignment
+    python -m benchmarks.eval_arpabet_style --model models/timit-alignment
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from aligner.alignment.model import AlignmentModel, DurationStats  # noqa: E402
-from aligner.io.audio import SAMPLE_RATE, load_audio  # noqa: E402
-from aligner.io.corpus import find_utterances  # noqa: E402
-from aligner.alignment.evaluation import TOLERANCES_MS, score_alignments  # noqa: E402
-from aligner.features.mfcc import mfcc_features  # noqa: E402
-from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir  # noqa: E402
-from aligner.phonetics import get_phone_set, read_phn  # noqa: E402
-from aligner.alignment.stop_closures import CLOSURE_OF_STOP  # noqa: E402
+from aligner.alignment.model import AlignmentModel, DurationStats
+from aligner.alignment.references import arpabet_reference
+from aligner.io.audio import SAMPLE_RATE, load_audio
+from aligner.io.corpus import find_utterances
+from aligner.alignment.evaluation import TOLERANCES_MS, score_alignments
+from aligner.features.mfcc import mfcc_features
+from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
+from aligner.io.transcripts import read_phn
+from aligner.phonetics import get_phone_set
+from aligner.alignment.stop_closures import CLOSURE_OF_STOP
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
-
-#: TIMIT closure -> the stops/affricates it can be the closure of (``tcl ch``, ``dcl jh``).
-RELEASES_OF_CLOSURE: dict = {}
-for _stop, _closure in CLOSURE_OF_STOP.items():
-    RELEASES_OF_CLOSURE.setdefault(_closure, set()).add(_stop)
-#: TIMIT closure -> the stop an unreleased closure is written as in ARPAbet.
-STOP_OF_CLOSURE = {"bcl": "b", "dcl": "d", "gcl": "g", "pcl": "p", "tcl": "t", "kcl": "k"}
-#: TIMIT-only symbols -> ARPAbet (every other TIMIT symbol is ARPAbet already; ``q`` is dropped).
-TIMIT_TO_ARPABET = {
-    "ix": "ih", "ax": "ah", "ax-h": "ah", "axr": "er", "hv": "hh", "el": "l", "em": "m",
-    "en": "n", "nx": "n", "eng": "ng", "ux": "uw", "dx": "d",
-    "h#": "sil", "pau": "sil", "epi": "sil",
-}  # fmt: skip
-GLOTTAL_STOP = "q"
-
-
-def arpabet_reference(starts_s, labels) -> tuple:
-    """What an ARPAbet user writes for a TIMIT reference, and when each of those phones starts.
-
-    ``starts_s``: (K,) TIMIT phone start times in seconds; ``labels``: K TIMIT-61 symbols.
-    Returns ``(starts_s, symbols)`` (lower-case ARPAbet, ``sil`` for silences):
-
-    * a closure followed by its release (``dcl d``, ``tcl ch``, ``dcl jh``) is one phone, the
-      release's symbol, starting at the closure's start;
-    * a closure without its release (unreleased, or before another stop) becomes its stop;
-    * :data:`TIMIT_TO_ARPABET` maps TIMIT-only symbols (``dx`` -> ``d``, ``h#``/``pau``/``epi``
-      -> ``sil``, ...); consecutive silences become one ``sil``;
-    * the glottal stop ``q`` is dropped and its time given to the *next* phone (which starts at
-      the ``q``'s start: in TIMIT a ``q`` is the glottal onset of the following vowel); a final
-      ``q`` goes to the phone before it.
-    """
-    out_starts: list = []
-    out_symbols: list = []
-    pending_start = None  # start of a dropped q, taken by the next phone
-    i, n = 0, len(labels)
-    while i < n:
-        label, start = labels[i], float(starts_s[i])
-        if pending_start is not None:
-            start, pending_start = pending_start, None
-        if label == GLOTTAL_STOP:
-            pending_start = start
-            i += 1
-            continue
-        if label in RELEASES_OF_CLOSURE:
-            if i + 1 < n and labels[i + 1] in RELEASES_OF_CLOSURE[label]:
-                symbol, i = labels[i + 1], i + 2
-            else:
-                symbol, i = STOP_OF_CLOSURE[label], i + 1
-        else:
-            symbol, i = TIMIT_TO_ARPABET.get(label, label), i + 1
-        if symbol == "sil" and out_symbols and out_symbols[-1] == "sil":
-            continue  # one silence: the earlier one extends over this one
-        out_starts.append(start)
-        out_symbols.append(symbol)
-    return np.array(out_starts, float), out_symbols
-
 
 def stop_start_pairs(pairs_with_symbols: list) -> list:
     """``(ref, hyp)`` start-time pairs restricted to the starts of stops and affricates, each

@@ -11,14 +11,13 @@ Prints three figures:
 3. peak memory (max RSS, MB) of a fresh process aligning one ~60-second recording made by
    joining utterances of the corpus end to end (their transcripts joined likewise).
 
-    python scripts/bench_align_speed.py --jobs 2
+    python -m benchmarks.bench_align_speed --jobs 2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,6 @@ import numpy as np
 import soundfile as sf
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
 
 STARTUP = """
@@ -50,8 +48,7 @@ print(len(intervals), time.perf_counter() - t0, resource.getrusage(resource.RUSA
 
 
 def python(code: str) -> str:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"error: benchmark subprocess failed:\n{out.stderr}")
     return out.stdout.strip()
@@ -60,7 +57,7 @@ def python(code: str) -> str:
 def make_long_recording(data_dir: Path, seconds: float, out_dir: Path):
     """Join corpus utterances (and their .phn phones) until ``seconds`` of audio."""
     from aligner.io.corpus import find_utterances
-    from aligner.phonetics import read_phn
+    from aligner.io.transcripts import read_phn
 
     pieces, phones, total = [], [], 0.0
     for utt in find_utterances(data_dir):

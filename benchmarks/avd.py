@@ -1,6 +1,12 @@
-"""Reader for the AutoVowelDuration (AVD) feature and label format (Adi et al. 2016).
+"""The peer tool's (AutoVowelDuration, Adi et al. 2016) data format, for the benchmarks.
 
-The peer tool AutoVowelDuration stores one example as two text files:
+Not part of the installed package: the aligner computes its own vowel features
+(:mod:`aligner.features.vowel_acoustics`); this module reads the peer's feature and label
+files and holds the peer's column selection and search space, so that
+:mod:`benchmarks.bench_vowels_peer` (and the tests) can run the package's vowel task on the
+peer's own features.
+
+AutoVowelDuration stores one example as two text files:
 
 ``<id>.data``
     No header; one row per 5 ms frame (row ``f`` is time ``f * 5`` ms); values separated by
@@ -36,6 +42,11 @@ Both maps are affine per column, so cutting the frames ``[start, stop)`` out of 
 normalising those columns again over the cut gives exactly what the front end would have
 written for the shorter recording (up to the smoothing at the cut's edges); the other
 columns (classifier probabilities, cepstral distances, formants) are per frame and stay.
+
+**The peer's feature map** (:data:`PEER_COLUMNS`, :data:`PEER_SEARCH`, :func:`peer_ranges`).
+The peer's 116-dim map uses 16 of its columns (0-10, 13, 16-19); pass them as
+``make_vowel_input(..., columns=PEER_COLUMNS)``. The peer searches onsets in [11, T-10] and
+durations of 9-91 frames.
 """
 
 from __future__ import annotations
@@ -52,7 +63,25 @@ from aligner.io.transcripts import read_text
 PathLike = Union[str, Path]
 
 __all__ = ["read_avd_features", "read_avd_labels", "read_avd_list", "read_avd_example",
-           "crop_avd_example", "random_avd_crops", "PEER_ZSCORED_COLUMNS", "PEER_UNIT_COLUMNS"]
+           "crop_avd_example", "random_avd_crops", "PEER_ZSCORED_COLUMNS", "PEER_UNIT_COLUMNS",
+           "PEER_COLUMNS", "PEER_COLUMNS_NO_NASAL", "PEER_COLUMN_NAMES", "PEER_SEARCH", "peer_ranges"]
+
+#: the peer's columns its 116-feature map uses, in its 20/22-column files
+PEER_COLUMNS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 16, 17, 18, 19)
+
+#: :data:`PEER_COLUMNS` without the nasal probability (column 10), which is all-NaN (read as 0)
+#: in 14 of the 30 tutorial files (8 of the 20 training files)
+PEER_COLUMNS_NO_NASAL = tuple(c for c in PEER_COLUMNS if c != 10)
+
+#: names of :data:`PEER_COLUMNS` (``../shared/data/README.md``)
+PEER_COLUMN_NAMES = (
+    "short_term_energy", "total_energy", "low_energy", "high_energy", "wiener_entropy",
+    "autocorrelation", "pitch", "voicing", "zero_crossing", "vowel_prob", "nasal_prob",
+    "vowel_share", "cepstral_dist_1", "cepstral_dist_2", "cepstral_dist_3", "cepstral_dist_4",
+)
+
+#: the peer's search space (``../shared/data/README.md``): onsets in [11, T-10], durations 9-91
+PEER_SEARCH = {"min_dur": 9, "max_dur": 91, "onset_margins": (11, 10)}
 
 #: columns the peer's front end z-scores over each recording (energies, Wiener entropy,
 #: autocorrelation, zero-crossing rate)
@@ -238,3 +267,8 @@ def random_avd_crops(features, y, k: int, rng: np.random.Generator, before: int 
         stop = int(rng.integers(min(offset + after, T), T + 1))
         out.append(crop_avd_example(X, (onset, offset), start, stop))
     return out
+
+
+def peer_ranges(n_frames: int, margins: tuple[int, int] = PEER_SEARCH["onset_margins"]) -> tuple[int, int]:
+    """The peer's onset range ``(margins[0], T - margins[1])`` for a cut of ``n_frames``."""
+    return int(margins[0]), int(n_frames) - int(margins[1])

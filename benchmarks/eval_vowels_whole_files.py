@@ -5,7 +5,7 @@ Each file is measured as a user would: ``aligner vowels FILE`` with the whole fi
 search window. The reference is the one non-empty interval of the TextGrid's ``word`` tier (the
 manually marked vowel). Prints our onset, offset and duration errors in ms.
 
-    python scripts/eval_vowels_whole_files.py [--data ../shared/data/vowel-tutorial] [--model DIR]
+    python -m benchmarks.eval_vowels_whole_files [--data ../shared/data/vowel-tutorial] [--model DIR]
 """
 
 from __future__ import annotations
@@ -14,10 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from aligner import api  # noqa: E402
-from aligner.io.textgrids import read_interval_tier  # noqa: E402
+from aligner import api
+from aligner.io.textgrids import read_interval_tier
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"
 

@@ -7,27 +7,24 @@ other speakers, aligns the held-out speakers' utterances and writes their TextGr
 share of the utterance proportional to its class's mean duration) to ``OUT/baseline/``.
 Then scores both exactly as ``aligner evaluate CORPUS OUT/hyp`` does, and prints the figures.
 
-    python scripts/eval_alignment_cv.py --data ../shared/data/timit-sample --out runs/cv
+    python -m benchmarks.eval_alignment_cv --data ../shared/data/timit-sample --out runs/cv
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-from aligner.alignment.model import starts_to_intervals, times_to_intervals  # noqa: E402
-from aligner.io.corpus import find_utterances, speaker_folds  # noqa: E402
-from aligner.alignment.evaluation import evaluate_directories  # noqa: E402
-from aligner.io.textgrids import write_textgrid  # noqa: E402
-from aligner.alignment.training import load_utterances, train_alignment_model  # noqa: E402
+from aligner.alignment.model import starts_to_intervals, times_to_intervals
+from aligner.io.corpus import find_utterances, speaker_folds
+from aligner.alignment.evaluation import evaluate_directories
+from aligner.io.textgrids import write_textgrid
+from aligner.alignment.training import load_utterances, train_alignment_model
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 
@@ -72,7 +69,7 @@ def main(argv=None):
             train, args.trainer, json.loads(args.params), json.loads(args.classifier),
             n_folds=args.inner_folds, n_val_speakers=args.val_speakers, refine=not args.no_refine)
         histories.append({"fold": f, "test_speakers": test_speakers, "weights": model.weights.tolist(),
-                          "best_epoch": result.best_epoch, "seconds": round(time.perf_counter() - t0, 1)})
+                          "best_epoch": result.best_epoch_, "seconds": round(time.perf_counter() - t0, 1)})
         for d in test:
             scores = model.classifier.scores(d.frames)
             x = model.make_input(d.frames, d.classes, scores, name=d.name, symbols=d.symbols)

@@ -11,7 +11,7 @@ with its known phone sequence by a Viterbi pass over the classifier scores alone
 at least one frame, no duration model) and reports the share of phone boundaries within
 20 ms, with and without the division by the class priors.
 
-    python scripts/bench_classifier.py [--data DIR] [--json] [--n-components 2000] ...
+    python -m benchmarks.bench_classifier [--data DIR] [--json] [--n-components 2000] ...
 
 This is a benchmark, not a test; the data is read from ``../shared/data/timit-sample``
 next to the repository unless ``--data`` says otherwise and is never copied anywhere.
@@ -29,31 +29,18 @@ import numpy as np
 import soundfile as sf
 from threadpoolctl import threadpool_limits
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from aligner.features.frame_classifier import FrameClassifier  # noqa: E402
-from aligner.features.mfcc import (  # noqa: E402
+from aligner.features.frame_classifier import FrameClassifier
+from aligner.features.mfcc import (
     SAMPLE_RATE, boundary_time, mfcc_features, time_to_boundary_frame)
+from aligner.phonetics import CLASSES39, TIMIT61_TO_39
 
-try:  # the shared phone tables, when present
-    from aligner.phonetics import CLASSES39, TIMIT61_TO_39  # noqa: E402
-except ImportError:  # private fallback: Lee & Hon (1989) folding, q -> sil
-    _FOLD = {"ao": "aa", "ax": "ah", "ax-h": "ah", "axr": "er", "hv": "hh", "ix": "ih", "el": "l",
-             "em": "m", "en": "n", "nx": "n", "eng": "ng", "zh": "sh", "ux": "uw"}
-    for _p in "pcl tcl kcl bcl dcl gcl h# pau epi q".split():
-        _FOLD[_p] = "sil"
-    CLASSES39 = tuple(sorted(set("iy ih eh ae ah uw uh aa ey ay oy aw ow er l r w y m n ng ch jh "
-                                 "dh b d dx g p t k z v f th s sh hh".split()))) + ("sil",)
-    TIMIT61_TO_39 = None
+REPO = Path(__file__).resolve().parents[1]
 
 _INDEX = {c: i for i, c in enumerate(CLASSES39)}
 
 
 def fold39(label: str) -> int:
-    if TIMIT61_TO_39 is not None:
-        return _INDEX[TIMIT61_TO_39[label]]
-    return _INDEX[_FOLD.get(label, label)]
+    return _INDEX[TIMIT61_TO_39[label]]
 
 
 def load_sample(root: Path, warps: tuple = ()) -> list[dict]:

@@ -6,7 +6,7 @@ in a temporary directory (as a phonologist's folder of CVC recordings), then run
 :func:`aligner.api.measure_vowels` over the folder, as ``aligner vowels DIR -o OUT.csv --jobs N``
 does, with the CSV written too.
 
-    python scripts/bench_vowels_speed.py ../shared/data/timit-sample --jobs 2 [--repeat 3]
+    python -m benchmarks.bench_vowels_speed ../shared/data/timit-sample --jobs 2 [--repeat 3]
 
 Start-up = model load + worker start + numba warm-up; tokens/s = tokens / measuring wall time
 (audio reading, features, frame classifier, decoding, CSV): median and range over ``--repeat`` runs.
@@ -21,20 +21,17 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import soundfile as sf  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from aligner import api  # noqa: E402
 from aligner.io.audio import SAMPLE_RATE, load_audio  # noqa: E402
 from aligner.io.corpus import find_utterances  # noqa: E402
 from aligner.vowels.cvc import cvc_tokens  # noqa: E402
-from aligner.phonetics import read_phn  # noqa: E402
+from aligner.io.transcripts import read_phn  # noqa: E402
 
 
 def write_tokens(corpus: Path, out: Path) -> int:

@@ -5,7 +5,7 @@ K = 35 phones) and a 60 s recording (T = 6000, K = 700), both with max_frames ~ 
 time of ``decode_many`` with 100 weight vectors on the 3 s case, and the peak memory
 (RSS) of the 60 s decode. Usage::
 
-    python scripts/bench_decoder.py [--repeats 20] [--band FRAMES]
+    python -m benchmarks.bench_decoder [--repeats 20] [--band FRAMES]
 """
 
 from __future__ import annotations
@@ -15,12 +15,9 @@ import resource
 import sys
 import time
 
-from pathlib import Path
-
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
-from aligner.alignment.task import AlignmentTask, make_alignment_input  # noqa: E402
+from aligner.alignment.task import AlignmentTask, make_alignment_input
 
 
 def random_input(rng, T, K, P=39, D=42, band=None):
