@@ -1,10 +1,14 @@
 """The learning core's update rules, checked against hand-computed steps and analytic gradients."""
 
+import inspect
 import math
 
 import numpy as np
 import pytest
 from scipy.stats import norm
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
 
 from aligner.learn import (
     TRAINERS,
@@ -162,7 +166,7 @@ def test_orbit_noise_scale_step_and_gradient():
     np.testing.assert_allclose(got.ravel() - w, -0.5 * math.sqrt(2 * math.pi) * grad, rtol=1e-5, atol=1e-8)
     assert OrbitTrainer().noise_scale == 1.0  # the paper's unit noise by default
     with pytest.raises(ValueError, match="noise_scale"):
-        OrbitTrainer(noise_scale=0.0)
+        OrbitTrainer(noise_scale=0.0).fit(task, [X], [Y])
 
 
 @pytest.mark.parametrize("schedule, average", [("invsqrt", False), ("constant", True)])
@@ -177,8 +181,8 @@ def test_orbit_noise_scale_is_a_rescaling_of_w(schedule, average):
     common = dict(epochs=3, schedule=schedule, average=average, seed=2)
     a = OrbitTrainer(eta0=0.8, lam=0.05, noise_scale=s, **common).fit(task, X_, Y_, w0=w0)
     b = OrbitTrainer(eta0=0.8 / s, lam=0.05 * s, **common).fit(task, X_, Y_, w0=w0 / s)
-    np.testing.assert_allclose(a.w / s, b.w, rtol=1e-9, atol=1e-12)
-    assert [r.train_cost for r in a.history] == [r.train_cost for r in b.history]
+    np.testing.assert_allclose(a.w_ / s, b.w_, rtol=1e-9, atol=1e-12)
+    assert [r.train_cost for r in a.history_] == [r.train_cost for r in b.history_]
 
 
 def test_orbit_max_cost_caps_the_cost_in_the_step():
@@ -192,7 +196,7 @@ def test_orbit_max_cost_caps_the_cost_in_the_step():
         np.testing.assert_allclose(got, w + 0.2 * factor * used * u)
     assert OrbitTrainer().max_cost is None
     with pytest.raises(ValueError, match="max_cost"):
-        OrbitTrainer(max_cost=0.0)
+        OrbitTrainer(max_cost=0.0).fit(task, [X], [Y])
 
 
 class OneDimThreshold(StructuredTask):
@@ -237,7 +241,7 @@ def test_decodes_per_update(name, expected):
     # and as reported by a fit (from zeros, no warm start)
     params["init_epochs"] = 0
     result = make_trainer(name, epochs=2, **params).fit(task, [X, X + 1], [0, 2])
-    assert result.decodes_per_update == expected
+    assert result.decodes_per_update_ == expected
 
 
 def separable_problem(seed=0, n=60):
@@ -254,9 +258,9 @@ def test_every_trainer_learns_a_separable_problem(name):
     task = MulticlassTask(3, 3)
     params = {"n_samples": 20} if name == "probit" else {}
     result = make_trainer(name, epochs=8, eta0=0.5, seed=1, **params).fit(task, X_, Y_)
-    assert task.mean_cost(X_, Y_, result.w) <= 0.05
-    assert len(result.history) == 8
-    assert result.history[-1].train_cost == pytest.approx(task.mean_cost(X_, Y_, result.w))
+    assert task.mean_cost(X_, Y_, result.w_) <= 0.05
+    assert len(result.history_) == 8
+    assert result.history_[-1].train_cost == pytest.approx(task.mean_cost(X_, Y_, result.w_))
 
 
 def test_early_stopping_keeps_best_validation_weights():
@@ -267,9 +271,9 @@ def test_early_stopping_keeps_best_validation_weights():
     seen = []
     result = OrbitTrainer(epochs=6, eta0=0.3).fit(task, X_, Y_, Xv, flip, callback=seen.append)
     assert [r.epoch for r in seen] == list(range(1, 7))
-    val_costs = [r.val_cost for r in result.history]
-    assert task.mean_cost(Xv, flip, result.w) == pytest.approx(min(val_costs))
-    assert result.history[result.best_epoch - 1].val_cost == min(val_costs)
+    val_costs = [r.val_cost for r in result.history_]
+    assert task.mean_cost(Xv, flip, result.w_) == pytest.approx(min(val_costs))
+    assert result.history_[result.best_epoch_ - 1].val_cost == min(val_costs)
 
 
 def test_patience_stops_early():
@@ -277,15 +281,15 @@ def test_patience_stops_early():
     task = MulticlassTask(3, 3)
     # a validation set the model can never improve on after the first epoch
     result = PerceptronTrainer(epochs=20, patience=2).fit(task, X_, Y_, X_[:5], Y_[:5])
-    assert len(result.history) < 20
+    assert len(result.history_) < 20
 
 
 def test_fit_is_deterministic_per_seed():
     X_, Y_ = separable_problem()
     task = MulticlassTask(3, 3)
-    a = ProbitTrainer(epochs=2, n_samples=5, seed=4).fit(task, X_, Y_).w
-    b = ProbitTrainer(epochs=2, n_samples=5, seed=4).fit(task, X_, Y_).w
-    c = ProbitTrainer(epochs=2, n_samples=5, seed=5).fit(task, X_, Y_).w
+    a = ProbitTrainer(epochs=2, n_samples=5, seed=4).fit(task, X_, Y_).w_
+    b = ProbitTrainer(epochs=2, n_samples=5, seed=4).fit(task, X_, Y_).w_
+    c = ProbitTrainer(epochs=2, n_samples=5, seed=5).fit(task, X_, Y_).w_
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
@@ -302,7 +306,7 @@ def test_averaging_returns_mean_of_iterates():
             return w
 
     result = Recording(epochs=1, average=True).fit(task, X_, Y_)
-    np.testing.assert_allclose(result.w, np.mean(iterates, axis=0))
+    np.testing.assert_allclose(result.w_, np.mean(iterates, axis=0))
 
 
 def test_step_size_schedules():
@@ -310,15 +314,24 @@ def test_step_size_schedules():
     assert OrbitTrainer(eta0=2.0, schedule="constant").step_size(4) == 2.0
 
 
-def test_bad_parameters_are_rejected():
-    with pytest.raises(ValueError, match="schedule"):
-        OrbitTrainer(schedule="cosine")
-    with pytest.raises(ValueError, match="eps"):
-        DirectAwayTrainer(eps=-1.0)
+def test_bad_parameters_are_rejected_by_fit():
+    task = MulticlassTask(3, 3)
+    X_, Y_ = [np.ones(3)], [0]
+    # constructors only store (scikit-learn's rule); fit checks
+    bad = [(OrbitTrainer(schedule="cosine"), "schedule"), (DirectAwayTrainer(eps=-1.0), "eps"),
+           (SVMTrainer(epochs=0), "epochs"), (SVMTrainer(eta0=0.0), "eta0"), (SVMTrainer(lam=-1.0), "lam"),
+           (RampTrainer(init_epochs=-1), "init_epochs"), (ProbitTrainer(n_samples=1), "leave-one-out"),
+           (ProbitTrainer(baseline="mean"), "baseline"), (ProbitTrainer(noise_scale=-1.0), "noise_scale")]
+    for trainer, message in bad:
+        with pytest.raises(ValueError, match=message):
+            trainer.fit(task, X_, Y_)
+        assert not hasattr(trainer, "w_")
     with pytest.raises(ValueError, match="unknown trainer"):
         make_trainer("adam")
     with pytest.raises(ValueError, match="differ in length"):
-        OrbitTrainer().fit(MulticlassTask(3, 3), [np.ones(3)], [0, 1])
+        OrbitTrainer().fit(task, [np.ones(3)], [0, 1])
+    with pytest.raises(ValueError, match="w0 must have shape"):
+        OrbitTrainer().fit(task, X_, Y_, w0=np.zeros(4))
 
 
 def test_multiclass_task_rejects_bad_cost_matrix():
@@ -342,5 +355,83 @@ def test_warm_start_lets_ramp_learn():
     task = MulticlassTask(3, 3)
     cold = RampTrainer(epochs=5, eta0=0.5, init_epochs=0).fit(task, X_, Y_)
     warm = RampTrainer(epochs=5, eta0=0.5).fit(task, X_, Y_)
-    assert task.mean_cost(X_, Y_, warm.w) < task.mean_cost(X_, Y_, cold.w)
-    assert warm.updates == 6 * len(X_)  # 1 warm-start epoch + 5 epochs
+    assert task.mean_cost(X_, Y_, warm.w_) < task.mean_cost(X_, Y_, cold.w_)
+    assert warm.n_updates_ == 6 * len(X_)  # 1 warm-start epoch + 5 epochs
+
+
+# -- the estimator contract ---------------------------------------------------------------
+
+def _all_trainers():
+    """Every trainer class with some non-default parameters."""
+    return [make_trainer(name, epochs=3, eta0=0.25, seed=4, lam=1e-3) for name in TRAINERS]
+
+
+@pytest.mark.parametrize("trainer", _all_trainers(), ids=lambda t: t.name)
+def test_clone_keeps_params_and_drops_fitted_state(trainer):
+    X_, Y_ = separable_problem(n=12)
+    task = MulticlassTask(3, 3)
+    if trainer.name == "probit":
+        trainer.set_params(n_samples=4)
+    params = trainer.get_params()
+    assert trainer.fit(task, X_, Y_) is trainer  # fit returns the trainer itself
+    copy = clone(trainer)
+    assert type(copy) is type(trainer) and copy is not trainer
+    assert copy.get_params() == params
+    assert not hasattr(copy, "w_")
+    np.testing.assert_array_equal(copy.fit(task, X_, Y_).w_, trainer.w_)  # same params, same weights
+
+
+@pytest.mark.parametrize("name", sorted(TRAINERS))
+def test_constructor_params_are_explicit(name):
+    cls = TRAINERS[name]
+    sig = inspect.signature(cls.__init__)
+    assert not any(p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL) for p in sig.parameters.values())
+    names = set(cls().get_params())
+    assert {"epochs", "eta0", "schedule", "lam", "average", "seed", "patience", "eval_train",
+            "init_epochs"} <= names
+    assert cls.name == name
+
+
+def test_defaults_of_each_rule():
+    assert PerceptronTrainer().schedule == "constant" and SVMTrainer().schedule == "invsqrt"
+    assert RampTrainer().init_epochs == 1 and DirectAwayTrainer().init_epochs == 1
+    assert DirectTowardTrainer().init_epochs == 0 and ProbitTrainer().n_samples == 100
+
+
+def test_set_params_changes_the_fit():
+    X_, Y_ = separable_problem(n=20)
+    task = MulticlassTask(3, 3)
+    trainer = OrbitTrainer(epochs=2, eta0=0.5)
+    assert trainer.set_params(eta0=0.1, seed=3) is trainer
+    assert trainer.eta0 == 0.1 and trainer.get_params()["seed"] == 3
+    np.testing.assert_array_equal(trainer.fit(task, X_, Y_).w_,
+                                  OrbitTrainer(epochs=2, eta0=0.1, seed=3).fit(task, X_, Y_).w_)
+    with pytest.raises(ValueError, match="Invalid parameter"):
+        trainer.set_params(step=1.0)
+
+
+def test_unfitted_trainer_has_no_fitted_attributes():
+    trainer = SVMTrainer()
+    for attribute in ("w_", "history_", "best_epoch_", "n_decodes_", "n_updates_", "fit_seconds_",
+                      "update_seconds_", "epoch_weights_", "decodes_per_update_"):
+        assert not hasattr(trainer, attribute), attribute
+    with pytest.raises(NotFittedError):
+        check_is_fitted(trainer)
+
+
+def test_fitted_attributes():
+    X_, Y_ = separable_problem(n=15)
+    Xv, Yv = separable_problem(seed=5, n=10)
+    task = MulticlassTask(3, 3)
+    trainer = SVMTrainer(epochs=3, eta0=0.5).fit(task, X_, Y_, Xv, Yv, keep_epoch_weights=True)
+    check_is_fitted(trainer)
+    assert trainer.w_.shape == (9,) and len(trainer.history_) == 3 and 0 <= trainer.best_epoch_ <= 3
+    assert trainer.n_updates_ == 3 * 15 == trainer.history_[-1].updates
+    assert trainer.n_decodes_ == trainer.history_[-1].decodes
+    assert trainer.decodes_per_update_ == 1.0
+    assert trainer.fit_seconds_ >= trainer.update_seconds_ > 0
+    assert len(trainer.epoch_weights_) == 3
+    assert [d["epoch"] for d in trainer.history_dicts()] == [1, 2, 3]
+    # a refit replaces the fitted state
+    trainer.set_params(epochs=1).fit(task, X_, Y_)
+    assert len(trainer.history_) == 1 and trainer.epoch_weights_ is None

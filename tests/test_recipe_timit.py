@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from aligner.io.corpus import (
@@ -157,6 +158,10 @@ def test_recipe_end_to_end_on_a_tiny_sample(tmp_path):
     assert len(saved["splits"]) == 2
     for split in saved["splits"]:
         assert not set(split["test_speakers"]) & set(split["train_speakers"])
+        for trainer, report in split["trainers"].items():  # the grid point with the lowest validation cost
+            assert [g["params"] for g in report["grid"]] == grid_points(GRIDS["quick"][trainer])
+            costs = [g["val_cost"] for g in report["grid"]]
+            assert report["chosen"] == report["grid"][costs.index(min(costs))]["params"]
     for trainer, r in results["summary"].items():
         assert r["n_utterances"] == 4 * 2  # every test utterance of both folds, scored once per seed
         assert len(r["within_20ms"]["values"]) == 2
@@ -185,7 +190,20 @@ def test_prepare_weight_training_with_a_separate_classifier_part():
     assert prepared.validation_speakers == [speakers[2]]
     assert {weight_part[i].speaker for i in prepared.train_idx} == {speakers[3]}
     assert len(prepared.inputs) == len(weight_part)
-    model, result = fit_weights(prepared, "orbit", {"epochs": 1, "eval_train": False})
+    model, trainer = fit_weights(prepared, "orbit", {"epochs": 1, "eval_train": False})
     assert model.classifier is prepared.classifier
-    assert result.updates == len(prepared.train_idx)
+    assert trainer.n_updates_ == len(prepared.train_idx)
+    assert model.weights is trainer.w_ and model.training["trainer"] == "orbit"
+    # an unfitted trainer instead of a name: fitted as given (no defaults merged), in place
+    from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, weights_model
+    from aligner.learn import make_trainer
+
+    same = make_trainer("orbit", **dict(DEFAULT_TRAINER_PARAMS, epochs=1, eval_train=False))
+    again, fitted = fit_weights(prepared, same, refine=False)
+    assert fitted is same and again.refiner is None
+    np.testing.assert_array_equal(again.weights, trainer.w_)
+    assert model.training["trainer_params"] == again.training["trainer_params"] == same.get_params()
+    rebuilt = weights_model(prepared, fitted, refine=False)
+    np.testing.assert_array_equal(rebuilt.weights, trainer.w_)
+    assert rebuilt.training["best_epoch"] == fitted.best_epoch_
     assert model.training["classifier_folds"] == 0

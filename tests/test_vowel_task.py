@@ -8,31 +8,33 @@ import pytest
 from scipy import stats
 
 from aligner.errors import AlignmentError, FeatureError
-from aligner.features.avd import (
-    PEER_UNIT_COLUMNS,
-    PEER_ZSCORED_COLUMNS,
-    crop_avd_example,
-    random_avd_crops,
-    read_avd_example,
-    read_avd_features,
-    read_avd_labels,
-    read_avd_list,
-)
+from aligner.features.vowel_acoustics import COLUMN_NAMES, VOWEL_COLUMNS
 from aligner.learn import make_trainer
 from aligner.learn.costs import onset_offset_cost
 from aligner.vowels.task import (
-    FEATURE_NAMES,
-    PEER_COLUMNS,
-    PEER_COLUMNS_NO_NASAL,
-    PEER_SEARCH,
+    DEFAULT_N_COLUMNS,
     DurationPrior,
     VowelTask,
     fit_vowel_task,
     make_vowel_input,
     n_vowel_features,
     normalise_cut,
-    peer_ranges,
     vowel_feature_names,
+)
+from benchmarks.avd import (
+    PEER_COLUMN_NAMES,
+    PEER_COLUMNS,
+    PEER_COLUMNS_NO_NASAL,
+    PEER_SEARCH,
+    PEER_UNIT_COLUMNS,
+    PEER_ZSCORED_COLUMNS,
+    crop_avd_example,
+    peer_ranges,
+    random_avd_crops,
+    read_avd_example,
+    read_avd_features,
+    read_avd_labels,
+    read_avd_list,
 )
 
 VOWELS = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"
@@ -82,6 +84,8 @@ def brute_force(task, x, w, y=None, eps=0.0):
 
 def test_default_layout_is_116():
     assert n_vowel_features() == 116
+    assert DEFAULT_N_COLUMNS == len(VOWEL_COLUMNS) == len(PEER_COLUMNS) == len(PEER_COLUMN_NAMES)
+    FEATURE_NAMES = tuple(vowel_feature_names([COLUMN_NAMES[c] for c in VOWEL_COLUMNS]))
     assert len(FEATURE_NAMES) == 116 == len(set(FEATURE_NAMES))
     assert VowelTask().n_features == 116
     assert FEATURE_NAMES[0] == "onset_edge_short_term_energy_10ms"
@@ -293,7 +297,11 @@ def test_short_cut_raises_clear_error():
 
 def test_input_validation():
     with pytest.raises(FeatureError, match="5 columns but the selection needs column 19"):
-        make_vowel_input(np.zeros((100, 5)), 9, 91)
+        make_vowel_input(np.zeros((100, 5)), 9, 91, columns=PEER_COLUMNS)
+    with pytest.raises(FeatureError, match="5 columns but the selection needs column 17"):
+        make_vowel_input(np.zeros((100, 5)), 9, 91, columns=VOWEL_COLUMNS)
+    with pytest.raises(TypeError, match="columns"):  # no default layout: the caller says which
+        make_vowel_input(np.zeros((100, 22)), 9, 91)
     bad = np.zeros((100, 3))
     bad[4, 1] = np.nan
     with pytest.raises(FeatureError, match="frame 4"):
@@ -402,7 +410,7 @@ def test_real_files():
         feats, y = read_avd_example(data, labels)
         assert np.isfinite(feats).all()
         X.append(make_vowel_input(feats, PEER_SEARCH["min_dur"], PEER_SEARCH["max_dur"],
-                                  peer_ranges(len(feats)), name=str(data)))
+                                  peer_ranges(len(feats)), columns=PEER_COLUMNS, name=str(data)))
         Y.append(np.array(y))
     assert n_all_nan == 14  # the README: nasal probability all-NaN in 14 of 30 files
     bad, y_bad = read_avd_example(VOWELS / "wav" / "ex_bad.data", VOWELS / "wav" / "ex_bad.labels")
@@ -414,7 +422,7 @@ def test_real_files():
         assert np.all(np.isfinite(task.phi(x, y)))
     # a few perceptron epochs already beat a 100-frame error on the training set
     result = make_trainer("perceptron", epochs=3, eval_train=False).fit(task, X[:20], Y[:20])
-    assert task.mean_cost(X[:20], Y[:20], result.w) < 10.0
+    assert task.mean_cost(X[:20], Y[:20], result.w_) < 10.0
 
 
 # --------------------------------------------------------------------------------------
@@ -480,11 +488,7 @@ def test_no_nasal_columns():
 
 
 def _bench():
-    import importlib.util
-    path = Path(__file__).resolve().parents[1] / "scripts" / "bench_vowels_peer.py"
-    spec = importlib.util.spec_from_file_location("bench_vowels_peer", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    import benchmarks.bench_vowels_peer as mod
     return mod
 
 
@@ -497,7 +501,7 @@ def test_bench_folds_keep_the_cuts_of_an_example_on_one_side():
     for i in range(10):
         feats = rng.normal(size=(100, 22))
         cuts = [(feats, (40, 60))] + random_avd_crops(feats, (40, 60), 3, rng)
-        groups.append([(make_vowel_input(f, 9, 40, name=f"ex{i}#{j}"), np.array(y)) for j, (f, y) in enumerate(cuts)])
+        groups.append([(make_vowel_input(f, 9, 40, columns=PEER_COLUMNS, name=f"ex{i}#{j}"), np.array(y)) for j, (f, y) in enumerate(cuts)])
     args = types.SimpleNamespace(cv_repeats=2, folds=5, seed=0, crops=2, val_crops=1, tau_on=0.0, tau_off=0.0, jobs=1)
     folds = bench.make_folds(groups, args, "full")
     assert len(folds) == 10

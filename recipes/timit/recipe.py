@@ -11,9 +11,10 @@ Steps (each a call into the library; no trainer is treated specially here):
    speaker folds (:func:`aligner.io.corpus.speaker_folds`), each fold's test speakers in turn;
 2. per split, the frame classifier and the weight-training inputs once
    (:func:`aligner.alignment.training.prepare_weight_training`);
-3. per trainer, every point of its grid (:data:`GRIDS`) fitted with seed 0 by
-   :func:`aligner.alignment.training.fit_weights`; the point with the lowest validation cost wins and
-   is refitted with the other seeds;
+3. per trainer, every point of its grid (:data:`GRIDS`) fitted with seed 0 from the initial
+   weights, early-stopped and scored on the validation speakers
+   (:class:`aligner.learn.ValidationSearch`); the point with the lowest validation cost wins and
+   is refitted with the other seeds (:func:`aligner.alignment.training.fit_weights`);
 4. every fit aligns the test speakers (boundaries on the 10 ms grid: the sub-frame refinement
    of :mod:`aligner.alignment.refinement` is left out, as it is the same for every trainer);
    the boundaries are scored in seconds against the
@@ -35,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import clone
 
 from aligner.alignment.model import AlignmentModel
 from aligner.io.corpus import (
@@ -47,15 +49,17 @@ from aligner.io.corpus import (
 from aligner.errors import AlignerError
 from aligner.alignment.evaluation import TOLERANCES_MS, score_alignments
 from aligner.features.mfcc import phone_start_times
-from aligner.learn import TRAINERS
-from aligner.phonetics import read_phn
+from aligner.learn import TRAINERS, ValidationSearch, make_trainer
+from aligner.io.transcripts import read_phn
 from aligner.alignment.task import AlignmentTask
 from aligner.alignment.training import (
+    DEFAULT_TRAINER_PARAMS,
     DEFAULT_WARPS,
     INITIAL_WEIGHTS,
     fit_weights,
     load_utterances,
     prepare_weight_training,
+    weights_model,
 )
 
 #: Trainer options shared by every grid point: constant step, averaged iterates, early
@@ -252,6 +256,8 @@ def run_recipe(corpus: Path, out_dir: Path, quick: bool = False, trainers=None, 
         test_refs = [reference_starts_s(u) for u, _ in test]
         initial = AlignmentModel(prepared.classifier, prepared.durations, INITIAL_WEIGHTS)
         initial_pairs.extend(zip(test_refs, [predicted_starts_s(initial, x, d) for x, (_, d) in zip(test_inputs, test)]))
+        train_X = [prepared.inputs[i] for i in prepared.train_idx]
+        train_Y = [prepared.data[i].y for i in prepared.train_idx]
         val_X = [prepared.inputs[i] for i in prepared.val_idx]
         val_Y = [prepared.data[i].y for i in prepared.val_idx]
         log(f"{split['name']}: classifier and weight-training inputs in {prepared.seconds:.1f} s "
@@ -262,37 +268,37 @@ def run_recipe(corpus: Path, out_dir: Path, quick: bool = False, trainers=None, 
                   "classifier_speakers": sorted({d.speaker for d in classifier_data}),
                   "preparation_seconds": round(prepared.seconds, 2), "trainers": {}}
         for trainer in trainers:
-            base = dict(BASE_PARAMS, epochs=settings["epochs"], patience=settings["patience"])
+            base = make_trainer(trainer, **dict(DEFAULT_TRAINER_PARAMS, **BASE_PARAMS, epochs=settings["epochs"],
+                                                patience=settings["patience"], seed=0))
+            points = grid_points(grids[trainer])
             tg = time.perf_counter()
-            candidates = []
-            for point in grid_points(grids[trainer]):
-                params = dict(base, **point, seed=0)
-                model, result = fit_weights(prepared, trainer, params, task_params, refine=False)
-                val_cost = task.mean_cost(val_X, val_Y, result.w) if val_X else float("nan")
-                candidates.append({"params": point, "val_cost": val_cost, "model": model, "result": result})
-            best = min(candidates, key=lambda c: (np.nan_to_num(c["val_cost"], nan=np.inf)))
+            search = ValidationSearch([clone(base).set_params(**point) for point in points]).fit(
+                task, train_X, train_Y, val_X, val_Y, w0=INITIAL_WEIGHTS)
             grid_seconds[trainer] += time.perf_counter() - tg
-            chosen = dict(base, **best["params"])
+            best = {"params": points[search.best_index_],
+                    "val_cost": search.candidate_results_[search.best_index_]["val_cost_mean"]}
             per_seed = []
             for seed in range(settings["seeds"]):
                 if seed == 0:
-                    model, result = best["model"], best["result"]
+                    result = search.best_estimator_
+                    model = weights_model(prepared, result, refine=False)
                 else:
-                    model, result = fit_weights(prepared, trainer, dict(chosen, seed=seed), task_params,
-                                                refine=False)
+                    model, result = fit_weights(prepared, clone(search.best_estimator_).set_params(seed=seed),
+                                                task_params=task_params, refine=False)
                 predicted = [predicted_starts_s(model, x, d) for x, (_, d) in zip(test_inputs, test)]
                 pairs[trainer][seed].extend(zip(test_refs, predicted))
-                fit = {"seconds": result.seconds, "update_seconds": result.update_seconds,
-                       "decodes": result.decodes, "updates": result.updates,
-                       "decodes_per_update": result.decodes_per_update, "best_epoch": result.best_epoch,
-                       "weights": result.w.tolist()}
+                fit = {"seconds": result.fit_seconds_, "update_seconds": result.update_seconds_,
+                       "decodes": result.n_decodes_, "updates": result.n_updates_,
+                       "decodes_per_update": result.decodes_per_update_, "best_epoch": result.best_epoch_,
+                       "weights": result.w_.tolist()}
                 fits[trainer][seed].append(fit)
                 per_seed.append(fit)
                 if save_models and seed == 0:
                     saved_models[trainer] = model
             report["trainers"][trainer] = {
                 "chosen": best["params"],
-                "grid": [{"params": c["params"], "val_cost": c["val_cost"]} for c in candidates],
+                "grid": [{"params": point, "val_cost": c["val_cost_mean"]}
+                         for point, c in zip(points, search.candidate_results_)],
                 "fits": per_seed}
             scores = score_alignments(pairs[trainer][0][-len(test):])
             log(f"{split['name']} {trainer}: chose {best['params']} (validation cost "

@@ -1,22 +1,32 @@
-"""Structured trainers: one class per update rule, one shared training loop (SPEC section 2).
+"""Structured trainers as scikit-learn estimators: one class per update rule, one shared loop (SPEC section 2).
 
-Every trainer is a plain-parameter estimator in the scikit-learn manner::
+A trainer is an estimator in scikit-learn's sense. Its constructor takes keyword parameters
+and only stores them, so ``get_params``, ``set_params`` and :func:`sklearn.base.clone` work
+and a trainer can be copied with other parameters; the parameters are checked when
+:meth:`Trainer.fit` runs. ``fit`` returns the trainer, which then holds its fitted state in
+attributes ending in an underscore::
 
     trainer = OrbitTrainer(epochs=10, eta0=0.5, lam=1e-3, seed=0)
-    result = trainer.fit(task, X, Y, X_val, Y_val)
-    result.w, result.history
+    trainer.fit(task, X, Y, X_val, Y_val)
+    trainer.w_, trainer.history_, trainer.best_epoch_, trainer.decodes_per_update_
 
-``task`` is any :class:`~aligner.learn.task.StructuredTask`; the trainer only calls
-``phi``, ``decode``, ``decode_augmented``, ``decode_many`` and ``cost``.
+``task`` is any :class:`~aligner.learn.task.StructuredTask`; a trainer only calls
+``phi``, ``decode``, ``decode_augmented``, ``decode_many``, ``cost`` and ``mean_cost``.
 
-The loop (:meth:`Trainer.fit`) runs stochastic (sub)gradient steps over the examples
-in a fresh random order each epoch, with step size ``eta_t = eta0 / sqrt(t)``
-(``schedule="invsqrt"``, t counts updates from 1) or ``eta0`` (``"constant"``), an
-optional L2 penalty ``lam`` (the factor ``1 - eta_t * lam`` shrinks ``w`` at each
-step), optional averaging of the weight iterates, and early stopping on a
-validation set's mean cost (the best weights seen at an epoch end are kept). Decodes
-are counted by wrapping the task in :class:`~aligner.learn.task.CountingTask`, so
-the reported decodes per update are measured.
+Classes. :class:`Trainer` is the fit contract shared by every trainer: it checks the data,
+runs the subclass's epochs, evaluates the weights at every epoch end on the validation set
+(and the training set), keeps the best of them and sets the fitted attributes.
+:class:`OnlineTrainer` is the trainer of a per-example update rule, the seven subclasses
+below; :class:`~aligner.learn.ensemble.SeedAveragedTrainer` is a trainer whose epoch-end
+weights are the mean of several online trainers' runs.
+
+The online loop runs stochastic (sub)gradient steps over the examples in a fresh random
+order each epoch, with step size ``eta_t = eta0 / sqrt(t)`` (``schedule="invsqrt"``, t
+counts updates from 1) or ``eta0`` (``"constant"``), an optional L2 penalty ``lam`` (the
+factor ``1 - eta_t * lam`` shrinks ``w`` at each step), optional averaging of the weight
+iterates, and early stopping on a validation set's mean cost (the best weights seen at an
+epoch end are kept). Decodes are counted by wrapping the task in
+:class:`~aligner.learn.task.CountingTask`, so the reported decodes per update are measured.
 
 Update rules (one example, ``y_hat = decode(x, w)``, ``eta = eta_t``):
 
@@ -39,10 +49,11 @@ orbit's ``c`` is ``max_cost``, default none).
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
+from sklearn.base import BaseEstimator
 
 from aligner.learn.task import CountingTask, StructuredTask
 
@@ -62,30 +73,139 @@ class EpochRecord:
     update_seconds: float  #: wall time spent in updates so far, seconds
 
 
-@dataclass
-class FitResult:
-    """Weights and history of a fit."""
+class EpochEnd(NamedTuple):
+    """The state a trainer's epochs reach at one epoch end (epoch 0: the starting weights)."""
 
-    w: np.ndarray
-    history: list = field(default_factory=list)
-    best_epoch: int = 0  #: epoch (1-based) whose weights ``w`` are; 0 means the initial weights
-    decodes: int = 0
-    updates: int = 0
-    seconds: float = 0.0
-    update_seconds: float = 0.0
-    #: the returned weights at every epoch end, in order (only with ``fit(keep_epoch_weights=True)``)
-    epoch_weights: Optional[list] = None
+    epoch: int
+    w: np.ndarray  #: the weights the epoch returns (averaged ones if the trainer averages)
+    decodes: int  #: decodes used by updates so far
+    updates: int  #: updates so far
+    update_seconds: float  #: wall time spent in updates so far, seconds
+
+
+class Trainer(BaseEstimator):
+    """The fit contract of every trainer: epochs, then the best epoch-end weights.
+
+    A subclass implements :meth:`_epoch_ends` (the training itself, as the weights at every
+    epoch end) and :meth:`_check_params`; :meth:`fit` evaluates and selects. Fitted
+    attributes (set by :meth:`fit`):
+
+    ``w_``
+        the weights with the lowest validation cost at an epoch end (the starting weights
+        count as epoch 0); without a validation set, the last epoch's.
+    ``history_``
+        one :class:`EpochRecord` per epoch run.
+    ``best_epoch_``
+        the epoch (1-based) whose weights ``w_`` are; 0 means the starting weights.
+    ``n_decodes_``, ``n_updates_``
+        decodes used by the updates and updates made (warm-start ones included).
+    ``fit_seconds_``, ``update_seconds_``
+        wall time of the fit (evaluation included) and of the updates alone, seconds.
+    ``epoch_weights_``
+        the weights of every epoch end, in order, with ``fit(keep_epoch_weights=True)``; else None.
+    """
+
+    name = "trainer"
+
+    # -- what a subclass implements ------------------------------------------------------
+    def _check_params(self) -> None:
+        """Raise ``ValueError`` for a bad parameter (called at the start of :meth:`fit`)."""
+
+    def _epoch_ends(self, task: StructuredTask, X: Sequence, Y: Sequence, w0: Optional[np.ndarray],
+                    start: float) -> Iterator[EpochEnd]:
+        """Train on ``(X, Y)`` from ``w0`` (None: the trainer's own start), yielding the start
+        (epoch 0) and then every epoch end. ``start`` is the ``time.perf_counter()`` of the fit's
+        beginning. The caller may stop iterating early (patience)."""
+        raise NotImplementedError
+
+    def _evaluates_train_cost(self) -> bool:
+        """Whether :meth:`fit` records the mean training cost at every epoch end."""
+        return True
+
+    def _patience(self) -> Optional[int]:
+        """Epochs without a validation improvement after which :meth:`fit` stops (None: never)."""
+        return None
+
+    # -- the shared fit ------------------------------------------------------------------
+    def fit(
+        self,
+        task: StructuredTask,
+        X: Sequence,
+        Y: Sequence,
+        X_val: Optional[Sequence] = None,
+        Y_val: Optional[Sequence] = None,
+        w0: Optional[np.ndarray] = None,
+        callback: Optional[Callable[[EpochRecord], None]] = None,
+        keep_epoch_weights: bool = False,
+    ) -> "Trainer":
+        """Train on ``(X, Y)``; early-stop on ``(X_val, Y_val)`` if given. Returns ``self``.
+
+        ``w0`` is the starting weights (default zeros). ``callback(record)`` is called after
+        every epoch with its :class:`EpochRecord` (use it for progress bars or logging). With
+        ``keep_epoch_weights`` the weights of every epoch end are kept in ``epoch_weights_``
+        (averaged ones if the trainer averages).
+        """
+        self._check_params()
+        if len(X) != len(Y):
+            raise ValueError(f"X and Y differ in length: {len(X)} vs {len(Y)}")
+        if len(X) == 0:
+            raise ValueError("no training examples")
+        start = time.perf_counter()
+        if w0 is not None:
+            w0 = np.array(w0, dtype=float)
+            if w0.shape != (task.n_features,):
+                raise ValueError(f"w0 must have shape ({task.n_features},), got {w0.shape}")
+        has_val = X_val is not None and len(X_val) > 0
+        eval_train = self._evaluates_train_cost()
+        patience = self._patience()
+        epoch_ends = self._epoch_ends(task, X, Y, w0, start)
+
+        last = next(epoch_ends)
+        best_w = last.w.copy()
+        best_val = task.mean_cost(X_val, Y_val, last.w) if has_val else float("inf")
+        best_epoch = 0
+        history = []
+        epoch_weights = [] if keep_epoch_weights else None
+        stale = 0
+        for last in epoch_ends:
+            if epoch_weights is not None:
+                epoch_weights.append(last.w.copy())
+            train_cost = task.mean_cost(X, Y, last.w) if eval_train else float("nan")
+            val_cost = task.mean_cost(X_val, Y_val, last.w) if has_val else float("nan")
+            record = EpochRecord(last.epoch, train_cost, val_cost, last.decodes, last.updates,
+                                 time.perf_counter() - start, last.update_seconds)
+            history.append(record)
+            if callback is not None:
+                callback(record)
+            if not has_val or val_cost < best_val:
+                best_val, best_w, best_epoch, stale = val_cost, last.w.copy(), last.epoch, 0
+            else:
+                stale += 1
+                if patience is not None and stale >= patience:
+                    break
+        epoch_ends.close()
+        self.w_ = best_w
+        self.history_ = history
+        self.best_epoch_ = best_epoch
+        self.n_decodes_ = last.decodes
+        self.n_updates_ = last.updates
+        self.fit_seconds_ = time.perf_counter() - start
+        self.update_seconds_ = last.update_seconds
+        self.epoch_weights_ = epoch_weights
+        return self
 
     @property
-    def decodes_per_update(self) -> float:
-        return self.decodes / self.updates if self.updates else float("nan")
+    def decodes_per_update_(self) -> float:
+        """Decodes per update of the fit (nan if it made no update)."""
+        return self.n_decodes_ / self.n_updates_ if self.n_updates_ else float("nan")
 
     def history_dicts(self) -> list:
-        return [asdict(r) for r in self.history]
+        """``history_`` as a list of plain dicts (for JSON)."""
+        return [asdict(r) for r in self.history_]
 
 
-class Trainer:
-    """Shared training loop; subclasses implement :meth:`update`.
+class OnlineTrainer(Trainer):
+    """The trainer of a per-example update rule; subclasses implement :meth:`update`.
 
     Parameters
     ----------
@@ -101,14 +221,15 @@ class Trainer:
     init_epochs : epochs of the structural SVM (a convex surrogate) run first to initialise ``w``
         when no ``w0`` is given. Ramp and away-from-worse direct loss need it: at ``w = 0`` every
         decode ties, and neither rule ever moves ``w`` toward the true output, so from zero they
-        do not learn. Those updates and decodes count in the result; the history records only
-        the rule's own epochs.
+        do not learn. Those updates and decodes count in the fitted totals; the history records
+        only the rule's own epochs.
     """
 
-    name = "trainer"
+    name = "online"
 
     def __init__(
         self,
+        *,
         epochs: int = 10,
         eta0: float = 1.0,
         schedule: str = "invsqrt",
@@ -119,14 +240,6 @@ class Trainer:
         eval_train: bool = True,
         init_epochs: int = 0,
     ):
-        if schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
-        if epochs < 1:
-            raise ValueError(f"epochs must be >= 1, got {epochs}")
-        if eta0 <= 0:
-            raise ValueError(f"eta0 must be > 0, got {eta0}")
-        if lam < 0:
-            raise ValueError(f"lam must be >= 0, got {lam}")
         self.epochs = epochs
         self.eta0 = eta0
         self.schedule = schedule
@@ -135,26 +248,25 @@ class Trainer:
         self.seed = seed
         self.patience = patience
         self.eval_train = eval_train
-        if init_epochs < 0:
-            raise ValueError(f"init_epochs must be >= 0, got {init_epochs}")
         self.init_epochs = init_epochs
 
-    # -- parameters, scikit-learn style -------------------------------------------------
-    def get_params(self) -> dict:
-        import inspect
+    def _check_params(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.eta0 <= 0:
+            raise ValueError(f"eta0 must be > 0, got {self.eta0}")
+        if self.lam < 0:
+            raise ValueError(f"lam must be >= 0, got {self.lam}")
+        if self.init_epochs < 0:
+            raise ValueError(f"init_epochs must be >= 0, got {self.init_epochs}")
 
-        names = []
-        for klass in type(self).__mro__:
-            if klass is object:
-                continue
-            sig = inspect.signature(klass.__init__)
-            names += [name for name, p in sig.parameters.items()
-                      if name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD and name not in names]
-        return {n: getattr(self, n) for n in names}
+    def _evaluates_train_cost(self) -> bool:
+        return bool(self.eval_train)
 
-    def __repr__(self) -> str:
-        params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({params})"
+    def _patience(self) -> Optional[int]:
+        return self.patience
 
     # -- the rule ---------------------------------------------------------------------
     def step_size(self, t: int) -> float:
@@ -179,54 +291,21 @@ class Trainer:
         return w_new
 
     # -- the loop -----------------------------------------------------------------------
-    def fit(
-        self,
-        task: StructuredTask,
-        X: Sequence,
-        Y: Sequence,
-        X_val: Optional[Sequence] = None,
-        Y_val: Optional[Sequence] = None,
-        w0: Optional[np.ndarray] = None,
-        callback: Optional[Callable[[EpochRecord], None]] = None,
-        keep_epoch_weights: bool = False,
-    ) -> FitResult:
-        """Train on ``(X, Y)``; early-stop on ``(X_val, Y_val)`` if given.
-
-        ``callback(record)`` is called after every epoch with its :class:`EpochRecord`
-        (use it for progress bars or logging). Returns a :class:`FitResult` whose ``w`` is
-        the weight vector with the lowest validation cost at an epoch end (the last one
-        without a validation set). With ``keep_epoch_weights`` the result also holds the
-        weights of every epoch end (``epoch_weights``; averaged ones if ``average``).
-        """
-        if len(X) != len(Y):
-            raise ValueError(f"X and Y differ in length: {len(X)} vs {len(Y)}")
-        if len(X) == 0:
-            raise ValueError("no training examples")
-        has_val = X_val is not None and len(X_val) > 0
+    def _epoch_ends(self, task, X, Y, w0, start):
         rng = np.random.default_rng(self.seed)
         counter = CountingTask(task)
-        start = time.perf_counter()
-        w = np.zeros(task.n_features) if w0 is None else np.array(w0, dtype=float)
-        if w.shape != (task.n_features,):
-            raise ValueError(f"w0 must have shape ({task.n_features},), got {w.shape}")
+        w = np.zeros(task.n_features) if w0 is None else w0
         n_init_decodes = n_init_updates = 0
         if w0 is None and self.init_epochs:
             init = SVMTrainer(epochs=self.init_epochs, eta0=self.eta0, schedule=self.schedule,
-                              lam=self.lam, seed=self.seed, eval_train=False)
-            init_result = init.fit(task, X, Y)
-            w = init_result.w
-            n_init_decodes, n_init_updates = init_result.decodes, init_result.updates
+                              lam=self.lam, seed=self.seed, eval_train=False).fit(task, X, Y)
+            w = init.w_
+            n_init_decodes, n_init_updates = init.n_decodes_, init.n_updates_
         counter.augmented_decodes = n_init_decodes
         w_sum = np.zeros_like(w)
         t = 0
         update_seconds = time.perf_counter() - start
-
-        best_w = w.copy()
-        best_val = task.mean_cost(X_val, Y_val, w) if has_val else float("inf")
-        best_epoch = 0
-        history = []
-        epoch_weights = [] if keep_epoch_weights else None
-        stale = 0
+        yield EpochEnd(0, w, counter.total, n_init_updates, update_seconds)
         for epoch in range(1, self.epochs + 1):
             order = rng.permutation(len(X))
             t0 = time.perf_counter()
@@ -240,26 +319,10 @@ class Trainer:
                 raise FloatingPointError(
                     f"{self.name}: weights became non-finite in epoch {epoch}; lower eta0")
             w_out = w_sum / t if self.average else w
-            if epoch_weights is not None:
-                epoch_weights.append(w_out.copy())
-            train_cost = task.mean_cost(X, Y, w_out) if self.eval_train else float("nan")
-            val_cost = task.mean_cost(X_val, Y_val, w_out) if has_val else float("nan")
-            record = EpochRecord(epoch, train_cost, val_cost, counter.total, t + n_init_updates,
-                                 time.perf_counter() - start, update_seconds)
-            history.append(record)
-            if callback is not None:
-                callback(record)
-            if not has_val or val_cost < best_val:
-                best_val, best_w, best_epoch, stale = val_cost, w_out.copy(), epoch, 0
-            else:
-                stale += 1
-                if self.patience is not None and stale >= self.patience:
-                    break
-        return FitResult(best_w, history, best_epoch, counter.total, t + n_init_updates,
-                         time.perf_counter() - start, update_seconds, epoch_weights)
+            yield EpochEnd(epoch, w_out, counter.total, t + n_init_updates, update_seconds)
 
 
-class PerceptronTrainer(Trainer):
+class PerceptronTrainer(OnlineTrainer):
     """Structured perceptron (chapter eq. 1.5): ``w += eta (phi(y) - phi(y_hat))``.
 
     Defaults to the classic constant step 1 with no regularisation.
@@ -267,14 +330,28 @@ class PerceptronTrainer(Trainer):
 
     name = "perceptron"
 
-    def __init__(self, epochs=10, eta0=1.0, schedule="constant", lam=0.0, **kw):
-        super().__init__(epochs=epochs, eta0=eta0, schedule=schedule, lam=lam, **kw)
+    def __init__(
+        self,
+        *,
+        epochs: int = 10,
+        eta0: float = 1.0,
+        schedule: str = "constant",
+        lam: float = 0.0,
+        average: bool = False,
+        seed: int = 0,
+        patience: Optional[int] = None,
+        eval_train: bool = True,
+        init_epochs: int = 0,
+    ):
+        super().__init__(epochs=epochs, eta0=eta0, schedule=schedule, lam=lam, average=average, seed=seed,
+                         patience=patience, eval_train=eval_train,
+                         init_epochs=init_epochs)
 
     def update(self, task, x, y, w, eta, rng):
         return self._step(task, x, w, eta, y, task.decode(x, w))
 
 
-class SVMTrainer(Trainer):
+class SVMTrainer(OnlineTrainer):
     """Structural SVM, margin-rescaled hinge, by SGD (chapter eq. 1.17-1.18).
 
     ``y_l = decode_augmented(x, y, w, +1)``; ``w = (1 - eta lam) w + eta (phi(y) - phi(y_l))``.
@@ -286,7 +363,7 @@ class SVMTrainer(Trainer):
         return self._step(task, x, w, eta, y, task.decode_augmented(x, y, w, 1.0))
 
 
-class RampTrainer(Trainer):
+class RampTrainer(OnlineTrainer):
     """Structured ramp loss (chapter eq. 1.31-1.32).
 
     ``w = (1 - eta lam) w + eta (phi(y_hat) - phi(y_l))`` with ``y_l`` the loss-augmented decode.
@@ -294,22 +371,54 @@ class RampTrainer(Trainer):
 
     name = "ramp"
 
-    def __init__(self, epochs=10, eta0=1.0, init_epochs=1, **kw):
-        super().__init__(epochs=epochs, eta0=eta0, init_epochs=init_epochs, **kw)
+    def __init__(
+        self,
+        *,
+        epochs: int = 10,
+        eta0: float = 1.0,
+        schedule: str = "invsqrt",
+        lam: float = 0.0,
+        average: bool = False,
+        seed: int = 0,
+        patience: Optional[int] = None,
+        eval_train: bool = True,
+        init_epochs: int = 1,
+    ):
+        super().__init__(epochs=epochs, eta0=eta0, schedule=schedule, lam=lam, average=average, seed=seed,
+                         patience=patience, eval_train=eval_train,
+                         init_epochs=init_epochs)
 
     def update(self, task, x, y, w, eta, rng):
         y_hat = task.decode(x, w)
         return self._step(task, x, w, eta, y_hat, task.decode_augmented(x, y, w, 1.0))
 
 
-class _DirectLossTrainer(Trainer):
+class _DirectLossTrainer(OnlineTrainer):
     """Direct loss minimisation (McAllester, Hazan & Keshet 2010); ``eps > 0`` sets the perturbation."""
 
-    def __init__(self, epochs=10, eta0=1.0, eps=1.0, **kw):
-        super().__init__(epochs=epochs, eta0=eta0, **kw)
-        if eps <= 0:
-            raise ValueError(f"eps must be > 0 (the direction is the trainer's), got {eps}")
+    def __init__(
+        self,
+        *,
+        epochs: int = 10,
+        eta0: float = 1.0,
+        eps: float = 1.0,
+        schedule: str = "invsqrt",
+        lam: float = 0.0,
+        average: bool = False,
+        seed: int = 0,
+        patience: Optional[int] = None,
+        eval_train: bool = True,
+        init_epochs: int = 0,
+    ):
+        super().__init__(epochs=epochs, eta0=eta0, schedule=schedule, lam=lam, average=average, seed=seed,
+                         patience=patience, eval_train=eval_train,
+                         init_epochs=init_epochs)
         self.eps = eps
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.eps <= 0:
+            raise ValueError(f"eps must be > 0 (the direction is the trainer's), got {self.eps}")
 
 
 class DirectTowardTrainer(_DirectLossTrainer):
@@ -334,8 +443,23 @@ class DirectAwayTrainer(_DirectLossTrainer):
 
     name = "direct_away"
 
-    def __init__(self, epochs=10, eta0=1.0, eps=1.0, init_epochs=1, **kw):
-        super().__init__(epochs=epochs, eta0=eta0, eps=eps, init_epochs=init_epochs, **kw)
+    def __init__(
+        self,
+        *,
+        epochs: int = 10,
+        eta0: float = 1.0,
+        eps: float = 1.0,
+        schedule: str = "invsqrt",
+        lam: float = 0.0,
+        average: bool = False,
+        seed: int = 0,
+        patience: Optional[int] = None,
+        eval_train: bool = True,
+        init_epochs: int = 1,
+    ):
+        super().__init__(epochs=epochs, eta0=eta0, eps=eps, schedule=schedule, lam=lam, average=average, seed=seed,
+                         patience=patience, eval_train=eval_train,
+                         init_epochs=init_epochs)
 
     def update(self, task, x, y, w, eta, rng):
         y_hat = task.decode(x, w)
@@ -343,7 +467,7 @@ class DirectAwayTrainer(_DirectLossTrainer):
         return self._step(task, x, w, eta, y_hat, y_worse, scale=1.0 / self.eps)
 
 
-class ProbitTrainer(Trainer):
+class ProbitTrainer(OnlineTrainer):
     """Structured probit loss by sampled gradients (chapter eq. 1.34-1.43).
 
     Draws ``e_1..e_N ~ N(0, I)``, decodes ``x`` under every ``w + noise_scale * e_n`` (in one
@@ -361,17 +485,39 @@ class ProbitTrainer(Trainer):
     name = "probit"
     BASELINES = ("loo", "prediction", "none")
 
-    def __init__(self, epochs=10, eta0=1.0, n_samples=100, noise_scale=1.0, baseline="loo", **kw):
-        super().__init__(epochs=epochs, eta0=eta0, **kw)
-        if n_samples < 2 and baseline == "loo":
-            raise ValueError("the leave-one-out baseline needs n_samples >= 2")
-        if baseline not in self.BASELINES:
-            raise ValueError(f"baseline must be one of {self.BASELINES}, got {baseline!r}")
-        if noise_scale <= 0:
-            raise ValueError(f"noise_scale must be > 0, got {noise_scale}")
+    def __init__(
+        self,
+        *,
+        epochs: int = 10,
+        eta0: float = 1.0,
+        n_samples: int = 100,
+        noise_scale: float = 1.0,
+        baseline: str = "loo",
+        schedule: str = "invsqrt",
+        lam: float = 0.0,
+        average: bool = False,
+        seed: int = 0,
+        patience: Optional[int] = None,
+        eval_train: bool = True,
+        init_epochs: int = 0,
+    ):
+        super().__init__(epochs=epochs, eta0=eta0, schedule=schedule, lam=lam, average=average, seed=seed,
+                         patience=patience, eval_train=eval_train,
+                         init_epochs=init_epochs)
         self.n_samples = n_samples
         self.noise_scale = noise_scale
         self.baseline = baseline
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.n_samples < 2 and self.baseline == "loo":
+            raise ValueError("the leave-one-out baseline needs n_samples >= 2")
+        if self.n_samples < 1:
+            raise ValueError(f"n_samples must be >= 1, got {self.n_samples}")
+        if self.baseline not in self.BASELINES:
+            raise ValueError(f"baseline must be one of {self.BASELINES}, got {self.baseline!r}")
+        if self.noise_scale <= 0:
+            raise ValueError(f"noise_scale must be > 0, got {self.noise_scale}")
 
     def gradient_estimate(self, task, x, y, w, rng) -> np.ndarray:
         """Monte-Carlo estimate of ``d/dw E_e[cost(y, decode(x, w + s e))]``."""
@@ -392,7 +538,7 @@ class ProbitTrainer(Trainer):
         return self._shrink(w, eta) - eta * grad
 
 
-class OrbitTrainer(Trainer):
+class OrbitTrainer(OnlineTrainer):
     """Orbit loss (Karmon & Keshet 2018, eq. 8).
 
     ``dphi = phi(y) - phi(y_hat)``, ``u = dphi / |dphi|`` (0 if ``y_hat == y``);
@@ -423,14 +569,33 @@ class OrbitTrainer(Trainer):
 
     name = "orbit"
 
-    def __init__(self, epochs=10, eta0=1.0, noise_scale=1.0, max_cost=None, **kw):
-        super().__init__(epochs=epochs, eta0=eta0, **kw)
-        if noise_scale <= 0:
-            raise ValueError(f"noise_scale must be > 0, got {noise_scale}")
-        if max_cost is not None and max_cost <= 0:
-            raise ValueError(f"max_cost must be > 0 or None, got {max_cost}")
+    def __init__(
+        self,
+        *,
+        epochs: int = 10,
+        eta0: float = 1.0,
+        noise_scale: float = 1.0,
+        max_cost: Optional[float] = None,
+        schedule: str = "invsqrt",
+        lam: float = 0.0,
+        average: bool = False,
+        seed: int = 0,
+        patience: Optional[int] = None,
+        eval_train: bool = True,
+        init_epochs: int = 0,
+    ):
+        super().__init__(epochs=epochs, eta0=eta0, schedule=schedule, lam=lam, average=average, seed=seed,
+                         patience=patience, eval_train=eval_train,
+                         init_epochs=init_epochs)
         self.noise_scale = noise_scale
         self.max_cost = max_cost
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if self.noise_scale <= 0:
+            raise ValueError(f"noise_scale must be > 0, got {self.noise_scale}")
+        if self.max_cost is not None and self.max_cost <= 0:
+            raise ValueError(f"max_cost must be > 0 or None, got {self.max_cost}")
 
     def update(self, task, x, y, w, eta, rng):
         y_hat = task.decode(x, w)
@@ -470,8 +635,9 @@ TRAINERS = {
 }
 
 
-def make_trainer(name: str, **params) -> Trainer:
-    """Build a trainer by its name (``perceptron, svm, ramp, direct_toward, direct_away, probit, orbit``)."""
+def make_trainer(name: str, **params) -> OnlineTrainer:
+    """An unfitted trainer by its name (``perceptron, svm, ramp, direct_toward, direct_away, probit,
+    orbit``) with the given parameters."""
     try:
         cls = TRAINERS[name]
     except KeyError:
