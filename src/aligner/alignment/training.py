@@ -26,7 +26,7 @@ from aligner.features.frame_classifier import FrameClassifier
 from aligner.io.corpus import Utterance, speaker_folds
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times, time_to_boundary_frame
-from aligner.learn import Trainer, make_trainer, plain_params
+from aligner.learn import Trainer, ValidationSearch, make_trainer, param_grid, plain_params
 from aligner.io.transcripts import read_phn
 from aligner.phonetics import CLASSES39, get_phone_set
 from aligner.alignment.task import AlignmentTask
@@ -334,19 +334,17 @@ def train_alignment_model(
     params = dict(trainer_params or {})
     if "eta0" in params or not prepared.val_idx or len(eta0_grid) < 2:
         return fit_weights(prepared, trainer, params, task_params, epoch_callback, refine)
-    task = AlignmentTask(**(task_params or {}))
-    val_X = [prepared.inputs[i] for i in prepared.val_idx]
-    val_Y = [prepared.data[i].y for i in prepared.val_idx]
-    tried = []
-    for eta0 in eta0_grid:
-        model, result = fit_weights(prepared, trainer, dict(params, eta0=eta0), task_params, epoch_callback,
-                                    refine=False)
-        tried.append((task.mean_cost(val_X, val_Y, result.w_), eta0, model, result))
-        if progress:
-            progress("step sizes", len(tried), len(eta0_grid))
-    _, eta0, model, result = min(tried, key=lambda t: t[0])
-    if refine:
-        model.refiner = fit_boundary_refiner(model, prepared)
-    model.training["boundary_refinement"] = bool(refine)
-    model.training["eta0_validation_costs"] = {str(e): round(float(c), 5) for c, e, _, _ in tried}
-    return model, result
+    inputs, data = prepared.inputs, prepared.data
+    candidates = param_grid(make_trainer(trainer, **dict(DEFAULT_TRAINER_PARAMS, **params)), {"eta0": list(eta0_grid)})
+    search = ValidationSearch(candidates).fit(
+        AlignmentTask(**(task_params or {})),
+        [inputs[i] for i in prepared.train_idx], [data[i].y for i in prepared.train_idx],
+        [inputs[i] for i in prepared.val_idx], [data[i].y for i in prepared.val_idx],
+        w0=INITIAL_WEIGHTS,
+        progress=(lambda row: progress("step sizes", row["candidate"] + 1, len(eta0_grid))) if progress else None,
+    )
+    fitted = search.best_estimator_
+    model = weights_model(prepared, fitted, refine)
+    model.training["eta0_validation_costs"] = {
+        str(r["params"]["eta0"]): round(float(r["val_cost_mean"]), 5) for r in search.candidate_results_}
+    return model, fitted
