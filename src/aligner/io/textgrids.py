@@ -142,7 +142,7 @@ def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float) -> None:
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def _load_textgrid(path: Path) -> _textgrid.TextGrid:
+def load_textgrid(path: Path) -> _textgrid.TextGrid:
     if not path.exists():
         raise TranscriptError(f"{path}: TextGrid not found")
     if path.is_dir():
@@ -158,15 +158,15 @@ def _load_textgrid(path: Path) -> _textgrid.TextGrid:
     return grid
 
 
-def _tier_names(grid: _textgrid.TextGrid, interval: bool) -> list[str]:
+def tier_names(grid: _textgrid.TextGrid, interval: bool) -> list[str]:
     return [t.name for t in grid.tiers if isinstance(t, _textgrid.IntervalTier) == interval]
 
 
-def _interval_tier(grid: _textgrid.TextGrid, path: Path, tier_name: str) -> list[Interval]:
+def interval_tier(grid: _textgrid.TextGrid, path: Path, tier_name: str) -> list[Interval]:
     for tier in grid.tiers:
         if tier.name == tier_name and isinstance(tier, _textgrid.IntervalTier):
             return [Interval(float(iv.minTime), float(iv.maxTime), str(iv.mark)) for iv in tier]
-    intervals, points = _tier_names(grid, interval=True), _tier_names(grid, interval=False)
+    intervals, points = tier_names(grid, interval=True), tier_names(grid, interval=False)
     have = f"interval tiers: {', '.join(map(repr, intervals)) or 'none'}"
     if points:
         have += f"; point tiers: {', '.join(map(repr, points))}"
@@ -182,7 +182,7 @@ def read_interval_tier(path: str | os.PathLike, tier_name: str) -> list[Interval
     missing or unparsable file, and for a missing tier (listing the tiers the file has).
     """
     path = Path(path)
-    return _interval_tier(_load_textgrid(path), path, tier_name)
+    return interval_tier(load_textgrid(path), path, tier_name)
 
 
 def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, list[str]]:
@@ -201,12 +201,12 @@ def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> t
         starts, _, labels = read_phn(path)
         return starts / float(sample_rate), labels
 
-    grid = _load_textgrid(path)
-    names = _tier_names(grid, interval=True)
+    grid = load_textgrid(path)
+    names = tier_names(grid, interval=True)
     if not names:
         raise TranscriptError(f"{path}: TextGrid has no interval tier to read phones from")
     tier_name = "phones" if "phones" in names else names[0]
-    phones = [(start, label) for start, _, label in _interval_tier(grid, path, tier_name) if label.strip()]
+    phones = [(start, label) for start, _, label in interval_tier(grid, path, tier_name) if label.strip()]
     if not phones:
         raise TranscriptError(f"{path}: tier {tier_name!r} holds no labelled intervals")
     boundaries = np.array([start for start, _ in phones], dtype=np.float64)

@@ -51,7 +51,7 @@ def _looks_like_path(text: str) -> bool:
 _INT = re.compile(r"^[+-]?[0-9]+$")
 
 
-def _is_int(token: str) -> bool:
+def is_int(token: str) -> bool:
     return _INT.match(token) is not None
 
 
@@ -65,7 +65,7 @@ def _tokens_with_lines(text: str, strict_phn: bool, source: str) -> list[tuple[s
     out: list[tuple[str, int]] = []
     for line_no, line in enumerate(text.splitlines(), start=1):
         tokens = line.split()
-        if len(tokens) == 3 and _is_int(tokens[0]) and _is_int(tokens[1]):
+        if len(tokens) == 3 and is_int(tokens[0]) and is_int(tokens[1]):
             out.append((tokens[2], line_no))
         elif strict_phn and len(tokens) > 1:
             raise TranscriptError(
@@ -131,7 +131,7 @@ def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]
         if not tokens:
             continue
         where = f"{path}: line {line_no}"
-        if len(tokens) != 3 or not (_is_int(tokens[0]) and _is_int(tokens[1])):
+        if len(tokens) != 3 or not (is_int(tokens[0]) and is_int(tokens[1])):
             raise TranscriptError(
                 f"{where}: expected 'start_sample end_sample label', got {line.strip()!r}"
             )
