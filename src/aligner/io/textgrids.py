@@ -153,6 +153,11 @@ def load_textgrid(path: Path) -> _textgrid.TextGrid:
     # The textgrid package signals malformed input with whatever its parser trips on
     # (TextGridError, ValueError, AttributeError, IndexError, EOFError, UnicodeError ...).
     except Exception as exc:  # noqa: BLE001
+        if isinstance(exc, ValueError) and len(exc.args) == 2 and all(
+                hasattr(iv, "minTime") for iv in exc.args):  # the textgrid package's overlap signal
+            a, b = exc.args
+            raise TranscriptError(f"{path}: two intervals of one tier overlap ({a.minTime:g}-{a.maxTime:g} s "
+                                  f"{a.mark!r} and {b.minTime:g}-{b.maxTime:g} s {b.mark!r})") from None
         reason = " ".join(str(exc).split()) or type(exc).__name__
         raise TranscriptError(f"{path}: not a readable Praat TextGrid ({reason:.120})") from None
     return grid

@@ -3,8 +3,10 @@ reader behind them, with one-line errors that name the file."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -150,3 +152,108 @@ def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]
     if not labels:
         raise TranscriptError(f"{path}: phone alignment (.phn) is empty")
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), labels
+
+
+# --------------------------------------------------------------------------------------------
+# Word transcripts: which kind a transcript is, and its segments
+
+#: transcript kinds: ``phones`` (a phone sequence) or ``words`` (an orthographic transcript)
+TRANSCRIPT_KINDS = ("auto", "words", "phones")
+#: suffixes always read as phone transcripts (TIMIT ``.phn``, a list of symbols)
+PHONE_SUFFIXES = (".phn", ".phones")
+#: suffixes of orthographic transcripts beside the audio, in the order they are looked for
+#: (Montreal Forced Aligner's ``.lab``/``.txt``, and TextGrids with utterance intervals)
+WORD_SUFFIXES = (".lab", ".txt", ".textgrid")
+
+
+@dataclass(frozen=True)
+class TranscriptSegment:
+    """One stretch of a recording to align from its words.
+
+    ``text``: the words as written; ``start_s``/``end_s``: the stretch in seconds, or None for
+    the whole recording; ``speaker``: the TextGrid tier it came from when the file has several
+    speaker tiers, else None.
+    """
+
+    text: str
+    start_s: float | None = None
+    end_s: float | None = None
+    speaker: str | None = None
+
+
+def _is_path(source) -> bool:
+    return isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.exists(source))
+
+
+def _looks_like_phones(text: str) -> bool:
+    """True when every symbol of ``text`` belongs to one phone set (``sil HH AH0 L OW1``)."""
+    symbols = [s for s, _ in _tokens_with_lines(text, strict_phn=False, source="")]
+    if not symbols:
+        return False
+    try:
+        get_phone_set("auto", symbols, "")
+    except TranscriptError:
+        return False
+    return True
+
+
+def transcript_kind(source, kind: str = "auto") -> str:
+    """``"phones"`` or ``"words"``: the kind of transcript ``source`` (a path or an inline string).
+
+    ``kind`` other than ``"auto"`` is returned as it is. Otherwise: ``.phn``/``.phones`` files
+    are phones, TextGrids words; any other file or string is phones when every symbol belongs to
+    one phone set (TIMIT-61, the 39 classes, ARPAbet with stress digits) and words otherwise.
+    """
+    if kind not in TRANSCRIPT_KINDS:
+        raise ValueError(f"transcript kind must be one of {', '.join(TRANSCRIPT_KINDS)}, got {kind!r}")
+    if kind != "auto":
+        return kind
+    if isinstance(source, (list, tuple)):
+        return "phones"
+    if _is_path(source):
+        path = Path(source)
+        suffix = path.suffix.lower()
+        if suffix in PHONE_SUFFIXES:
+            return "phones"
+        if suffix == ".textgrid":
+            return "words"
+        text = read_text(path, "transcript", TranscriptError).lstrip("\ufeff")
+        return "phones" if _looks_like_phones(text) else "words"
+    return "phones" if _looks_like_phones(str(source)) else "words"
+
+
+def read_word_segments(source) -> list[TranscriptSegment]:
+    """The segments of an orthographic transcript: a ``.lab``/``.txt`` file or an inline string
+    (one segment, the whole recording), or a TextGrid whose interval tiers hold utterance
+    transcripts (one segment per non-empty interval; the speaker is the tier's name when there
+    are several tiers, as Montreal Forced Aligner reads them).
+
+    A TIMIT ``.txt`` keeps its leading sample range here; :mod:`aligner.words.normalize` drops
+    it. Raises :class:`TranscriptError` naming the file for an unreadable or non-UTF-8 file, a
+    TextGrid without interval tiers or text, and overlapping intervals within one tier.
+    """
+    if not _is_path(source):
+        return [TranscriptSegment(str(source))]
+    path = Path(source)
+    if path.suffix.lower() != ".textgrid":
+        return [TranscriptSegment(read_text(path, "transcript", TranscriptError).lstrip("\ufeff"))]
+    from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
+
+    grid = load_textgrid(path)
+    names = tier_names(grid, interval=True)
+    if not names:
+        raise TranscriptError(f"{path}: no interval tier to read utterances from")
+    segments = []
+    for name in names:
+        cursor = -math.inf
+        for start, end, label in sorted(interval_tier(grid, path, name)):
+            if not label.strip():
+                continue
+            if start < cursor - 1e-6:
+                raise TranscriptError(f"{path}: tier {name!r}: the interval {start:.3f}-{end:.3f} s "
+                                      f"overlaps the one before it (ending at {cursor:.3f} s)")
+            cursor = end
+            segments.append(TranscriptSegment(label.strip(), start, end, name if len(names) > 1 else None))
+    if not segments:
+        raise TranscriptError(f"{path}: no interval holds text to align")
+    return segments
