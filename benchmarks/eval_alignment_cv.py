@@ -43,6 +43,8 @@ def main(argv=None):
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
     p.add_argument("--out", type=Path, default=Path("runs/cv"), help="where TextGrids go")
     p.add_argument("--folds", type=int, default=4, help="outer speaker folds")
+    p.add_argument("--save-models", type=Path, help="also save each fold's model as DIR/fold<k> (its "
+                   "manifest lists the test speakers), e.g. for benchmarks.eval_words_cv")
     p.add_argument("--inner-folds", type=int, default=3, help="speaker folds for out-of-fold scores")
     p.add_argument("--trainer", default="orbit")
     p.add_argument("--params", default="{}", help="trainer parameters, JSON")
@@ -68,6 +70,9 @@ def main(argv=None):
         model, result = train_alignment_model(
             train, args.trainer, json.loads(args.params), json.loads(args.classifier),
             n_folds=args.inner_folds, n_val_speakers=args.val_speakers, refine=not args.no_refine)
+        if args.save_models is not None:
+            model.training["test_speakers"] = list(test_speakers)
+            model.save(args.save_models / f"fold{f}")
         histories.append({"fold": f, "test_speakers": test_speakers, "weights": model.weights.tolist(),
                           "best_epoch": result.best_epoch_, "seconds": round(time.perf_counter() - t0, 1)})
         for d in test:

@@ -82,15 +82,184 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
         raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
 
 
-def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
-               split_stops: bool | None = None) -> Path:
-    """Align one file and write a TextGrid (tier ``phones``); ``out`` defaults to AUDIO.TextGrid.
+@lru_cache(maxsize=4)
+def _dictionary_cached(user: str | None):
+    from aligner.words.dictionary import load_dictionary
 
-    ``split_stops``: as for :func:`align`."""
-    out = Path(out) if out is not None else Path(audio).with_suffix(".TextGrid")
-    intervals = align(audio, transcript, model, phone_set, split_stops=split_stops)
-    write_textgrid(out, [(PHONE_TIER, intervals)], xmax=intervals[-1][1])
-    return out
+    return load_dictionary(user)
+
+
+def load_dictionary(dictionary=None):
+    """The pronouncing dictionary: ``dictionary`` itself (a
+    :class:`~aligner.words.dictionary.PronouncingDictionary`), or the CMU Pronouncing Dictionary
+    with the user dictionary at that path (MFA format) on top, or CMU alone for None."""
+    from aligner.words.dictionary import PronouncingDictionary
+
+    if isinstance(dictionary, PronouncingDictionary):
+        return dictionary
+    return _dictionary_cached(None if dictionary is None else str(Path(dictionary).resolve()))
+
+
+@dataclass
+class Alignment:
+    """One recording's alignment: tiers in output order, and the words no dictionary knew.
+
+    ``tiers``: ``[(tier name, [Interval, ...]), ...]``: ``words`` and ``phones`` (``SPEAKER -
+    words``, ``SPEAKER - phones`` for a TextGrid transcript with several speaker tiers), or
+    ``phones`` alone for a phone transcript. ``duration_s``: the recording's length.
+    ``oovs``: unknown word -> the pronunciation used (from the G2P).
+    """
+
+    tiers: list
+    duration_s: float
+    oovs: dict = field(default_factory=dict)
+
+
+def _pronunciations(tokens, dictionary, oov: str, name: str, oovs: dict) -> tuple[list, list]:
+    """Labels and pronunciation alternatives of the tokens to align (annotations the dictionary
+    lacks are skipped); unknown words go through the G2P or, with ``oov="error"``, fail."""
+    from aligner.errors import TranscriptError
+
+    labels, prons, unknown = [], [], []
+    for token in tokens:
+        alternatives = dictionary.pronunciations(token.word)
+        if not alternatives:
+            if token.annotation:
+                continue
+            if oov == "error":
+                unknown.append(token.word)
+                continue
+            alternatives = [_g2p_pronunciation(token.word, name)]
+            oovs[token.word] = " ".join(alternatives[0])
+        labels.append(token.word)
+        prons.append(alternatives)
+    if unknown:
+        listed = ", ".join(sorted(set(unknown)))
+        raise TranscriptError(f"{name}: {len(set(unknown))} word(s) not in the dictionary: {listed} "
+                              f"(add them with --dictionary FILE, or use --oov g2p)")
+    if not labels:
+        raise TranscriptError(f"{name}: transcript has no words to align")
+    return labels, prons
+
+
+def _g2p_pronunciation(word: str, name: str) -> tuple:
+    from aligner.words.g2p import default_g2p
+
+    return tuple(default_g2p().predict(word))
+
+
+def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
+                name: str | None = None) -> Alignment:
+    """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
+    ``words`` and ``phones`` tiers (MFA's names and order).
+
+    ``audio``: a path, or samples with their rate ``sr`` (as :func:`align`). ``transcript``: a
+    ``.lab``/``.txt`` file, an inline string, or a TextGrid whose interval tiers hold utterance
+    transcripts (each non-empty interval is aligned within its own span; one pair of tiers per
+    speaker tier). ``dictionary``: None (CMU), a user dictionary path (MFA format, on top of
+    CMU) or a loaded dictionary. ``oov``: ``"g2p"`` (unknown words get the G2P's
+    pronunciation, listed in ``oovs``) or ``"error"``. Text normalisation:
+    :mod:`aligner.words.normalize`.
+    """
+    from aligner.alignment.words import align_words_scored
+    from aligner.errors import TranscriptError
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.exports import tier_name
+    from aligner.io.transcripts import read_word_segments
+    from aligner.words.normalize import normalize_transcript
+
+    if oov not in ("g2p", "error"):
+        raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
+    m = load_model(model)
+    words_dict = load_dictionary(dictionary)
+    if isinstance(audio, (str, os.PathLike)):
+        name = name or str(audio)
+        samples = load_audio(audio)
+    else:
+        name = name or "<samples>"
+        if sr is None:
+            raise TypeError("align_words(samples, ...) needs their sample rate: align_words(y, text, sr=16000)")
+        samples = samples_at_model_rate(audio, sr, name)
+    duration = len(samples) / SAMPLE_RATE
+    where = str(transcript) if isinstance(transcript, (str, os.PathLike)) and os.path.exists(transcript) else name
+    segments = read_word_segments(transcript)
+    speakers = list(dict.fromkeys(s.speaker for s in segments))
+    by_speaker = {s: ([], []) for s in speakers}
+    oovs: dict = {}
+    for seg in segments:
+        start = 0.0 if seg.start_s is None else seg.start_s
+        end = duration if seg.end_s is None else seg.end_s
+        if end > duration + TIER_OVERRUN_TOLERANCE:
+            raise TranscriptError(f"{where}: the interval {start:.3f}-{end:.3f} s runs past the end of "
+                                  f"{name} ({duration:.3f} s)")
+        end = min(end, duration)
+        label = name if seg.start_s is None else f"{name} [{start:.3f}-{end:.3f} s]"
+        tokens = normalize_transcript(seg.text, words_dict)
+        labels, prons = _pronunciations(tokens, words_dict, oov, where, oovs)
+        cut = samples[int(round(start * SAMPLE_RATE)):int(round(end * SAMPLE_RATE))]
+        frames = mfcc_features(cut, SAMPLE_RATE)
+        scores = m.classifier.scores(frames)
+        try:
+            result = align_words_scored(m, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label)
+        except AlignmentError as exc:
+            msg = str(exc)
+            raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
+        result = result.shifted(start)
+        by_speaker[seg.speaker][0].extend(result.words)
+        by_speaker[seg.speaker][1].extend(result.phones)
+    tiers = []
+    for speaker, (words, phones) in by_speaker.items():
+        tiers += [(tier_name("words", speaker), words), (tier_name("phones", speaker), phones)]
+    return Alignment(tiers, duration, oovs)
+
+
+def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_set: str = "auto",
+                     split_stops: bool | None = None, dictionary=None, oov: str = "g2p",
+                     sr: int | None = None, name: str | None = None) -> Alignment:
+    """Align ``audio`` to a phone or words transcript (``kind``: ``auto``, ``phones``, ``words``;
+    see :func:`aligner.io.transcripts.transcript_kind`): :func:`align` or :func:`align_words`,
+    as an :class:`Alignment`."""
+    from aligner.io.transcripts import transcript_kind
+
+    if transcript_kind(transcript, kind) == "words":
+        return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name)
+    intervals = align(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr)
+    return Alignment([(PHONE_TIER, intervals)], intervals[-1].end_s)
+
+
+def output_path(audio, fmt: str = "textgrid") -> Path:
+    """The default output beside ``audio``: its stem with the format's suffix (``.TextGrid``,
+    ``.json``, ``.csv``)."""
+    from aligner.io.exports import SUFFIXES
+
+    return Path(audio).with_suffix(SUFFIXES[fmt])
+
+
+def check_output_not_input(out, *inputs) -> None:
+    """Refuse (one-line :class:`AlignerError`) an output path that is, or resolves to, an input."""
+    target = Path(out).resolve()
+    for item in inputs:
+        if isinstance(item, (str, os.PathLike)) and os.path.exists(item) and Path(item).resolve() == target:
+            raise AlignerError(f"{out}: the output would overwrite the input {item}; choose another -o")
+
+
+def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
+               split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
+               dictionary=None, oov: str = "g2p", oovs: dict | None = None) -> Path:
+    """Align one file and write its alignment (``fmt``: ``textgrid``, ``json`` or ``csv``);
+    ``out`` defaults to :func:`output_path`. A phone transcript gives a ``phones`` tier, a words
+    transcript ``words`` and ``phones`` tiers (:func:`align_transcript`). Refuses an ``out``
+    that is the audio, the transcript or the dictionary. ``oovs``, if given, receives the unknown
+    words and the pronunciations the G2P gave them.
+    """
+    from aligner.io.exports import write_alignment
+
+    out = Path(out) if out is not None else output_path(audio, fmt)
+    check_output_not_input(out, audio, transcript, dictionary)
+    result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov)
+    if oovs is not None:
+        oovs.update(result.oovs)
+    return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem)
 
 
 # -- corpus ------------------------------------------------------------------------------------
@@ -99,16 +268,22 @@ def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
 class CorpusReport:
     """What :func:`align_corpus` did."""
 
-    written: list = field(default_factory=list)  #: output TextGrid paths
+    written: list = field(default_factory=list)  #: output paths
     failed: list = field(default_factory=list)  #: (audio path, error message)
     skipped: list = field(default_factory=list)  #: audio files with no transcript beside them
     audio_seconds: float = 0.0  #: audio aligned (successful files)
     seconds: float = 0.0  #: wall time of the alignment work, start-up excluded
     startup_seconds: float = 0.0  #: model load, worker start and numba warm-up
+    oovs: dict = field(default_factory=dict)  #: unknown word -> (files it is in, pronunciation used)
 
     @property
     def realtime_factor(self) -> float:
         return self.audio_seconds / self.seconds if self.seconds > 0 else float("nan")
+
+
+#: transcript suffixes looked for beside each audio file, per transcript kind, in order
+CORPUS_TRANSCRIPTS = {"auto": (".phn", ".lab", ".txt", ".textgrid"), "phones": (".phn", ".phones"),
+                      "words": (".lab", ".txt", ".textgrid")}
 
 
 _WORKER_MODEL: Optional[AlignmentModel] = None
@@ -135,15 +310,19 @@ def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None
 
 
 def _align_one(job) -> tuple:
-    audio, transcript, out = job
+    """Align one corpus file: ``(audio, error or None, seconds of audio, oovs)``; never raises."""
+    audio, transcript, out, kind, fmt, dictionary, oov = job
     try:
-        intervals = align(audio, transcript, _WORKER_MODEL)
-        write_textgrid(out, [(PHONE_TIER, intervals)], xmax=intervals[-1][1])
-        return str(audio), None, intervals[-1][1]
+        oovs: dict = {}
+        align_file(audio, transcript, out, _WORKER_MODEL, kind=kind, fmt=fmt, dictionary=dictionary,
+                   oov=oov, oovs=oovs)
+        from aligner.io.audio import audio_duration
+
+        return str(audio), None, audio_duration(audio), oovs
     except AlignerError as exc:
-        return str(audio), str(exc), 0.0
+        return str(audio), str(exc), 0.0, {}
     except Exception as exc:  # a bug or an unexpected library error: report it, go on
-        return str(audio), f"{audio}: unexpected {type(exc).__name__}: {exc}", 0.0
+        return str(audio), f"{audio}: unexpected {type(exc).__name__}: {exc}", 0.0, {}
 
 
 def warm_up(model: AlignmentModel) -> None:
@@ -153,6 +332,13 @@ def warm_up(model: AlignmentModel) -> None:
     from aligner.phonetics import get_phone_set
 
     model.align(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>")
+
+
+def warm_up_words(model: AlignmentModel) -> None:
+    """Compile (or load from numba's cache) the pronunciation-graph decoder once."""
+    rng = np.random.default_rng(0)
+    samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
+    align_words(samples, "a", model, sr=SAMPLE_RATE, name="<warm-up>")
 
 
 @contextlib.contextmanager
@@ -173,32 +359,49 @@ def _worker_pool(jobs: int, initializer, initargs: tuple, chunksize: int = 1):
 
 
 def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
-                 progress: Optional[Callable[[int, int], None]] = None) -> CorpusReport:
-    """Align every audio file under ``corpus_dir`` that has a ``.phn`` beside it.
+                 progress: Optional[Callable[[int, int], None]] = None, kind: str = "auto",
+                 fmt: str = "textgrid", dictionary=None, oov: str = "g2p") -> CorpusReport:
+    """Align every audio file under ``corpus_dir`` that has a transcript of the same stem beside it.
 
-    Writes ``out_dir/<relative path>.TextGrid``. ``model``: an :class:`AlignmentModel`, a model
-    directory, or None for the shipped model. Goes on past bad files: they are listed in
-    ``report.failed``. ``progress(done, total)`` is called after each file.
+    Montreal Forced Aligner's corpus layout (flat, or one folder per speaker; ``.lab``, ``.txt``
+    or ``.TextGrid`` transcripts) and TIMIT's (``.phn``, read as phones when both are there) are
+    read; ``kind`` (``auto``, ``words``, ``phones``) narrows the transcripts looked for
+    (:data:`CORPUS_TRANSCRIPTS`). Writes ``out_dir/<relative path>`` with the format's suffix
+    (``fmt``). ``model``: an :class:`AlignmentModel`, a model directory, or None for the
+    shipped model; ``dictionary``, ``oov``: as for :func:`align_words`. Goes on past bad files:
+    they are listed in ``report.failed``. ``progress(done, total)`` is called after each file.
     """
+    from aligner.io.exports import SUFFIXES
+
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
     if not corpus_dir.is_dir():
         raise AlignerError(f"{corpus_dir}: corpus directory not found")
+    if kind not in CORPUS_TRANSCRIPTS:
+        raise ValueError(f"kind must be one of {', '.join(CORPUS_TRANSCRIPTS)}, got {kind!r}")
     t0 = time.perf_counter()
     model_ref = model if isinstance(model, AlignmentModel) else str(
         (Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())
-    utterances = find_utterances(corpus_dir)
+    utterances = find_utterances(corpus_dir, CORPUS_TRANSCRIPTS[kind])
     with_transcript = {u.audio for u in utterances}
     report = CorpusReport(skipped=[p for p in find_audio_files(corpus_dir) if p not in with_transcript])
-    jobs_list = [(u.audio, u.transcript, out_dir / (u.name + ".TextGrid")) for u in utterances]
+    suffix = SUFFIXES[fmt]
+    jobs_list = [(u.audio, u.transcript, out_dir / (u.name + suffix), kind, fmt, dictionary, oov)
+                 for u in utterances]
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     _worker_init(model_ref)  # load and warm here: forked workers inherit both
+    if any(u.transcript.suffix.lower() != ".phn" for u in utterances):
+        load_dictionary(dictionary)  # likewise the pronouncing dictionary and the word decoder
+        warm_up_words(_WORKER_MODEL)
     with _worker_pool(jobs, _worker_init, (model_ref, 1), chunksize=1) as mapper:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
-        for i, (audio, error, seconds) in enumerate(mapper(_align_one, jobs_list)):
+        for i, (audio, error, seconds, oovs) in enumerate(mapper(_align_one, jobs_list)):
             if error is None:
                 report.written.append(jobs_list[i][2])
                 report.audio_seconds += seconds
+                for word, pronunciation in oovs.items():
+                    count = report.oovs.get(word, (0, pronunciation))[0]
+                    report.oovs[word] = (count + 1, pronunciation)
             else:
                 report.failed.append((audio, error))
             if progress:

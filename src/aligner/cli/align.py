@@ -1,33 +1,35 @@
-"""`aligner align`: one recording and its phone transcript to a TextGrid."""
+"""`aligner align`: one recording and its transcript (words or phones) to a TextGrid, JSON or CSV."""
 
 from __future__ import annotations
 
 import click
 
 from aligner.cli.common import run
-
-
-PHONE_SETS = click.Choice(["auto", "timit61", "timit39", "arpabet"])
+from aligner.cli.options import transcript_options
 
 
 @click.command("align")
 @click.argument("audio", type=click.Path(dir_okay=False))
-@click.argument("phones")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="TextGrid to write [AUDIO with .TextGrid].")
+@click.argument("transcript")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="File to write [AUDIO with .TextGrid, .json or .csv].")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
-@click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True,
-              help="Symbols of PHONES: TIMIT-61, the 39 Lee & Hon classes, or ARPAbet (stress digits ignored).")
-@click.option("--split-stops/--no-split-stops", default=None,
-              help="Decode each stop/affricate as TIMIT closure + release, merged back into its symbol "
-                   "[automatic: for ARPAbet and timit39, not TIMIT-61].")
-def align(audio, phones, output, model, phone_set, split_stops):
-    """Align AUDIO to PHONES and write a Praat TextGrid with a tier `phones`.
+@transcript_options
+def align(audio, transcript, output, model, kind, fmt, dictionary, oov, phone_set, split_stops):
+    """Align AUDIO to TRANSCRIPT and write its words and phones tiers (a phones tier alone for a
+    phone transcript).
 
-    AUDIO: WAV, FLAC, OGG or NIST SPHERE, any sample rate, mono or stereo.
-    PHONES: a TIMIT .phn file, a file of whitespace-separated symbols, or the symbols
-    as one quoted string, e.g. "sil HH AH0 L OW1 sil".
+    AUDIO: WAV, FLAC, OGG, MP3 or NIST SPHERE, any sample rate, mono or stereo.
+    TRANSCRIPT: the words, as a .lab or .txt file, a TextGrid whose intervals hold utterance
+    transcripts (one tier per speaker), or a quoted string ("She had your dark suit");
+    or the phones, as a TIMIT .phn file, a file of symbols, or a quoted string
+    ("sil HH AH0 L OW1 sil").
     """
     from aligner import api
 
-    out = run(api.align_file, audio, phones, output, model, phone_set, split_stops)
+    oovs: dict = {}
+    out = run(api.align_file, audio, transcript, output, model, phone_set, split_stops, kind, fmt,
+              dictionary, oov, oovs)
+    for word, pronunciation in sorted(oovs.items()):
+        click.echo(f"not in the dictionary: {word} (aligned as {pronunciation})", err=True)
     click.echo(str(out))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import LazyBar, exit_if_failed, fail, run
+from aligner.cli.options import transcript_options
 
 
 @click.command("align-corpus")
@@ -12,22 +13,31 @@ from aligner.cli.common import LazyBar, exit_if_failed, fail, run
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes.")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
-def align_corpus(corpus_dir, out_dir, jobs, model):
-    """Align every audio file under CORPUS_DIR that has a .phn beside it.
+@transcript_options
+def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, phone_set, split_stops):
+    """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
-    Writes OUT_DIR/<relative path>.TextGrid. Bad files are reported at the end and make the
-    exit status non-zero; the others are still aligned.
+    Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
+    transcripts) and TIMIT's (.phn, taken as the transcript when .txt is there too) are read.
+    Writes OUT_DIR/<relative path> with the format's suffix. Bad files are reported at the end
+    and make the exit status non-zero; the others are still aligned.
     """
     from aligner import api
 
+    if phone_set != "auto" or split_stops is not None:
+        fail("--phone-set and --split-stops apply to `aligner align`; a corpus uses the automatic choice")
     progress = LazyBar("aligning")
-    report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress)
+    report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov)
     progress.close()
     click.echo(f"aligned {len(report.written)} files ({report.audio_seconds:.1f} s of audio) in "
                f"{report.seconds:.2f} s: {report.realtime_factor:.0f}x real time "
                f"(start-up {report.startup_seconds:.2f} s)")
+    if report.oovs:
+        click.echo(f"{len(report.oovs)} words not in the dictionary (files, pronunciation used):", err=True)
+        for word, (count, pronunciation) in sorted(report.oovs.items()):
+            click.echo(f"  {word}\t{count}\t{pronunciation}", err=True)
     if report.skipped:
-        click.echo(f"skipped {len(report.skipped)} audio files with no .phn beside them", err=True)
+        click.echo(f"skipped {len(report.skipped)} audio files with no transcript beside them", err=True)
     exit_if_failed(report.failed, "files failed")
     if not report.written:
-        fail(f"{corpus_dir}: no audio file with a .phn transcript beside it")
+        fail(f"{corpus_dir}: no audio file with a transcript (.phn, .lab, .txt, .TextGrid) beside it")

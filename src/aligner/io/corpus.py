@@ -45,8 +45,11 @@ def speaker_of(path: Path) -> str:
 
 
 def _transcript_beside(audio: Path, suffixes: tuple) -> Path | None:
+    """The first file ``audio.<suffix>`` that exists, for ``suffixes`` in order; the suffix as
+    given, in upper case, or as Praat writes it (``.TextGrid``)."""
     for suffix in suffixes:
-        for candidate in (audio.with_suffix(suffix), audio.with_suffix(suffix.upper())):
+        spellings = dict.fromkeys((suffix, suffix.upper(), ".TextGrid" if suffix.lower() == ".textgrid" else suffix))
+        for candidate in (audio.with_suffix(s) for s in spellings):
             if candidate.is_file():
                 return candidate
     return None

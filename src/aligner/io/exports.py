@@ -56,7 +56,7 @@ def alignment_json(tiers: Sequence[tuple[str, Sequence]], duration_s: float) -> 
     for name, intervals in tiers:
         data["tiers"][name] = {"type": "interval",
                                "entries": [[float(s), float(e), str(lab)] for s, e, lab in intervals if lab]}
-    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+    return json.dumps(data, ensure_ascii=False) + "\n"
 
 
 def alignment_csv(tiers: Sequence[tuple[str, Sequence]], speaker: str) -> str:

@@ -186,15 +186,20 @@ def _is_path(source) -> bool:
 
 
 def _looks_like_phones(text: str) -> bool:
-    """True when every symbol of ``text`` belongs to one phone set (``sil HH AH0 L OW1``)."""
+    """True when every symbol of ``text`` belongs to one phone set (``sil HH AH0 L OW1``), or at
+    least 4 symbols and 3 in 4 of them do (a phone list with a typo, which then fails naming
+    the unknown symbol rather than being read as words)."""
     symbols = [s for s, _ in _tokens_with_lines(text, strict_phn=False, source="")]
     if not symbols:
         return False
     try:
         get_phone_set("auto", symbols, "")
+        return True
     except TranscriptError:
-        return False
-    return True
+        pass
+    sets = [get_phone_set(name) for name in ("timit61", "timit39", "arpabet")]
+    known = sum(any(s in ps for ps in sets) for s in symbols)
+    return len(symbols) >= 4 and known >= 0.75 * len(symbols)
 
 
 def transcript_kind(source, kind: str = "auto") -> str:
@@ -228,15 +233,19 @@ def read_word_segments(source) -> list[TranscriptSegment]:
     transcripts (one segment per non-empty interval; the speaker is the tier's name when there
     are several tiers, as Montreal Forced Aligner reads them).
 
-    A TIMIT ``.txt`` keeps its leading sample range here; :mod:`aligner.words.normalize` drops
-    it. Raises :class:`TranscriptError` naming the file for an unreadable or non-UTF-8 file, a
+    A ``.txt`` file whose first two words are whole numbers is taken as TIMIT's (its leading
+    sample range is dropped). Raises :class:`TranscriptError` naming the file for an unreadable or non-UTF-8 file, a
     TextGrid without interval tiers or text, and overlapping intervals within one tier.
     """
     if not _is_path(source):
         return [TranscriptSegment(str(source))]
     path = Path(source)
     if path.suffix.lower() != ".textgrid":
-        return [TranscriptSegment(read_text(path, "transcript", TranscriptError).lstrip("\ufeff"))]
+        text = read_text(path, "transcript", TranscriptError).lstrip("\ufeff")
+        head = text.split(maxsplit=2)
+        if path.suffix.lower() == ".txt" and len(head) >= 2 and head[0].isdecimal() and head[1].isdecimal():
+            text = head[2] if len(head) == 3 else ""  # TIMIT's leading sample range
+        return [TranscriptSegment(text)]
     from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
 
     grid = load_textgrid(path)

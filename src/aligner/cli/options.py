@@ -1,0 +1,33 @@
+"""Options several commands share (transcript kind, output format, dictionary, unknown words)."""
+
+from __future__ import annotations
+
+import click
+
+PHONE_SETS = click.Choice(["auto", "timit61", "timit39", "arpabet"])
+
+
+def transcript_options(command):
+    """``--transcript``, ``--format``, ``--dictionary``, ``--oov``, ``--phone-set``, ``--split-stops``."""
+    options = [
+        click.option("--transcript", "kind", type=click.Choice(["auto", "words", "phones"]), default="auto",
+                     show_default=True,
+                     help="Kind of transcript: words (orthographic, looked up in the dictionary) or phones; "
+                          "auto: .phn files and phone symbols are phones, .lab/.txt/.TextGrid text is words."),
+        click.option("--format", "fmt", type=click.Choice(["textgrid", "json", "csv"]), default="textgrid",
+                     show_default=True, help="Output format (Montreal Forced Aligner's JSON and CSV layouts)."),
+        click.option("--dictionary", type=click.Path(dir_okay=False, exists=True),
+                     help="Pronouncing dictionary in MFA format (WORD PHONE PHONE ..., a line per variant), "
+                          "added to the CMU Pronouncing Dictionary; its entries replace CMU's."),
+        click.option("--oov", type=click.Choice(["g2p", "error"]), default="g2p", show_default=True,
+                     help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail."),
+        click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True,
+                     help="Symbols of a phone transcript: TIMIT-61, the 39 Lee & Hon classes, or ARPAbet "
+                          "(stress digits ignored)."),
+        click.option("--split-stops/--no-split-stops", default=None,
+                     help="Decode each stop/affricate of a phone transcript as TIMIT closure + release, merged "
+                          "back into its symbol [automatic: for ARPAbet and timit39, not TIMIT-61]."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
