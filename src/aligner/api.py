@@ -410,6 +410,45 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     return report
 
 
+@dataclass
+class OovReport:
+    """What :func:`find_oovs` found: unknown word -> (occurrences, the G2P's pronunciation or
+    ``""`` when no G2P ran), most frequent first; the transcripts read and those that failed."""
+
+    oovs: dict = field(default_factory=dict)
+    n_transcripts: int = 0
+    failed: list = field(default_factory=list)  #: (transcript path, error message)
+
+
+def find_oovs(corpus_dir, dictionary=None, g2p: bool = True) -> OovReport:
+    """The words of a corpus's word transcripts (``.lab``, ``.txt``, ``.TextGrid`` beside audio
+    files; phone transcripts are passed over) that the dictionary lacks, without aligning
+    (Montreal Forced Aligner's ``find_oovs``). With ``g2p``, each gets the pronunciation the
+    aligner would use."""
+    from aligner.io.transcripts import read_word_segments, transcript_kind
+    from aligner.words.normalize import normalize_transcript
+    from aligner.words.oov import find_oovs as count_oovs
+
+    corpus_dir = Path(corpus_dir)
+    if not corpus_dir.is_dir():
+        raise AlignerError(f"{corpus_dir}: corpus directory not found")
+    words_dict = load_dictionary(dictionary)
+    report = OovReport()
+    tokens = []
+    for utt in find_utterances(corpus_dir, CORPUS_TRANSCRIPTS["words"]):
+        try:
+            if transcript_kind(utt.transcript) != "words":
+                continue
+            for seg in read_word_segments(utt.transcript):
+                tokens += normalize_transcript(seg.text, words_dict)
+            report.n_transcripts += 1
+        except AlignerError as exc:
+            report.failed.append((str(utt.transcript), str(exc)))
+    for word, count in count_oovs(tokens, words_dict).items():
+        report.oovs[word] = (count, " ".join(_g2p_pronunciation(word, str(corpus_dir))) if g2p else "")
+    return report
+
+
 def _noop(_):
     return os.getpid()
 
@@ -421,6 +460,38 @@ class Evaluation(NamedTuple):
 
     scores: "AlignmentScores"  #: boundary metrics over every scored file
     problems: list  #: ``(path, message)`` for missing, unreadable or mismatched files
+
+
+class WordEvaluation(NamedTuple):
+    """What :func:`evaluate_words` found (FA-Bench's word-track figures)."""
+
+    words: object  #: :class:`~aligner.alignment.word_evaluation.WordScores` of the words
+    phones: object  #: the same figures for the phones, None without phone references
+    problems: list  #: ``(path, message)`` for missing, unreadable or unmatched files
+
+
+def evaluate_words(ref_dir, hyp_dir, allow_missing: bool = False) -> WordEvaluation:
+    """Words (and phones) tiers of HYP's TextGrids against REF's ``.wrd``/``.phn`` files or
+    TextGrids, by relative path: words paired by their labels, both edges scored, boundary F1 at
+    20 ms (:mod:`aligner.alignment.word_evaluation`)."""
+    from aligner.alignment.word_evaluation import evaluate_word_directories
+
+    return WordEvaluation(*evaluate_word_directories(ref_dir, hyp_dir, allow_missing))
+
+
+def hyp_has_words(hyp_dir) -> bool:
+    """True if the first TextGrid under ``hyp_dir`` has a words tier (``words`` or ``X - words``)."""
+    from aligner.io.corpus import files_under
+    from aligner.io.textgrids import load_textgrid, tier_names
+
+    for path in files_under(Path(hyp_dir)):
+        if path.suffix.lower() == ".textgrid":
+            try:
+                names = tier_names(load_textgrid(path), interval=True)
+            except AlignerError:
+                return False
+            return any(n.strip().lower() == "words" or n.strip().lower().endswith(" - words") for n in names)
+    return False
 
 
 def evaluate(ref_dir, hyp_dir) -> Evaluation:

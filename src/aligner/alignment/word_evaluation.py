@@ -556,3 +556,71 @@ def read_phone_intervals(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE
     if not phones:
         raise TranscriptError(f"{path}: tier {name!r} holds no phones")
     return phones
+
+
+# --------------------------------------------------------------------------------------------
+# Directories (``aligner evaluate`` on words)
+
+def _files_by_stem(root: Path, suffixes: tuple) -> dict:
+    """'relative path without suffix' (lower case) -> file, the first suffix of ``suffixes`` winning."""
+    from aligner.io.corpus import files_under
+
+    out: dict = {}
+    for p in files_under(root):
+        suffix = p.suffix.lower()
+        if suffix in suffixes:
+            key = str(p.relative_to(root).with_suffix("")).lower()
+            if key not in out or suffixes.index(suffix) < suffixes.index(out[key].suffix.lower()):
+                out[key] = p
+    return out
+
+
+def _reference_phones(path: Path) -> list[Interval]:
+    """A reference's phones; a TIMIT ``.phn`` rewritten as an ARPAbet dictionary writes it
+    (:func:`aligner.alignment.references.arpabet_reference`)."""
+    from aligner.alignment.references import arpabet_reference
+
+    phones = read_phone_intervals(path)
+    if path.suffix.lower() != ".phn":
+        return phones
+    starts, labels = arpabet_reference([p.start_s for p in phones], [p.label for p in phones])
+    ends = list(starts[1:]) + [phones[-1].end_s]
+    return [Interval(float(s), float(e), lab) for s, e, lab in zip(starts, ends, labels)]
+
+
+def evaluate_word_directories(ref_dir, hyp_dir, allow_missing: bool = False) -> tuple:
+    """Score the words (and phones) tiers of the TextGrids in ``hyp_dir`` against the references
+    of the same relative path in ``ref_dir``: TIMIT ``.wrd`` (and ``.phn``) files, or TextGrids
+    with ``words`` (and ``phones``) tiers.
+
+    Returns ``(word_scores, phone_scores, problems)``; ``phone_scores`` is None when no
+    reference has phones; ``problems`` lists ``(path, message)`` for unreadable files and for
+    references with no hypothesis (unless ``allow_missing``) or hypotheses with no reference.
+    """
+    from aligner.errors import AlignerError
+
+    ref_dir, hyp_dir = Path(ref_dir), Path(hyp_dir)
+    refs = _files_by_stem(ref_dir, (".wrd", ".textgrid"))
+    ref_phones = _files_by_stem(ref_dir, (".phn", ".textgrid"))
+    hyps = _files_by_stem(hyp_dir, (".textgrid",))
+    if not hyps:
+        raise AlignerError(f"{hyp_dir}: no TextGrid files found")
+    word_pairs, phone_pairs, problems = [], [], []
+    for key, hyp_path in sorted(hyps.items()):
+        ref_path = refs.get(key)
+        if ref_path is None:
+            problems.append((hyp_path, "no reference .wrd or TextGrid of the same relative path"))
+            continue
+        try:
+            word_pairs.append((read_word_alignment(ref_path), read_words_tier(hyp_path)))
+            if key in ref_phones:
+                phone_pairs.append((_reference_phones(ref_phones[key]), read_phone_intervals(hyp_path)))
+        except AlignerError as exc:
+            problems.append((hyp_path, str(exc)))
+    if not allow_missing:
+        problems += [(path, "reference without a hypothesis of the same relative path")
+                     for key, path in sorted(refs.items()) if key not in hyps]
+    if not word_pairs:
+        raise AlignerError(f"{hyp_dir}: no hypothesis words tier matched a reference in {ref_dir}")
+    phones = score_phone_alignments(phone_pairs) if phone_pairs else None
+    return score_word_alignments(word_pairs), phones, problems

@@ -11,7 +11,9 @@ from aligner import __version__
 from aligner.cli.align import align
 from aligner.cli.align_corpus import align_corpus
 from aligner.cli.evaluate import evaluate
+from aligner.cli.oovs import oovs
 from aligner.cli.train import train
+from aligner.cli.train_vowels import train_vowels
 from aligner.cli.vowels import vowels
 
 
@@ -24,7 +26,7 @@ def main():
     """
 
 
-for _command in (align, align_corpus, evaluate, train, vowels):
+for _command in (align, align_corpus, oovs, evaluate, train, train_vowels, vowels):
     main.add_command(_command)
 
 
