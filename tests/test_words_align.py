@@ -174,3 +174,18 @@ def test_align_corpus_reads_mfa_layout_and_evaluate_scores_words(utterance, tmp_
     code, out = run("evaluate", tmp_path / "ref", tmp_path / "out")
     assert code == 1 and "without a hypothesis" in out
     assert run("evaluate", tmp_path / "ref", tmp_path / "out", "--allow-missing")[0] == 0
+
+
+def test_unknown_words_get_the_g2p_pronunciation_and_are_reported(tmp_path):
+    wav = tmp_path / "a.wav"
+    shutil.copy(Path(__file__).resolve().parents[1] / "examples" / "demo.wav", wav)
+    result = api.align_words(wav, "she had zyxgrobble suits")
+    assert list(result.oovs) == ["zyxgrobble"] and result.oovs["zyxgrobble"].startswith("Z ")
+    code, out = run("align", wav, "she had zyxgrobble suits")
+    assert code == 0 and "not in the dictionary: zyxgrobble" in out
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(wav, corpus / "a.wav")
+    (corpus / "a.lab").write_text("she had zyxgrobble suits zyxgrobble\n")
+    code, out = run("oovs", corpus)
+    assert code == 0 and out.splitlines()[-1].startswith("zyxgrobble\t2\tZ ")

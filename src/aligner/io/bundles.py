@@ -35,8 +35,9 @@ MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 ALIGNMENT_KIND = "alignment"
 VOWEL_KIND = "vowels"
+G2P_KIND = "g2p"
 #: default bundle directory name per kind, inside the shipped ``models/`` folder
-DEFAULT_NAMES = {ALIGNMENT_KIND: "timit-alignment", VOWEL_KIND: "timit-vowels"}
+DEFAULT_NAMES = {ALIGNMENT_KIND: "timit-alignment", VOWEL_KIND: "timit-vowels", G2P_KIND: "g2p-cmudict"}
 
 
 def _sha256(path: Path) -> str:
