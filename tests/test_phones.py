@@ -220,7 +220,7 @@ def test_missing_transcript_files(tmp_path):
 def test_binary_transcript(tmp_path):
     path = tmp_path / "utt.txt"
     path.write_bytes(b"\xff\xfe\x00\x81 binary")
-    with pytest.raises(TranscriptError, match="not a UTF-8 text file"):
+    with pytest.raises(TranscriptError, match="not UTF-8 text"):
         read_transcript(path)
 
 
@@ -247,7 +247,7 @@ def test_read_phn(tmp_path):
 @pytest.mark.parametrize(
     "content, problem",
     [
-        ("0 2200 h#\n2200 sh\n", "line 2: expected 'start_sample end_sample label'"),
+        ("0 2200 h#\n2200 sh\n", "line 2: expected 'start_sample end_sample phone'"),
         ("0 2200 h#\n2200 x4280 sh\n", "line 2: expected"),
         ("-5 2200 h#\n", "line 1: negative start sample -5"),
         ("0 2200 h#\n2200 2200 sh\n", "line 2: end sample 2200 is not after start sample 2200"),
@@ -299,3 +299,10 @@ def test_cvc_flanks_and_vowels_come_from_the_table():
     assert TIMIT_VOWELS == {s for s in TIMIT61 if BROAD_CLASS_OF[TIMIT61_TO_39[s]] == "vowel"}
     assert not TIMIT_FLANKS & TIMIT_VOWELS and not {"hh", "hv", "l", "r", "w", "y"} & TIMIT_FLANKS
     assert {"bcl", "q", "dx", "nx", "zh"} <= TIMIT_FLANKS
+
+
+def test_byte_order_mark_is_accepted(tmp_path):
+    path = tmp_path / "bom.phones"
+    path.write_bytes("\ufeffsil HH AH0 L OW1 sil\n".encode("utf-8"))
+    symbols, _ = read_transcript(path)
+    assert symbols[0] == "sil"

@@ -245,7 +245,7 @@ def test_read_wrd(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("", "holds no words"),
+    ("", "is empty"),
     ("10 20\n", "line 1: expected 'start_sample end_sample word'"),
     ("10 20 a\nx 30 b\n", "line 2: expected"),
     ("-5 20 a\n", "negative start"),
@@ -265,7 +265,7 @@ def test_read_wrd_missing_and_binary(tmp_path):
         read_wrd(tmp_path / "nope.wrd")
     f = tmp_path / "bin.wrd"
     f.write_bytes(b"\xff\xfe\x00\x81")
-    with pytest.raises(TranscriptError, match="not a UTF-8"):
+    with pytest.raises(TranscriptError, match="not UTF-8"):
         read_wrd(f)
 
 

@@ -49,6 +49,17 @@ def load_model(model: str | os.PathLike | AlignmentModel | None = None) -> Align
     return _load_model_cached(str(path.resolve()))
 
 
+def _samples(audio, sr: int | None, name: str | None) -> tuple[np.ndarray, str]:
+    """``(16 kHz mono float32 samples, name for messages)`` of a path, or of samples in memory
+    with their rate ``sr`` (required then)."""
+    if isinstance(audio, (str, os.PathLike)):
+        return load_audio(audio), name or str(audio)
+    if sr is None:
+        raise TypeError("samples in memory need their sample rate: pass sr=, e.g. align(y, text, sr=16000)")
+    name = name or "<samples>"
+    return samples_at_model_rate(audio, sr, name), name
+
+
 def align(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
           split_stops: bool | None = None, sr: int | None = None) -> list[Interval]:
     """Align a recording to its phones; returns ``[Interval(start_s, end_s, symbol), ...]`` in seconds.
@@ -64,14 +75,7 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     whose stops include their closure; not for ``timit61``, which writes closures).
     """
     m = load_model(model)
-    if isinstance(audio, (str, os.PathLike)):
-        name = name or str(audio)
-        samples = load_audio(audio)
-    else:
-        name = name or "<samples>"
-        if sr is None:
-            raise TypeError("align(samples, ...) needs their sample rate: align(y, phones, sr=16000)")
-        samples = samples_at_model_rate(audio, sr, name)
+    samples, name = _samples(audio, sr, name)
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, phone_set)
@@ -172,14 +176,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
     m = load_model(model)
     words_dict = load_dictionary(dictionary)
-    if isinstance(audio, (str, os.PathLike)):
-        name = name or str(audio)
-        samples = load_audio(audio)
-    else:
-        name = name or "<samples>"
-        if sr is None:
-            raise TypeError("align_words(samples, ...) needs their sample rate: align_words(y, text, sr=16000)")
-        samples = samples_at_model_rate(audio, sr, name)
+    samples, name = _samples(audio, sr, name)
     duration = len(samples) / SAMPLE_RATE
     where = str(transcript) if isinstance(transcript, (str, os.PathLike)) and os.path.exists(transcript) else name
     segments = read_word_segments(transcript)

@@ -76,7 +76,7 @@ import numpy as np
 from numba import njit
 
 from aligner.alignment.graph import PhoneGraph
-from aligner.alignment.task import _agreement_is_mean, _log_normal_pdf, boundary_distances
+from aligner.alignment.task import _agreement_is_mean, _log_normal_pdf, boundary_distances, hull_breaks, hull_push
 from aligner.errors import AlignmentError, FeatureError
 from aligner.learn.task import StructuredTask
 
@@ -539,21 +539,10 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
                         continue
                     slope = -2.0 * c * b_pred[j, lp]
                     icpt = v + q_pred[j, lp]
-                    while nh >= 2:
-                        s1 = h_slope[nh - 2]
-                        i1 = h_icpt[nh - 2]
-                        if (i1 - icpt) * (h_slope[nh - 1] - s1) <= (i1 - h_icpt[nh - 1]) * (slope - s1):
-                            nh -= 1
-                        else:
-                            break
-                    h_slope[nh] = slope
-                    h_icpt[nh] = icpt
-                    h_len[nh] = lp
-                    nh += 1
+                    nh = hull_push(h_slope, h_icpt, h_len, nh, slope, icpt, lp)
                 if nh == 0:
                     continue
-                for i in range(1, nh):
-                    h_break[i] = (h_icpt[i - 1] - h_icpt[i]) / (h_slope[i] - h_slope[i - 1])
+                hull_breaks(h_slope, h_icpt, h_break, nh)
                 ptr = 0
                 if direct:
                     written = True

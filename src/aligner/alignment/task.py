@@ -336,6 +336,31 @@ def _feasible_starts(T, max_len, min_len, band_lo, band_hi):
 # --------------------------------------------------------------------------------------
 
 
+@njit(cache=True, nogil=True, inline="always")
+def hull_push(h_slope, h_icpt, h_len, nh, slope, icpt, length):
+    """Add the line ``slope * a + icpt`` (from predecessor length ``length``) to the upper
+    envelope ``h_*[:nh]`` of the monotone convex-hull trick (lines added in slope order),
+    dropping the lines it makes useless; returns the envelope's new size."""
+    while nh >= 2:
+        s1 = h_slope[nh - 2]
+        i1 = h_icpt[nh - 2]
+        if (i1 - icpt) * (h_slope[nh - 1] - s1) <= (i1 - h_icpt[nh - 1]) * (slope - s1):
+            nh -= 1
+        else:
+            break
+    h_slope[nh] = slope
+    h_icpt[nh] = icpt
+    h_len[nh] = length
+    return nh + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def hull_breaks(h_slope, h_icpt, h_break, nh):
+    """``h_break[i]``: where line i of the envelope overtakes line i - 1 (i = 1 .. nh-1)."""
+    for i in range(1, nh):
+        h_break[i] = (h_icpt[i - 1] - h_icpt[i]) / (h_slope[i] - h_slope[i - 1])
+
+
 @njit(cache=True, nogil=True)
 def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, min_len,
                   start_lo, start_hi, bp_offset, w, y_ref, eps, cost_kind, tau, bp, agreement_mean):
@@ -520,19 +545,8 @@ def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, mi
                     continue
                 slope = -2.0 * c * b_prev[lp]
                 icpt = v + q_prev[lp]
-                while nh >= 2:
-                    s1 = h_slope[nh - 2]
-                    i1 = h_icpt[nh - 2]
-                    if (i1 - icpt) * (h_slope[nh - 1] - s1) <= (i1 - h_icpt[nh - 1]) * (slope - s1):
-                        nh -= 1
-                    else:
-                        break
-                h_slope[nh] = slope
-                h_icpt[nh] = icpt
-                h_len[nh] = lp
-                nh += 1
-            for i in range(1, nh):
-                h_break[i] = (h_icpt[i - 1] - h_icpt[i]) / (h_slope[i] - h_slope[i - 1])
+                nh = hull_push(h_slope, h_icpt, h_len, nh, slope, icpt, lp)
+            hull_breaks(h_slope, h_icpt, h_break, nh)
 
             # --- queries, lengths ascending (x = l/mu_k ascending)
             ptr = 0

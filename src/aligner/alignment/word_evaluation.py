@@ -57,7 +57,7 @@ import numpy as np
 from aligner.errors import TranscriptError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.textgrids import Interval, interval_tier, load_textgrid, tier_names
-from aligner.io.transcripts import is_int, read_phn, read_text
+from aligner.io.transcripts import read_phn, read_sample_intervals
 from aligner.phonetics import SILENCE, PhoneSet, get_phone_set
 
 __all__ = [
@@ -467,29 +467,9 @@ def read_wrd(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> list[In
     must start in order. Silence labels (:data:`SILENCE_WORDS`) are skipped. Raises
     :class:`TranscriptError` naming the file and line for a missing, empty or malformed file.
     """
-    path = Path(path)
-    text = read_text(path, "word alignment (.wrd)", TranscriptError)
-    out: list[Interval] = []
-    prev_start = None
-    for line_no, line in enumerate(text.splitlines(), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
-        where = f"{path}: line {line_no}"
-        if len(tokens) != 3 or not (is_int(tokens[0]) and is_int(tokens[1])):
-            raise TranscriptError(f"{where}: expected 'start_sample end_sample word', got {line.strip()!r}")
-        start, end = int(tokens[0]), int(tokens[1])
-        if start < 0:
-            raise TranscriptError(f"{where}: negative start sample {start}")
-        if end <= start:
-            raise TranscriptError(f"{where}: end sample {end} is not after start sample {start}")
-        if prev_start is not None and start < prev_start:
-            raise TranscriptError(f"{where}: start sample {start} is before the previous word's "
-                                  f"start {prev_start}")
-        prev_start = start
-        if tokens[2].lower() in SILENCE_WORDS:
-            continue
-        out.append(Interval(start / sample_rate, end / sample_rate, tokens[2]))
+    starts, ends, labels = read_sample_intervals(path, "word alignment (.wrd)", "word")
+    out = [Interval(s / sample_rate, e / sample_rate, label)
+           for s, e, label in zip(starts.tolist(), ends.tolist(), labels) if label.lower() not in SILENCE_WORDS]
     if not out:
         raise TranscriptError(f"{path}: word alignment (.wrd) holds no words")
     return out

@@ -16,19 +16,23 @@ from aligner.phonetics import PhoneSet, get_phone_set
 
 
 def read_text(path: Path, what: str, error: type = AlignerError) -> str:
-    """The UTF-8 text of ``path``; raises ``error`` naming the file when it is missing, a
-    directory, not UTF-8 or unreadable. ``what`` names the kind of file ("transcript", ...)."""
+    """The UTF-8 text of ``path`` (a leading byte-order mark dropped); raises ``error`` naming the
+    file when it is missing, a directory, unreadable or not UTF-8 (naming the line of the first
+    bad byte). ``what`` names the kind of file ("transcript", ...)."""
     path = Path(path)
     if not path.exists():
         raise error(f"{path}: {what} not found")
     if path.is_dir():
         raise error(f"{path}: is a directory, not a {what}")
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise error(f"{path}: not a UTF-8 text file, so not a {what}") from None
+        raw = path.read_bytes()
     except OSError as exc:
         raise error(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise error(f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the {what} as UTF-8") from None
 
 
 _TRANSCRIPT_SUFFIXES = (".phn", ".phones", ".txt", ".lab")
@@ -123,8 +127,15 @@ def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]
     the labels. Raises :class:`TranscriptError` naming the file and line for a missing or empty
     file, a malformed line, negative times, ``end <= start`` or a start before the previous one.
     """
+    return read_sample_intervals(path, "phone alignment (.phn)", "phone")
+
+
+def read_sample_intervals(path: str | os.PathLike, what: str, unit: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Read ``start_sample end_sample label`` lines (TIMIT ``.phn``, ``.wrd``): ``(starts, ends,
+    labels)``, int64 samples; starts must not decrease (intervals may overlap, as TIMIT's words
+    do). ``what`` names the file kind and ``unit`` its entries in the one-line errors."""
     path = Path(path)
-    text = read_text(path, "phone alignment (.phn)", TranscriptError)
+    text = read_text(path, what, TranscriptError)
     starts: list[int] = []
     ends: list[int] = []
     labels: list[str] = []
@@ -135,7 +146,7 @@ def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]
         where = f"{path}: line {line_no}"
         if len(tokens) != 3 or not (is_int(tokens[0]) and is_int(tokens[1])):
             raise TranscriptError(
-                f"{where}: expected 'start_sample end_sample label', got {line.strip()!r}"
+                f"{where}: expected 'start_sample end_sample {unit}', got {line.strip()!r}"
             )
         start, end = int(tokens[0]), int(tokens[1])
         if start < 0:
@@ -144,13 +155,13 @@ def read_phn(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray, list[str]
             raise TranscriptError(f"{where}: end sample {end} is not after start sample {start}")
         if starts and start < starts[-1]:
             raise TranscriptError(
-                f"{where}: start sample {start} is before the previous phone's start {starts[-1]}"
+                f"{where}: start sample {start} is before the previous {unit}'s start {starts[-1]}"
             )
         starts.append(start)
         ends.append(end)
         labels.append(tokens[2])
     if not labels:
-        raise TranscriptError(f"{path}: phone alignment (.phn) is empty")
+        raise TranscriptError(f"{path}: {what} is empty")
     return np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64), labels
 
 

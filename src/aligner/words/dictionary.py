@@ -265,19 +265,9 @@ def read_user_dictionary(path: str | os.PathLike) -> PronouncingDictionary:
 
     arpabet = get_phone_set("arpabet")
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TranscriptError(f"{path}: pronouncing dictionary not found") from None
-    except OSError as e:
-        raise TranscriptError(f"{path}: cannot read the pronouncing dictionary ({e.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise TranscriptError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); save the dictionary as UTF-8"
-        ) from None
+    from aligner.io.transcripts import read_text  # numpy: only when a file is read
+
+    text = read_text(path, "pronouncing dictionary", TranscriptError)
     result = PronouncingDictionary(name=str(path))
     for number, line in enumerate(text.splitlines(), start=1):
         if " #" in line or "\t#" in line:

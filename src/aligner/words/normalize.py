@@ -253,19 +253,9 @@ def read_words_transcript(path: str | os.PathLike,
     missing, not UTF-8, or has no words (only punctuation and/or annotations).
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TranscriptError(f"{path}: transcript not found") from None
-    except OSError as e:
-        raise TranscriptError(f"{path}: cannot read the transcript ({e.strerror})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        raise TranscriptError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{raw[e.start]:02x}); save the transcript as UTF-8"
-        ) from None
+    from aligner.io.transcripts import read_text  # numpy: only when a file is read
+
+    text = read_text(path, "transcript", TranscriptError)
     if path.suffix.lower() == ".txt":
         head = text.split(maxsplit=2)
         if len(head) >= 2 and head[0].isdecimal() and head[1].isdecimal():
