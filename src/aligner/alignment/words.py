@@ -24,7 +24,7 @@ import numpy as np
 
 from aligner.alignment.graph import Segment, build_word_graph
 from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
-from aligner.alignment.stop_closures import expand_stop_closures
+from aligner.alignment.stop_closures import ExpandedTranscript, expand_stop_closures
 from aligner.frames import phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.phonetics import CLASSES39, SILENCE, get_phone_set
@@ -56,10 +56,57 @@ class WordAlignment:
         return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations))
 
 
-def _alternative(model, phones: Sequence[str], arpabet) -> tuple[Segment, object]:
-    expanded = expand_stop_closures(list(phones), arpabet)
+#: connected-speech variants the decoder may choose besides each dictionary pronunciation
+#: (TIMIT's narrow transcriptions show all three): ``flap``: T or D between a vowel and an
+#: unstressed vowel as a flap (``dx``); ``unreleased``: a word-final stop or affricate as its
+#: closure alone; ``reduced``: an unstressed AH or IH as TIMIT's reduced vowel (``ax``/``ix``).
+VARIANT_RULES = ("flap", "unreleased", "reduced")
+#: the rules used by default (chosen on validation speakers: docs/results.md)
+DEFAULT_RULES = ("flap", "unreleased")
+_VOWEL_CLASSES = frozenset(CLASSES39.index(c) for c in ("aa", "ae", "ah", "aw", "ay", "eh", "er", "ey",
+                                                      "ih", "iy", "ow", "oy", "uh", "uw"))
+_CLOSURES = frozenset(("bcl", "dcl", "gcl", "pcl", "tcl", "kcl"))
+
+
+def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
+    """The internal phone sequences of one pronunciation: stops split into closure + release,
+    then each rule of ``rules`` applied on its own (one more sequence per rule that changes it)."""
+    base = expand_stop_closures(list(phones), arpabet)
+    out = [base]
+    syms, cls, own = list(base.symbols), list(base.classes), list(base.owner)
+
+    def add(s, c, o):
+        if s != list(base.symbols) or c != list(base.classes):
+            out.append(ExpandedTranscript(s, np.array(c, np.int64), np.array(o, np.int64), base.n_output))
+
+    up = [p.upper() for p in phones]
+    if "flap" in rules:
+        s, c, o = list(syms), list(cls), list(own)
+        changed, k = False, 0
+        while k < len(s):
+            i = o[k]
+            if (s[k] in ("tcl", "dcl") and k + 2 < len(s) and o[k + 1] == i and up[i] in ("T", "D")
+                    and k > 0 and c[k - 1] in _VOWEL_CLASSES and c[k + 2] in _VOWEL_CLASSES
+                    and s[k + 2].endswith("0")):
+                s[k:k + 2], c[k:k + 2], o[k:k + 2] = ["dx"], [CLASSES39.index("dx")], [i]
+                changed = True
+            k += 1
+        if changed:
+            add(s, c, o)
+    if "unreleased" in rules and len(syms) >= 2 and syms[-2] in _CLOSURES and own[-2] == own[-1]:
+        add(syms[:-1], cls[:-1], own[:-1])
+    if "reduced" in rules:
+        s, c = list(syms), list(cls)
+        for k, sym in enumerate(s):
+            if sym.upper() in ("AH0", "IH0"):
+                s[k], c[k] = ("ax", CLASSES39.index("ah")) if sym.upper() == "AH0" else ("ix", CLASSES39.index("ih"))
+        add(s, c, list(own))
+    return out
+
+
+def _alternative(model, expanded) -> Segment:
     mean, std, mx = model.durations.for_phones(expanded.classes, expanded.symbols)
-    return Segment.make(expanded.classes, mean, std, mx, labels=expanded.symbols), expanded
+    return Segment.make(expanded.classes, mean, std, mx, labels=expanded.symbols)
 
 
 def _pause(model, symbol: str) -> Segment:
@@ -69,7 +116,8 @@ def _pause(model, symbol: str) -> Segment:
 
 def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Sequence[str],
                        pronunciations: Sequence[Sequence[Sequence[str]]], duration_s: float,
-                       name: str = "<utterance>", phone_bonus: float = PHONE_BONUS) -> WordAlignment:
+                       name: str = "<utterance>", phone_bonus: float = PHONE_BONUS,
+                       rules: Sequence[str] = DEFAULT_RULES, pause_bonus: float = 0.0) -> WordAlignment:
     """Align W words to an utterance's MFCC frames (T, 42) and classifier scores (T, 39).
 
     ``labels``: W word labels for the words tier; ``pronunciations``: for each word, its
@@ -81,15 +129,15 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     for alternatives in pronunciations:
         segs, exps = [], []
         for phones in alternatives:
-            seg, exp = _alternative(model, phones, arpabet)
-            segs.append(seg)
-            exps.append((tuple(phones), exp))
+            for exp in _expansions(phones, arpabet, rules):
+                segs.append(_alternative(model, exp))
+                exps.append((tuple(phones), exp))
         words.append(segs)
         expansions.append(exps)
     graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL), leading_pause=_pause(model, EDGE_SYMBOL),
                              trailing_pause=_pause(model, EDGE_SYMBOL))
     x = make_graph_input(scores, frames, graph, model.min_frames, name=name)
-    path = GraphAlignmentTask(phone_bonus=phone_bonus).decode(x, model.weights)
+    path = GraphAlignmentTask(phone_bonus=phone_bonus, pause_bonus=pause_bonus).decode(x, model.weights)
     nodes = path.nodes
     if model.refiner is None:
         starts_s = phone_start_times(path.starts)
