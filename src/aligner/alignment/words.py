@@ -59,10 +59,12 @@ class WordAlignment:
 #: connected-speech variants the decoder may choose besides each dictionary pronunciation
 #: (TIMIT's narrow transcriptions show all three): ``flap``: T or D between a vowel and an
 #: unstressed vowel as a flap (``dx``); ``unreleased``: a word-final stop or affricate as its
-#: closure alone; ``reduced``: an unstressed AH or IH as TIMIT's reduced vowel (``ax``/``ix``).
-VARIANT_RULES = ("flap", "unreleased", "reduced")
+#: closure alone; ``reduced``: an unstressed AH or IH as TIMIT's reduced vowel (``ax``/``ix``);
+#: ``no_initial_closure``: a word-initial stop without its closure (after a pause the closure is
+#: silence, and annotators start the word at the release).
+VARIANT_RULES = ("flap", "unreleased", "reduced", "no_initial_closure")
 #: the rules used by default (chosen on validation speakers: docs/results.md)
-DEFAULT_RULES = ("flap", "unreleased")
+DEFAULT_RULES = ("no_initial_closure",)
 _VOWEL_CLASSES = frozenset(CLASSES39.index(c) for c in ("aa", "ae", "ah", "aw", "ay", "eh", "er", "ey",
                                                       "ih", "iy", "ow", "oy", "uh", "uw"))
 _CLOSURES = frozenset(("bcl", "dcl", "gcl", "pcl", "tcl", "kcl"))
@@ -95,6 +97,8 @@ def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
             add(s, c, o)
     if "unreleased" in rules and len(syms) >= 2 and syms[-2] in _CLOSURES and own[-2] == own[-1]:
         add(syms[:-1], cls[:-1], own[:-1])
+    if "no_initial_closure" in rules and len(syms) >= 2 and syms[0] in _CLOSURES and own[0] == own[1]:
+        add(syms[1:], cls[1:], own[1:])
     if "reduced" in rules:
         s, c = list(syms), list(cls)
         for k, sym in enumerate(s):
