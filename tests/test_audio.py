@@ -89,7 +89,7 @@ def test_formats_by_content_not_extension(tmp_path, name, fmt):
 
 
 def test_audio_extensions_match_case_insensitively():
-    assert AUDIO_EXTENSIONS == (".wav", ".flac", ".ogg", ".sph")
+    assert AUDIO_EXTENSIONS == (".wav", ".flac", ".ogg", ".mp3", ".sph")
     assert is_audio_path("x/SA1.WAV") and is_audio_path("a.Flac") and is_audio_path("b.sph")
     assert not is_audio_path("a.phn") and not is_audio_path("wav")
 

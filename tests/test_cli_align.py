@@ -156,3 +156,41 @@ def test_align_corpus_and_evaluate_on_timit_speaker(tmp_path):
     # a broken pipeline (time convention, features, weights) falls far below this: the
     # duration-only baseline places 14 % of TIMIT boundaries within 20 ms; the model 77 % here
     assert scores["within_ms"]["20"] > 70.0
+
+
+def test_corpus_collisions_mp3_and_skipped_files_are_reported(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    audio, sr = sf.read(str(DEMO_WAV))
+    sf.write(corpus / "dup.wav", audio, sr)
+    sf.write(corpus / "dup.flac", audio, sr)
+    sf.write(corpus / "song.mp3", audio, sr, format="MP3")
+    sf.write(corpus / "lonely.wav", audio, sr)
+    for stem in ("dup", "song"):
+        (corpus / f"{stem}.phn").write_text("\n".join(DEMO_PHONES.read_text().split()) + "\n")
+    code, out = run("align-corpus", corpus, tmp_path / "out")
+    assert code == 1
+    assert "aligned 2 files" in out and "is also that of" in out  # dup.flac collides with dup.wav
+    assert (tmp_path / "out" / "song.TextGrid").is_file()  # .mp3 found and aligned
+    assert "skipped 1 audio files" in out and "lonely.wav" in out
+
+
+def test_vowels_refuses_to_overwrite_its_input(tmp_path):
+    wav = tmp_path / "v.wav"
+    shutil.copy(DEMO_WAV, wav)
+    code, out = run("vowels", wav, "-o", wav)
+    assert code == 1 and "would overwrite the input" in one_line_error(out)
+    assert wav.read_bytes() == DEMO_WAV.read_bytes()
+
+
+def test_a_file_name_that_is_not_utf8_works_and_prints(tmp_path):
+    import os
+
+    name = os.fsdecode(b"caf\xe9.wav")  # Latin-1 bytes: a surrogate escape in Python
+    wav = tmp_path / name
+    shutil.copy(DEMO_WAV, wav)
+    code, out = run("align", wav, DEMO_PHONES)
+    assert code == 0, out
+    assert "caf\\xe9.TextGrid" in out and wav.with_suffix(".TextGrid").is_file()
+    code, out = run("align", wav, "sil HH AH0 QQ OW1 sil")
+    assert code == 1 and "QQ" in one_line_error(out)

@@ -152,3 +152,22 @@ def test_corpus_of_linked_speaker_folders_is_found_and_a_link_cycle_ends(tmp_pat
     write_textgrid(hyp / "dr1-fvmh0" / "sa1.TextGrid", [("phones", [(0, 0.1, "h#")])], 0.1)
     scores, problems = evaluate_directories(corpus, hyp)
     assert scores.n_utterances == 1 and problems == []
+
+
+def test_evaluate_reports_missing_hypotheses_and_other_labels(tmp_path):
+    from click.testing import CliRunner
+
+    from aligner.cli import main
+    from aligner.io.textgrids import write_textgrid
+
+    ref, hyp = tmp_path / "ref", tmp_path / "hyp"
+    phones = [(0.0, 0.1, "h#"), (0.1, 0.3, "aa"), (0.3, 0.5, "h#")]
+    for i in range(4):
+        write_textgrid(ref / f"u{i}.TextGrid", [("phones", phones)], 0.5)
+    write_textgrid(hyp / "u0.TextGrid", [("phones", [(0.0, 0.12, "h#"), (0.12, 0.3, "aa"), (0.3, 0.5, "h#")])], 0.5)
+    result = CliRunner().invoke(main, ["evaluate", str(ref), str(hyp)])
+    assert result.exit_code == 1 and result.output.count("reference without a hypothesis") == 3
+    assert CliRunner().invoke(main, ["evaluate", str(ref), str(hyp), "--allow-missing"]).exit_code == 0
+    write_textgrid(hyp / "u1.TextGrid", [("phones", [(0.0, 0.1, "h#"), (0.1, 0.3, "iy"), (0.3, 0.5, "h#")])], 0.5)
+    result = CliRunner().invoke(main, ["evaluate", str(ref), str(hyp), "--allow-missing"])
+    assert result.exit_code == 1 and "phone 2 is 'iy'" in result.output

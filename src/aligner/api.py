@@ -382,8 +382,15 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     with_transcript = {u.audio for u in utterances}
     report = CorpusReport(skipped=[p for p in find_audio_files(corpus_dir) if p not in with_transcript])
     suffix = SUFFIXES[fmt]
-    jobs_list = [(u.audio, u.transcript, out_dir / (u.name + suffix), kind, fmt, dictionary, oov)
-                 for u in utterances]
+    jobs_list, outputs = [], {}
+    for u in utterances:
+        out = out_dir / (u.name + suffix)
+        if out in outputs:  # dup.wav and dup.flac beside one transcript: one output name
+            report.failed.append((u.audio, f"{u.audio}: its output {out} is also that of {outputs[out]}; "
+                                           f"rename one of the two recordings"))
+            continue
+        outputs[out] = u.audio
+        jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov))
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     _worker_init(model_ref)  # load and warm here: forked workers inherit both
     if any(u.transcript.suffix.lower() != ".phn" for u in utterances):
@@ -491,12 +498,14 @@ def hyp_has_words(hyp_dir) -> bool:
     return False
 
 
-def evaluate(ref_dir, hyp_dir) -> Evaluation:
+def evaluate(ref_dir, hyp_dir, allow_missing: bool = False) -> Evaluation:
     """Boundary metrics of HYP against REF (directories of TextGrids or ``.phn``, by relative path).
 
-    Returns an :class:`Evaluation` ``(scores, problems)``; see :mod:`aligner.alignment.evaluation`.
+    Returns an :class:`Evaluation` ``(scores, problems)``: problems are hypotheses without a
+    reference or with other phones, and (unless ``allow_missing``) references without a
+    hypothesis; see :mod:`aligner.alignment.evaluation`.
     """
-    return Evaluation(*evaluate_directories(ref_dir, hyp_dir))
+    return Evaluation(*evaluate_directories(ref_dir, hyp_dir, allow_missing))
 
 
 def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[dict] = None,

@@ -92,11 +92,27 @@ def _alignment_files(root: Path) -> dict:
     return out
 
 
-def evaluate_directories(ref_dir: str | os.PathLike, hyp_dir: str | os.PathLike) -> tuple:
+def _same_labels(ref_labels: list, hyp_labels: list) -> bool:
+    """True when two phone sequences name the same phones: equal symbols, or equal after mapping
+    both to the 39 classes (a TIMIT-61 reference against a timit39 hypothesis)."""
+    if [s.lower() for s in ref_labels] == [s.lower() for s in hyp_labels]:
+        return True
+    from aligner.phonetics import get_phone_set
+
+    try:
+        ref_set, hyp_set = get_phone_set("auto", ref_labels), get_phone_set("auto", hyp_labels)
+        return list(ref_set.class_indices(ref_labels)) == list(hyp_set.class_indices(hyp_labels))
+    except AlignerError:
+        return False
+
+
+def evaluate_directories(ref_dir: str | os.PathLike, hyp_dir: str | os.PathLike,
+                         allow_missing: bool = False) -> tuple:
     """Score every hypothesis file against the reference file of the same relative path.
 
     Returns ``(scores, problems)``: problems lists ``(path, message)`` for hypothesis files
-    with no reference, or whose phones differ from the reference's.
+    with no reference, whose phones differ from the reference's in number or in label, and
+    (unless ``allow_missing``) reference files with no hypothesis.
     """
     ref_dir, hyp_dir = Path(ref_dir), Path(hyp_dir)
     for d in (ref_dir, hyp_dir):
@@ -121,7 +137,16 @@ def evaluate_directories(ref_dir: str | os.PathLike, hyp_dir: str | os.PathLike)
             problems.append((hyp_path, f"{len(hyp_starts)} phones, reference {ref_path} has "
                                        f"{len(ref_starts)}"))
             continue
+        if not _same_labels(ref_labels, hyp_labels):
+            k = next(i for i, (a, b) in enumerate(zip(ref_labels, hyp_labels)) if a.lower() != b.lower())
+            problems.append((hyp_path, f"phone {k + 1} is {hyp_labels[k]!r}, reference {ref_path} has "
+                                       f"{ref_labels[k]!r}"))
+            continue
         pairs.append((ref_starts, hyp_starts))
+    if not allow_missing:
+        problems += [(path, "reference without a hypothesis of the same relative path (--allow-missing "
+                            "to score only the hypotheses there are)")
+                     for key, path in sorted(refs.items()) if key not in hyps]
     if not pairs:
         raise AlignerError(f"{hyp_dir}: no hypothesis file matched a reference in {ref_dir}")
     return score_alignments(pairs), problems

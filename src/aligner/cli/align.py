@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from aligner.cli.common import run
+from aligner.cli.common import echo, run
 from aligner.cli.options import transcript_options
 
 
@@ -31,5 +31,5 @@ def align(audio, transcript, output, model, kind, fmt, dictionary, oov, phone_se
     out = run(api.align_file, audio, transcript, output, model, phone_set, split_stops, kind, fmt,
               dictionary, oov, oovs)
     for word, pronunciation in sorted(oovs.items()):
-        click.echo(f"not in the dictionary: {word} (aligned as {pronunciation})", err=True)
-    click.echo(str(out))
+        echo(f"not in the dictionary: {word} (aligned as {pronunciation})", err=True)
+    echo(str(out))

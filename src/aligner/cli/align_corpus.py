@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from aligner.cli.common import LazyBar, exit_if_failed, fail, run
+from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
 from aligner.cli.options import transcript_options
 
 
@@ -29,15 +29,17 @@ def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, p
     progress = LazyBar("aligning")
     report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov)
     progress.close()
-    click.echo(f"aligned {len(report.written)} files ({report.audio_seconds:.1f} s of audio) in "
+    echo(f"aligned {len(report.written)} files ({report.audio_seconds:.1f} s of audio) in "
                f"{report.seconds:.2f} s: {report.realtime_factor:.0f}x real time "
                f"(start-up {report.startup_seconds:.2f} s)")
     if report.oovs:
-        click.echo(f"{len(report.oovs)} words not in the dictionary (files, pronunciation used):", err=True)
+        echo(f"{len(report.oovs)} words not in the dictionary (files, pronunciation used):", err=True)
         for word, (count, pronunciation) in sorted(report.oovs.items()):
-            click.echo(f"  {word}\t{count}\t{pronunciation}", err=True)
+            echo(f"  {word}\t{count}\t{pronunciation}", err=True)
     if report.skipped:
-        click.echo(f"skipped {len(report.skipped)} audio files with no transcript beside them", err=True)
+        echo(f"skipped {len(report.skipped)} audio files with no transcript beside them:", err=True)
+        for path in report.skipped:
+            echo(f"  {path}", err=True)
     exit_if_failed(report.failed, "files failed")
     if not report.written:
         fail(f"{corpus_dir}: no audio file with a transcript (.phn, .lab, .txt, .TextGrid) beside it")

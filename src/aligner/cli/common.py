@@ -7,8 +7,19 @@ import sys
 import click
 
 
+def printable(text) -> str:
+    """``text`` safe to print whatever the terminal's encoding: a file name that is not valid
+    UTF-8 (its bytes kept by Python as surrogate escapes) shows its odd bytes as ``\\xe9``."""
+    return str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def echo(message="", err: bool = False, nl: bool = True) -> None:
+    """``click.echo`` of :func:`printable` text."""
+    click.echo(printable(message), err=err, nl=nl)  # the one raw echo
+
+
 def fail(message: str, code: int = 1):
-    click.echo(f"error: {message}", err=True)
+    echo(f"error: {message}", err=True)
     sys.exit(code)
 
 
@@ -33,9 +44,9 @@ def progress_bar(total: int, desc: str):
 def exit_if_failed(failed: list, what: str) -> None:
     """List ``failed`` ``(item, message)`` pairs on stderr under ``N <what>:`` and exit 1."""
     if failed:
-        click.echo(f"{len(failed)} {what}:", err=True)
+        echo(f"{len(failed)} {what}:", err=True)
         for _, message in failed:
-            click.echo(f"  {message}", err=True)
+            echo(f"  {message}", err=True)
         sys.exit(1)
 
 

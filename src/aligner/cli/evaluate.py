@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from aligner.cli.common import run
+from aligner.cli.common import echo, run
 
 
 @click.command("evaluate")
@@ -16,8 +16,7 @@ from aligner.cli.common import run
 @click.option("--tier", type=click.Choice(["auto", "phones", "words"]), default="auto", show_default=True,
               help="What to score: phones (same phone sequences, every boundary) or words (FA-Bench's word "
                    "track, phones paired by label); auto: words when HYP's TextGrids have a words tier.")
-@click.option("--allow-missing", is_flag=True, help="With words: references without a hypothesis are not "
-                                                    "an error.")
+@click.option("--allow-missing", is_flag=True, help="References without a hypothesis are not an error.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def evaluate(ref, hyp, tier, allow_missing, as_json):
     """Score the alignments in HYP against the references in REF, matched by relative path.
@@ -39,20 +38,20 @@ def evaluate(ref, hyp, tier, allow_missing, as_json):
         result = run(api.evaluate_words, ref, hyp, allow_missing)
         problems = result.problems
         if as_json:
-            click.echo(json.dumps({"words": result.words.to_dict(),
+            echo(json.dumps({"words": result.words.to_dict(),
                                    "phones": result.phones.to_dict() if result.phones else None,
                                    "problems": len(problems)}))
         else:
-            click.echo("words:\n" + result.words.format())
+            echo("words:\n" + result.words.format())
             if result.phones is not None:
-                click.echo("\nphones:\n" + result.phones.format())
+                echo("\nphones:\n" + result.phones.format())
     else:
-        scores, problems = run(api.evaluate, ref, hyp)
+        scores, problems = run(api.evaluate, ref, hyp, allow_missing)
         if as_json:
-            click.echo(json.dumps(dict(scores.to_dict(), problems=len(problems))))
+            echo(json.dumps(dict(scores.to_dict(), problems=len(problems))))
         else:
-            click.echo(scores.format())
+            echo(scores.format())
     for path, message in problems:
-        click.echo(f"warning: {path}: {message}", err=True)
+        echo(f"warning: {path}: {message}", err=True)
     if problems:
         sys.exit(1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from aligner.cli.common import exit_if_failed, run
+from aligner.cli.common import echo, exit_if_failed, run
 
 
 @click.command("oovs")
@@ -21,7 +21,7 @@ def oovs(corpus_dir, dictionary, g2p):
     from aligner import api
 
     report = run(api.find_oovs, corpus_dir, dictionary, g2p)
-    click.echo(f"{len(report.oovs)} unknown words in {report.n_transcripts} transcripts", err=True)
+    echo(f"{len(report.oovs)} unknown words in {report.n_transcripts} transcripts", err=True)
     for word, (count, pronunciation) in report.oovs.items():
-        click.echo(f"{word}\t{count}\t{pronunciation}" if g2p else f"{word}\t{count}")
+        echo(f"{word}\t{count}\t{pronunciation}" if g2p else f"{word}\t{count}")
     exit_if_failed(report.failed, "transcripts could not be read")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from aligner.cli.common import run
+from aligner.cli.common import echo, run
 
 
 @click.command("train")
@@ -30,11 +30,11 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds):
         params["lam"] = lam
 
     def progress(stage, done, total):
-        click.echo(f"\r{stage}: {done}/{total}", err=True, nl=(done == total))
+        echo(f"\r{stage}: {done}/{total}", err=True, nl=(done == total))
 
     def epoch(record):
-        click.echo(f"epoch {record.epoch}: train cost {record.train_cost:.4f}, "
+        echo(f"epoch {record.epoch}: train cost {record.train_cost:.4f}, "
                    f"validation cost {record.val_cost:.4f}, {record.seconds:.1f} s", err=True)
 
     model = run(api.train, corpus_dir, out_dir, trainer, params, None, folds, 2, progress, epoch)
-    click.echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")
+    echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")

@@ -7,7 +7,7 @@ import json
 
 import click
 
-from aligner.cli.common import fail, run
+from aligner.cli.common import echo, fail, run
 
 TRAINER_NAMES = ("perceptron", "svm", "orbit", "ramp", "direct_toward", "direct_away", "probit")
 PRIOR_FORMS = ("off", "full", "lognormal", "gamma")
@@ -55,13 +55,13 @@ class _Progress:
 
     def __call__(self, stage: str, done: int, total: int) -> None:
         if self.stage is not None and stage != self.stage:
-            click.echo("", err=True)
+            echo("", err=True)
         self.stage = stage
-        click.echo(f"\r{stage}: {done}/{total}", err=True, nl=False)
+        echo(f"\r{stage}: {done}/{total}", err=True, nl=False)
 
     def close(self) -> None:
         if self.stage is not None:
-            click.echo("", err=True)
+            echo("", err=True)
             self.stage = None
 
 
@@ -129,8 +129,8 @@ def train_vowels(corpus_dir, model_dir, alignment_model, trainers, params, width
     model = run(train)
     from aligner.vowels.training import format_report
 
-    click.echo(format_report(model.training))
-    click.echo(f"wrote {model_dir} (durations {model.min_dur}-{model.max_dur} frames of 5 ms)")
+    echo(format_report(model.training))
+    echo(f"wrote {model_dir} (durations {model.min_dur}-{model.max_dur} frames of 5 ms)")
     if json_out:
         try:
             atomic_write_text(json_out, json.dumps(model.training, indent=1) + "\n")

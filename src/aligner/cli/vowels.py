@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from aligner.cli.common import LazyBar, exit_if_failed, fail, run
+from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
 
 
 @click.command("vowels")
@@ -29,11 +29,12 @@ def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad):
     from aligner import api
     from aligner.io.atomic import atomic_write_text
 
+    run(api.check_output_not_input, output, *inputs)
     progress = LazyBar("measuring")
     report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress)
     progress.close()
     run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
-    click.echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "
+    echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "
                f"{report.tokens_per_second:.0f} per second (start-up {report.startup_seconds:.2f} s); wrote {output}")
     exit_if_failed(report.failed, "failed")
     if not report.records:

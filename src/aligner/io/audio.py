@@ -29,7 +29,7 @@ __all__ = [
 
 #: File extensions taken for audio (compared case-insensitively). TIMIT's ``.wav`` files are NIST
 #: SPHERE inside; soundfile recognises the format from the header, not from the extension.
-AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".sph")
+AUDIO_EXTENSIONS = (".wav", ".flac", ".ogg", ".mp3", ".sph")
 
 #: A recording whose peak absolute amplitude (full scale = 1.0) is below this is taken as silent.
 #: 1e-4 is about 3 steps of 16-bit audio, so dither alone counts as silence.
@@ -117,7 +117,7 @@ def load_audio(
         data, file_rate = repaired
     else:
         try:
-            data, file_rate = sf.read(path, dtype="float32", always_2d=True)  # (samples, channels)
+            data, file_rate = sf.read(os.fsencode(path), dtype="float32", always_2d=True)  # (samples, channels)
         except (sf.SoundFileError, RuntimeError) as exc:
             raise _unreadable(path, exc) from None
         except OSError as exc:
@@ -185,7 +185,7 @@ def audio_duration(path: str | os.PathLike) -> float:
     path = Path(path)
     _check_exists(path)
     try:
-        info = sf.info(str(path))
+        info = sf.info(os.fsencode(path))
     except (sf.SoundFileError, RuntimeError) as exc:
         raise _unreadable(path, exc) from None
     except OSError as exc:
