@@ -12,10 +12,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel
+from aligner.batch import WorkerPool
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import load_audio, samples_at_model_rate
 from aligner.io.corpus import find_audio_files, find_utterances
@@ -338,23 +337,6 @@ def warm_up_words(model: AlignmentModel) -> None:
     align_words(samples, "a", model, sr=SAMPLE_RATE, name="<warm-up>")
 
 
-@contextlib.contextmanager
-def _worker_pool(jobs: int, initializer, initargs: tuple, chunksize: int = 1):
-    """A ``map(f, items)`` over ``jobs`` worker processes (forked where the platform can, so they
-    inherit the model the parent loaded and warmed), every worker started on entry and shut
-    down on exit; the built-in ``map`` for one job."""
-    if jobs <= 1:
-        yield map
-        return
-    import multiprocessing
-
-    context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=initializer,
-                             initargs=initargs) as pool:
-        list(pool.map(_noop, range(jobs)))  # start every worker (model load + warm-up) now
-        yield lambda f, it: pool.map(f, it, chunksize=chunksize)
-
-
 def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  progress: Optional[Callable[[int, int], None]] = None, kind: str = "auto",
                  fmt: str = "textgrid", dictionary=None, oov: str = "g2p") -> CorpusReport:
@@ -396,10 +378,11 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     if any(u.transcript.suffix.lower() != ".phn" for u in utterances):
         load_dictionary(dictionary)  # likewise the pronouncing dictionary and the word decoder
         warm_up_words(_WORKER_MODEL)
-    with _worker_pool(jobs, _worker_init, (model_ref, 1), chunksize=1) as mapper:
+    with WorkerPool(jobs, _worker_init, (model_ref, 1), chunksize=1) as pool:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
-        for i, (audio, error, seconds, oovs) in enumerate(mapper(_align_one, jobs_list)):
+        lost = lambda job, why: (str(job[0]), f"{job[0]}: {why}", 0.0, {})  # noqa: E731
+        for i, (audio, error, seconds, oovs) in enumerate(pool.map(_align_one, jobs_list, lost)):
             if error is None:
                 report.written.append(jobs_list[i][2])
                 report.audio_seconds += seconds
@@ -453,8 +436,6 @@ def find_oovs(corpus_dir, dictionary=None, g2p: bool = True) -> OovReport:
     return report
 
 
-def _noop(_):
-    return os.getpid()
 
 
 # -- evaluation and training ------------------------------------------------------------------
@@ -738,11 +719,12 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both
-    with _worker_pool(jobs, _vowel_worker_init, (vowel_model, 1),
-                      chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as mapper:
+    with WorkerPool(jobs, _vowel_worker_init, (vowel_model, 1),
+                    chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as pool:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
-        for i, (records, failures, written) in enumerate(mapper(_measure_one, job_list)):
+        lost = lambda job, why: ([], [(job[1], f"{job[1]}: {why}")], None)  # noqa: E731
+        for i, (records, failures, written) in enumerate(pool.map(_measure_one, job_list, lost)):
             report.records += records
             report.failed += failures
             if written is not None:

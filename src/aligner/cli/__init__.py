@@ -24,6 +24,9 @@ def main():
 
     Without --model, commands use the shipped model trained on the TIMIT sample.
     """
+    from aligner.batch import terminate_like_interrupt
+
+    terminate_like_interrupt()  # SIGTERM stops a batch as Ctrl-C does: workers shut down
 
 
 for _command in (align, align_corpus, oovs, evaluate, train, train_vowels, vowels):

@@ -1,0 +1,69 @@
+"""Worker pools that survive a dead worker and end with their parent."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from aligner.batch import LOST_MESSAGE, WorkerPool
+
+
+def _square_or_die(x):
+    if x == 7:
+        os.kill(os.getpid(), signal.SIGKILL)  # what the out-of-memory killer does
+    return x * x
+
+
+@pytest.mark.parametrize("chunksize", [1, 3])
+def test_a_killed_worker_loses_only_its_item(chunksize):
+    with WorkerPool(2, chunksize=chunksize) as pool:
+        out = list(pool.map(_square_or_die, range(20), lambda item, why: ("lost", item, why)))
+    assert out[:7] == [x * x for x in range(7)] and out[8:] == [x * x for x in range(8, 20)]
+    assert out[7] == ("lost", 7, LOST_MESSAGE)
+    assert pool.restarts >= 2  # once in the batch, once for the item alone
+
+
+def test_one_job_maps_in_process():
+    with WorkerPool(1) as pool:
+        assert list(pool.map(abs, [-1, 2, -3], None)) == [1, 2, 3]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux only")
+def test_workers_end_when_their_parent_is_killed(tmp_path):
+    pids = tmp_path / "pids"
+    script = textwrap.dedent(f"""
+        import os, time
+        from aligner.batch import WorkerPool
+        def slow(x):
+            with open({str(pids)!r}, "a") as f:
+                f.write(f"{{os.getpid()}}\\n")
+            time.sleep(60)
+        with WorkerPool(2) as pool:
+            list(pool.map(slow, range(4), None))
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 30
+    while time.time() < deadline and (not pids.exists() or len(set(pids.read_text().split())) < 2):
+        time.sleep(0.1)
+    workers = [int(p) for p in set(pids.read_text().split())]
+    assert len(workers) == 2
+    parent.kill()
+    parent.wait()
+    deadline = time.time() + 10
+    alive = workers
+    while time.time() < deadline and alive:
+        alive = [p for p in alive if _alive(p)]
+        time.sleep(0.1)
+    assert not alive, f"workers {alive} outlived their parent"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
