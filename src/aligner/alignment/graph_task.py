@@ -181,6 +181,18 @@ class GraphAlignmentInput:
         return off
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _hull_of_both(a, b, lo, hi, n):
+    """``lo[n], hi[n]`` = the first and last frame t where ``a[t]`` and ``b[t]`` (unchanged if none)."""
+    first = True
+    for t in range(a.shape[0]):
+        if a[t] and b[t]:
+            if first:
+                lo[n] = t
+                first = False
+            hi[n] = t
+
+
 @njit(cache=True, nogil=True)
 def _feasible_hulls(pred_ptr, pred_idx, is_start, is_final, T, max_len, min_len):
     """Hulls of the exact feasible start and end frames of every node, and whether any path fits.
@@ -234,20 +246,8 @@ def _feasible_hulls(pred_ptr, pred_idx, is_start, is_final, T, max_len, min_len)
     e_hi = np.zeros(N, dtype=np.int64)
     ok = False
     for n in range(N):
-        first = True
-        for t in range(T + 1):
-            if start_f[n, t] and start_b[n, t]:
-                if first:
-                    s_lo[n] = t
-                    first = False
-                s_hi[n] = t
-        first = True
-        for t in range(T + 1):
-            if end_f[n, t] and end_b[n, t]:
-                if first:
-                    e_lo[n] = t
-                    first = False
-                e_hi[n] = t
+        _hull_of_both(start_f[n], start_b[n], s_lo, s_hi, n)
+        _hull_of_both(end_f[n], end_b[n], e_lo, e_hi, n)
         if is_final[n] and end_f[n, T]:
             ok = True
     return s_lo, s_hi, e_lo, e_hi, ok
