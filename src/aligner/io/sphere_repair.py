@@ -150,9 +150,74 @@ def _insert(payload: bytes, positions: list) -> bytes:
     return b"".join(out)
 
 
+#: the smoothest candidate must be smoother than every other by this many times the mean
+#: per-sample roughness (a misread sample is typically a hundred times rougher)
+CLEAR_MARGIN = 10.0
+
+
+def repair_one_lost_cr(payload: bytes, header: SphereHeader, big_endian: bool) -> Optional[np.ndarray]:
+    """The samples of a payload that lost exactly one CR, or None if no position is clearly right.
+
+    Every LF is a candidate: a CR put back before it reads the bytes before it as they are and
+    every sample after it one byte later. For each candidate the total roughness (sum of
+    ``|x[t+1] - x[t]|``) and the minimum and maximum of the samples come in O(1) from running
+    sums, so all candidates cost O(n). Candidates whose minimum and maximum equal the header's
+    ``sample_min``/``sample_max`` (all, when the header records no range) compete; the
+    smoothest wins when every other is rougher by :data:`CLEAR_MARGIN` times the mean
+    per-sample roughness.
+    """
+    lf = np.flatnonzero(np.frombuffer(payload, np.uint8) == 0x0A)
+    a = _samples(payload, 0, big_endian)  # as read: right before the lost CR
+    b = _samples(payload, 1, big_endian)  # one byte later (b[j] = bytes 2j+1, 2j+2): right after it
+    if len(lf) == 0 or len(a) < 2 or len(b) < 1:
+        return None
+    da = np.concatenate([[0], np.cumsum(np.abs(np.diff(a)))])  # da[k]: roughness of a[0..k]
+    db_suffix = np.concatenate([np.cumsum(np.abs(np.diff(b))[::-1])[::-1], [0]])  # of b[j..]
+    pre_min, pre_max = np.minimum.accumulate(a), np.maximum.accumulate(a)
+    suf_min, suf_max = np.minimum.accumulate(b[::-1])[::-1], np.maximum.accumulate(b[::-1])[::-1]
+    order = ">i2" if big_endian else "<i2"
+    candidates, scores, mins, maxs = [], [], [], []
+    for p in lf.tolist():
+        # repaired stream payload[:p] + CR + payload[p:]: samples a[:k] as read, then the one
+        # holding the CR, then b[k:] (in both parities of p)
+        k = p // 2
+        pair = bytes([payload[p - 1], 0x0D]) if p % 2 else bytes([0x0D, payload[p]])
+        mid = int(np.frombuffer(pair, order)[0])
+        if k >= len(b) or (k >= 1 and k > len(a)):
+            continue
+        rough = db_suffix[k] + abs(int(b[k]) - mid)
+        lo, hi = min(mid, int(suf_min[k])), max(mid, int(suf_max[k]))
+        if k >= 1:
+            rough += da[k - 1] + abs(mid - int(a[k - 1]))
+            lo, hi = min(lo, int(pre_min[k - 1])), max(hi, int(pre_max[k - 1]))
+        candidates.append(p)
+        scores.append(float(rough))
+        mins.append(lo)
+        maxs.append(hi)
+    if not candidates:
+        return None
+    scores, mins, maxs = np.array(scores), np.array(mins), np.array(maxs)
+    ok = np.ones(len(scores), bool)
+    if header.sample_min is not None and header.sample_max is not None:
+        ok = (mins == header.sample_min) & (maxs == header.sample_max)
+    idx = np.flatnonzero(ok)
+    if len(idx) == 0:
+        return None
+    best = int(idx[np.argmin(scores[idx])])
+    margin = CLEAR_MARGIN * scores[best] / len(a)
+    if np.any(np.delete(scores, best) < scores[best] + margin):
+        return None  # not clearly the smoothest
+    x = _samples(_insert(payload, [candidates[best]]), 0, big_endian)
+    if len(x) != header.sample_count * header.channel_count:
+        return None
+    return x
+
+
 def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
     """Samples (int16 values as int64, interleaved channels) of a SPHERE file whose payload lost
-    CR bytes, with the CRs put back; None if the damage is not that or cannot be undone."""
+    CR bytes, with the CRs put back; None if the damage is not that or cannot be undone. One lost
+    byte: every LF is tried (:func:`repair_one_lost_cr`); several: each misread stretch is found
+    by its roughness and the CR put back at the LF that smooths it best."""
     n_lost = missing_bytes(header, len(data))
     if not looks_newline_damaged(header, n_lost) or header.sample_n_bytes != 2:
         return None
@@ -161,6 +226,10 @@ def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
     lf = np.flatnonzero(np.frombuffer(payload, np.uint8) == 0x0A)
     if len(lf) < n_lost:
         return None
+    if n_lost == 1:
+        x = repair_one_lost_cr(payload, header, big)
+        if x is not None:
+            return x
     positions: list = []  # byte offsets in ``payload`` before which a CR is inserted
     for _ in range(n_lost):
         buf = _insert(payload, positions)
