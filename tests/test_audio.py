@@ -235,3 +235,13 @@ def test_timit_sphere_reads_at_16k():
     first = wavs[0]
     assert sf.info(str(first)).format == "NIST"
     assert audio_duration(first) == pytest.approx(sf.info(str(first)).frames / SAMPLE_RATE)
+
+
+def test_a_constant_offset_with_nothing_on_it_is_refused_as_silent(tmp_path):
+    path = tmp_path / "dc.wav"
+    sf.write(path, np.full(16000, 0.3, dtype=np.float32), SAMPLE_RATE, subtype="FLOAT")
+    with pytest.raises(AudioError, match="silent.*constant offset of 0.3"):
+        load_audio(path)
+    x = sine(440, 1.0, SAMPLE_RATE) + 0.3  # speech-like energy on an offset is kept
+    sf.write(path, x, SAMPLE_RATE, subtype="FLOAT")
+    assert load_audio(path).mean() == pytest.approx(0.3, abs=0.01)

@@ -140,13 +140,18 @@ def load_audio(
 
 
 def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str) -> np.ndarray:
-    """(samples, channels) float32 -> mono float32 at ``sample_rate``; refuses silence."""
+    """(samples, channels) float32 -> mono float32 at ``sample_rate``. Refuses silence, judged
+    around the signal's mean, so that a constant offset with nothing on it (no speech energy)
+    is refused too. The samples keep their offset (the mel filterbanks start at 20 Hz; the
+    frame energy still sees it)."""
     mono = data.mean(axis=1, dtype=np.float32)
-    peak = float(np.max(np.abs(mono)))
+    offset = float(np.mean(mono, dtype=np.float64))
+    peak = float(np.max(np.abs(mono - np.float32(offset))))
     if peak < SILENCE_PEAK:
         detail = " after mixing its channels to mono" if data.shape[1] > 1 else ""
+        dc = f", around a constant offset of {offset:.2g}" if abs(offset) >= SILENCE_PEAK else ""
         raise AudioError(
-            f"{name}: audio is silent{detail} (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale)"
+            f"{name}: audio is silent{detail} (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale{dc})"
         )
     if rate != sample_rate:
         mono = librosa.resample(mono, orig_sr=rate, target_sr=sample_rate, res_type="soxr_hq")
