@@ -39,8 +39,6 @@ import time
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
-import scipy.optimize
-import scipy.sparse
 
 from aligner.errors import FeatureError, ModelError
 
@@ -376,6 +374,8 @@ def _smooth_by_utterance(dec: np.ndarray, utt: np.ndarray, radius: int) -> np.nd
 
 def _kmeans(P: np.ndarray, m: int, iters: int, rng: np.random.Generator) -> np.ndarray:
     """(m, d) centres of the rows of P: random rows refined by ``iters`` Lloyd iterations."""
+    import scipy.sparse  # training only: kept out of the aligner's start-up
+
     P = P.astype(np.float32, copy=False)
     L = P[rng.choice(len(P), m, replace=False)].copy()
     n = len(P)
@@ -437,6 +437,8 @@ def _fit_ovr_sqhinge(Z: np.ndarray, y: np.ndarray, n_classes: int, C: float, max
     if W0 is not None:
         theta0[:nw] = W0.ravel()
         theta0[nw:] = b0
+    import scipy.optimize  # training only
+
     res = scipy.optimize.minimize(objective, theta0, jac=True, method="L-BFGS-B",
                                   options=dict(maxiter=max_iter))
     return (res.x[:nw].reshape(r, n_classes).astype(np.float32),
@@ -450,6 +452,8 @@ def _fit_temperature(dec: np.ndarray, y: np.ndarray) -> float:
 
     def nll(log_a):
         return -_log_softmax(np.exp(log_a) * dec)[idx, y].mean()
+
+    import scipy.optimize  # training only
 
     res = scipy.optimize.minimize_scalar(nll, bounds=(-3.0, 5.0), method="bounded")
     return float(np.exp(res.x))

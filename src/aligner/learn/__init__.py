@@ -4,33 +4,35 @@ Nothing here knows about speech. A task implements :class:`StructuredTask`; any 
 :data:`TRAINERS` (scikit-learn estimators: ``fit`` returns the trainer, whose ``w_`` are the
 learnt weights) learns its weights; :class:`ValidationSearch` chooses among trainers by their
 cost on validation examples.
+
+Names are loaded on first use (PEP 562), so a module that needs only the task interface or the
+costs (the aligner at run time) does not import scikit-learn with the trainers.
 """
 
-from aligner.learn.ensemble import SeedAveragedTrainer, seed_averaged
-from aligner.learn.multiclass import MulticlassTask, random_cost_matrix
-from aligner.learn.selection import ValidationSearch, param_grid, parameter_key, plain_params
-from aligner.learn.task import CountingTask, StructuredTask
-from aligner.learn.trainers import (
-    TRAINERS,
-    DirectAwayTrainer,
-    DirectTowardTrainer,
-    EpochEnd,
-    EpochRecord,
-    OnlineTrainer,
-    OrbitTrainer,
-    PerceptronTrainer,
-    ProbitTrainer,
-    RampTrainer,
-    SVMTrainer,
-    Trainer,
-    make_trainer,
-    orbit_loss,
-)
+from importlib import import_module
 
-__all__ = [
-    "StructuredTask", "CountingTask", "MulticlassTask", "random_cost_matrix", "Trainer",
-    "OnlineTrainer", "EpochRecord", "EpochEnd", "PerceptronTrainer", "SVMTrainer", "RampTrainer",
-    "DirectTowardTrainer", "DirectAwayTrainer", "ProbitTrainer", "OrbitTrainer",
-    "TRAINERS", "make_trainer", "orbit_loss", "SeedAveragedTrainer", "seed_averaged",
-    "ValidationSearch", "param_grid", "plain_params", "parameter_key",
-]
+_WHERE = {
+    "StructuredTask": "task", "CountingTask": "task",
+    "MulticlassTask": "multiclass", "random_cost_matrix": "multiclass",
+    "SeedAveragedTrainer": "ensemble", "seed_averaged": "ensemble",
+    "ValidationSearch": "selection", "param_grid": "selection", "parameter_key": "selection",
+    "plain_params": "selection",
+    **{name: "trainers" for name in (
+        "TRAINERS", "DirectAwayTrainer", "DirectTowardTrainer", "EpochEnd", "EpochRecord", "OnlineTrainer",
+        "OrbitTrainer", "PerceptronTrainer", "ProbitTrainer", "RampTrainer", "SVMTrainer", "Trainer",
+        "make_trainer", "orbit_loss")},
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'aligner.learn' has no attribute {name!r}")
+    value = getattr(import_module(f"aligner.learn.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__
