@@ -132,7 +132,7 @@ def _pronunciations(tokens, dictionary, oov: str, name: str, oovs: dict) -> tupl
             if oov == "error":
                 unknown.append(token.word)
                 continue
-            alternatives = [_g2p_pronunciation(token.word, name)]
+            alternatives = [_g2p_pronunciation(token.word)]
             oovs[token.word] = " ".join(alternatives[0])
         labels.append(token.word)
         prons.append(alternatives)
@@ -145,7 +145,8 @@ def _pronunciations(tokens, dictionary, oov: str, name: str, oovs: dict) -> tupl
     return labels, prons
 
 
-def _g2p_pronunciation(word: str, name: str) -> tuple:
+def _g2p_pronunciation(word: str) -> tuple:
+    """The shipped G2P's pronunciation (ARPAbet with stress) of an unknown word."""
     from aligner.words.g2p import default_g2p
 
     return tuple(default_g2p().predict(word))
@@ -248,14 +249,22 @@ def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
     that is the audio, the transcript or the dictionary. ``oovs``, if given, receives the unknown
     words and the pronunciations the G2P gave them.
     """
+    out, result = _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt,
+                                   dictionary, oov)
+    if oovs is not None:
+        oovs.update(result.oovs)
+    return out
+
+
+def _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary,
+                     oov) -> tuple[Path, Alignment]:
+    """:func:`align_file`'s work: the path written and the :class:`Alignment` written there."""
     from aligner.io.exports import write_alignment
 
     out = Path(out) if out is not None else output_path(audio, fmt)
     check_output_not_input(out, audio, transcript, dictionary)
     result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov)
-    if oovs is not None:
-        oovs.update(result.oovs)
-    return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem)
+    return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem), result
 
 
 # -- corpus ------------------------------------------------------------------------------------
@@ -309,12 +318,9 @@ def _align_one(job) -> tuple:
     """Align one corpus file: ``(audio, error or None, seconds of audio, oovs)``; never raises."""
     audio, transcript, out, kind, fmt, dictionary, oov = job
     try:
-        oovs: dict = {}
-        align_file(audio, transcript, out, _WORKER_MODEL, kind=kind, fmt=fmt, dictionary=dictionary,
-                   oov=oov, oovs=oovs)
-        from aligner.io.audio import audio_duration
-
-        return str(audio), None, audio_duration(audio), oovs
+        _, result = _align_and_write(audio, transcript, out, _WORKER_MODEL, "auto", None, kind, fmt,
+                                     dictionary, oov)
+        return str(audio), None, result.duration_s, result.oovs
     except AlignerError as exc:
         return str(audio), str(exc), 0.0, {}
     except Exception as exc:  # a bug or an unexpected library error: report it, go on
@@ -432,7 +438,7 @@ def find_oovs(corpus_dir, dictionary=None, g2p: bool = True) -> OovReport:
         except AlignerError as exc:
             report.failed.append((str(utt.transcript), str(exc)))
     for word, count in count_oovs(tokens, words_dict).items():
-        report.oovs[word] = (count, " ".join(_g2p_pronunciation(word, str(corpus_dir))) if g2p else "")
+        report.oovs[word] = (count, " ".join(_g2p_pronunciation(word)) if g2p else "")
     return report
 
 

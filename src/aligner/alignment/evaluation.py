@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from aligner.frames import FRAME_MS
-from aligner.io.corpus import files_under
+from aligner.io.corpus import files_by_stem
 from aligner.errors import AlignerError
 from aligner.io.textgrids import read_alignment
 
@@ -77,19 +77,8 @@ def score_alignments(pairs: list) -> AlignmentScores:
     )
 
 
+#: alignment files, a TextGrid preferred over a ``.phn`` of the same name
 _ALIGNMENT_SUFFIXES = (".textgrid", ".phn")
-
-
-def _alignment_files(root: Path) -> dict:
-    """Map 'relative path without suffix' (lower case) -> file, for TextGrids and .phn under root."""
-    out = {}
-    for p in files_under(root):
-        if p.suffix.lower() in _ALIGNMENT_SUFFIXES:
-            key = str(p.relative_to(root).with_suffix("")).lower()
-            # prefer a TextGrid over a .phn of the same name
-            if key not in out or p.suffix.lower() == ".textgrid":
-                out[key] = p
-    return out
 
 
 def _same_labels(ref_labels: list, hyp_labels: list) -> bool:
@@ -118,7 +107,7 @@ def evaluate_directories(ref_dir: str | os.PathLike, hyp_dir: str | os.PathLike,
     for d in (ref_dir, hyp_dir):
         if not d.is_dir():
             raise AlignerError(f"{d}: not a directory")
-    refs, hyps = _alignment_files(ref_dir), _alignment_files(hyp_dir)
+    refs, hyps = files_by_stem(ref_dir, _ALIGNMENT_SUFFIXES), files_by_stem(hyp_dir, _ALIGNMENT_SUFFIXES)
     if not hyps:
         raise AlignerError(f"{hyp_dir}: no TextGrid or .phn files found")
     pairs, problems = [], []

@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from aligner.phonetics import CLASSES39, SILENCE, PhoneSet
+from aligner.phonetics import CLASSES39, PhoneSet, SILENCE, TIMIT61_CLOSURES
 
 __all__ = [
     "CLOSURE_OF_STOP",
@@ -43,7 +43,6 @@ CLOSURE_OF_STOP: dict[str, str] = {
     "ch": "tcl", "jh": "dcl",
 }  # fmt: skip
 
-_CLOSURE_SYMBOLS = frozenset(CLOSURE_OF_STOP.values())
 _SILENCE_CLASS = CLASSES39.index(SILENCE)
 
 
@@ -70,7 +69,7 @@ class ExpandedTranscript:
 
 def phone_set_has_closures(phone_set: PhoneSet) -> bool:
     """True if the phone set writes stop closures as phones of their own (TIMIT-61)."""
-    return all(c in phone_set for c in _CLOSURE_SYMBOLS)
+    return all(c in phone_set for c in TIMIT61_CLOSURES)
 
 
 def should_split_stops(phone_set: PhoneSet, split_stops: bool | None = None) -> bool:

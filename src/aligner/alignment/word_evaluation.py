@@ -541,20 +541,6 @@ def read_phone_intervals(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE
 # --------------------------------------------------------------------------------------------
 # Directories (``aligner evaluate`` on words)
 
-def _files_by_stem(root: Path, suffixes: tuple) -> dict:
-    """'relative path without suffix' (lower case) -> file, the first suffix of ``suffixes`` winning."""
-    from aligner.io.corpus import files_under
-
-    out: dict = {}
-    for p in files_under(root):
-        suffix = p.suffix.lower()
-        if suffix in suffixes:
-            key = str(p.relative_to(root).with_suffix("")).lower()
-            if key not in out or suffixes.index(suffix) < suffixes.index(out[key].suffix.lower()):
-                out[key] = p
-    return out
-
-
 def _reference_phones(path: Path) -> list[Interval]:
     """A reference's phones; a TIMIT ``.phn`` rewritten as an ARPAbet dictionary writes it
     (:func:`aligner.alignment.references.arpabet_reference`)."""
@@ -579,10 +565,13 @@ def evaluate_word_directories(ref_dir, hyp_dir, allow_missing: bool = False) -> 
     """
     from aligner.errors import AlignerError
 
+    from aligner.io.corpus import files_by_stem, files_under
+
     ref_dir, hyp_dir = Path(ref_dir), Path(hyp_dir)
-    refs = _files_by_stem(ref_dir, (".wrd", ".textgrid"))
-    ref_phones = _files_by_stem(ref_dir, (".phn", ".textgrid"))
-    hyps = _files_by_stem(hyp_dir, (".textgrid",))
+    ref_files = files_under(ref_dir)  # walked once for both kinds of reference
+    refs = files_by_stem(ref_dir, (".wrd", ".textgrid"), ref_files)
+    ref_phones = files_by_stem(ref_dir, (".phn", ".textgrid"), ref_files)
+    hyps = files_by_stem(hyp_dir, (".textgrid",))
     if not hyps:
         raise AlignerError(f"{hyp_dir}: no TextGrid files found")
     word_pairs, phone_pairs, problems = [], [], []

@@ -27,7 +27,7 @@ from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
 from aligner.alignment.stop_closures import ExpandedTranscript, expand_stop_closures
 from aligner.frames import phone_start_times
 from aligner.io.textgrids import Interval
-from aligner.phonetics import CLASSES39, SILENCE, get_phone_set
+from aligner.phonetics import CLASSES39, SILENCE, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
 
 #: per-phone bonus of the graph decoder (units of the per-phone score ``w . features``)
 PHONE_BONUS = 2.0
@@ -65,9 +65,7 @@ class WordAlignment:
 VARIANT_RULES = ("flap", "unreleased", "reduced", "no_initial_closure")
 #: the rules used by default (chosen on validation speakers: docs/results.md)
 DEFAULT_RULES = ("no_initial_closure",)
-_VOWEL_CLASSES = frozenset(CLASSES39.index(c) for c in ("aa", "ae", "ah", "aw", "ay", "eh", "er", "ey",
-                                                      "ih", "iy", "ow", "oy", "uh", "uw"))
-_CLOSURES = frozenset(("bcl", "dcl", "gcl", "pcl", "tcl", "kcl"))
+_VOWEL_CLASS_INDICES = frozenset(CLASSES39.index(c) for c in VOWEL_CLASSES)
 
 
 def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
@@ -88,16 +86,16 @@ def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
         while k < len(s):
             i = o[k]
             if (s[k] in ("tcl", "dcl") and k + 2 < len(s) and o[k + 1] == i and up[i] in ("T", "D")
-                    and k > 0 and c[k - 1] in _VOWEL_CLASSES and c[k + 2] in _VOWEL_CLASSES
+                    and k > 0 and c[k - 1] in _VOWEL_CLASS_INDICES and c[k + 2] in _VOWEL_CLASS_INDICES
                     and s[k + 2].endswith("0")):
                 s[k:k + 2], c[k:k + 2], o[k:k + 2] = ["dx"], [CLASSES39.index("dx")], [i]
                 changed = True
             k += 1
         if changed:
             add(s, c, o)
-    if "unreleased" in rules and len(syms) >= 2 and syms[-2] in _CLOSURES and own[-2] == own[-1]:
+    if "unreleased" in rules and len(syms) >= 2 and syms[-2] in TIMIT61_CLOSURES and own[-2] == own[-1]:
         add(syms[:-1], cls[:-1], own[:-1])
-    if "no_initial_closure" in rules and len(syms) >= 2 and syms[0] in _CLOSURES and own[0] == own[1]:
+    if "no_initial_closure" in rules and len(syms) >= 2 and syms[0] in TIMIT61_CLOSURES and own[0] == own[1]:
         add(syms[1:], cls[1:], own[1:])
     if "reduced" in rules:
         s, c = list(syms), list(cls)

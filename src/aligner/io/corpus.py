@@ -94,6 +94,22 @@ def files_under(root: str | os.PathLike) -> list[Path]:
     return sorted(p for p in out if p.is_file())
 
 
+def files_by_stem(root: str | os.PathLike, suffixes: tuple, files: list | None = None) -> dict:
+    """'relative path without suffix' (lower case) -> file, for the files under ``root`` whose
+    suffix (any case) is one of ``suffixes``; of two with the same stem, the one whose suffix
+    comes first in ``suffixes`` wins. ``files``: the result of :func:`files_under` ``(root)``,
+    when the caller has it already."""
+    root = Path(root)
+    out: dict = {}
+    for p in files_under(root) if files is None else files:
+        suffix = p.suffix.lower()
+        if suffix in suffixes:
+            key = str(p.relative_to(root).with_suffix("")).lower()
+            if key not in out or suffixes.index(suffix) < suffixes.index(out[key].suffix.lower()):
+                out[key] = p
+    return out
+
+
 def find_audio_files(root: str | os.PathLike) -> list[Path]:
     """Every audio file (by extension, any case) under ``root``, recursively, in sorted order
     (directory links followed: :func:`files_under`)."""
