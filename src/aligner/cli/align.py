@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import echo, run
-from aligner.cli.options import transcript_options
+from aligner.cli.options import phone_options, transcript_options
 
 
 @click.command("align")
@@ -15,6 +15,7 @@ from aligner.cli.options import transcript_options
               help="File to write [AUDIO with .TextGrid, .json or .csv].")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
 @transcript_options
+@phone_options
 def align(audio, transcript, output, model, kind, fmt, dictionary, oov, phone_set, split_stops):
     """Align AUDIO to TRANSCRIPT and write its words and phones tiers (a phones tier alone for a
     phone transcript).

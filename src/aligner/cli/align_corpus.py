@@ -14,7 +14,7 @@ from aligner.cli.options import transcript_options
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes.")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
 @transcript_options
-def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, phone_set, split_stops):
+def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov):
     """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
@@ -24,8 +24,6 @@ def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, p
     """
     from aligner import api
 
-    if phone_set != "auto" or split_stops is not None:
-        fail("--phone-set and --split-stops apply to `aligner align`; a corpus uses the automatic choice")
     progress = LazyBar("aligning")
     report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov)
     progress.close()

@@ -8,7 +8,7 @@ PHONE_SETS = click.Choice(["auto", "timit61", "timit39", "arpabet"])
 
 
 def transcript_options(command):
-    """``--transcript``, ``--format``, ``--dictionary``, ``--oov``, ``--phone-set``, ``--split-stops``."""
+    """``--transcript``, ``--format``, ``--dictionary``, ``--oov``."""
     options = [
         click.option("--transcript", "kind", type=click.Choice(["auto", "words", "phones"]), default="auto",
                      show_default=True,
@@ -21,6 +21,13 @@ def transcript_options(command):
                           "added to the CMU Pronouncing Dictionary; its entries replace CMU's."),
         click.option("--oov", type=click.Choice(["g2p", "error"]), default="g2p", show_default=True,
                      help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail."),
+    ]
+    return _apply(command, options)
+
+
+def phone_options(command):
+    """``--phone-set``, ``--split-stops``: how `aligner align` reads one phone transcript."""
+    options = [
         click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True,
                      help="Symbols of a phone transcript: TIMIT-61, the 39 Lee & Hon classes, or ARPAbet "
                           "(stress digits ignored)."),
@@ -28,6 +35,10 @@ def transcript_options(command):
                      help="Decode each stop/affricate of a phone transcript as TIMIT closure + release, merged "
                           "back into its symbol [automatic: for ARPAbet and timit39, not TIMIT-61]."),
     ]
+    return _apply(command, options)
+
+
+def _apply(command, options: list):
     for option in reversed(options):
         command = option(command)
     return command
