@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
+from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
@@ -35,3 +37,29 @@ def vowel_tutorial_dir() -> Path:
     if not VOWEL_TUTORIAL.is_dir():
         pytest.skip(f"vowel tutorial data not found at {VOWEL_TUTORIAL}")
     return VOWEL_TUTORIAL
+
+
+def run(*args) -> tuple[int, str]:
+    """Run the ``aligner`` command line in-process: ``(exit code, output)`` (stderr mixed in)."""
+    from aligner.cli import main
+
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def one_line_error(output: str) -> str:
+    """The one ``error:`` line of a command's output (fails unless there is exactly one)."""
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, output
+    return errors[0]
+
+
+def noisy_problem(seed=0, n=40):
+    """A multiclass problem for the learning core's tests: three overlapping classes in 2-D, each
+    example with a bias feature appended (so fits depend on the example order). Returns
+    ``(X, Y)``: n arrays of 3 features and n class indices."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
+    y = rng.integers(0, 3, size=n)
+    X = centres[y] + rng.normal(scale=0.8, size=(n, 2))
+    return [np.append(x, 1.0) for x in X], [int(v) for v in y]

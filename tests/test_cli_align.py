@@ -6,27 +6,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from click.testing import CliRunner
 
-from aligner.cli import main
 from aligner.io.bundles import default_model_dir
 from aligner.io.textgrids import read_interval_tier
+
+from conftest import TIMIT, needs_timit, one_line_error, run
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_WAV = REPO / "examples" / "demo.wav"
 DEMO_PHONES = REPO / "examples" / "demo.phones"
-from conftest import TIMIT, needs_timit
-
-
-def run(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    return result.exit_code, result.output
-
-
-def one_line_error(output: str) -> str:
-    errors = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, output
-    return errors[0]
 
 
 @pytest.fixture

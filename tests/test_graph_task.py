@@ -2,13 +2,12 @@
 DP and against brute force, the cost, and a trainer of the learning core on graph examples."""
 
 import itertools
-import math
 
 import numpy as np
 import pytest
 
 from aligner.alignment.graph import Segment, build_word_graph, linear_graph
-from aligner.alignment.graph_task import GraphAlignmentTask, GraphPath, make_graph_input, make_path
+from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input, make_path
 from aligner.alignment.task import AlignmentTask, make_alignment_input
 from aligner.errors import AlignmentError
 from aligner.learn import make_trainer

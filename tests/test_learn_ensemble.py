@@ -7,14 +7,7 @@ from sklearn.base import clone
 from aligner.learn import (MulticlassTask, OrbitTrainer, PerceptronTrainer, SeedAveragedTrainer, SVMTrainer,
                            Trainer, seed_averaged)
 
-
-def noisy_problem(seed=0, n=40):
-    """Three overlapping classes: fits depend on the example order."""
-    rng = np.random.default_rng(seed)
-    centres = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
-    y = rng.integers(0, 3, size=n)
-    X = centres[y] + rng.normal(scale=0.8, size=(n, 2))
-    return [np.append(x, 1.0) for x in X], [int(v) for v in y]
+from conftest import noisy_problem
 
 
 def test_epoch_weights_are_the_weights_of_each_epoch_end():

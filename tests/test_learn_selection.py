@@ -16,14 +16,7 @@ from aligner.learn import (
     plain_params,
 )
 
-
-def noisy_problem(seed=0, n=40):
-    """Three overlapping classes with a bias feature."""
-    rng = np.random.default_rng(seed)
-    centres = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0]])
-    y = rng.integers(0, 3, size=n)
-    X = centres[y] + rng.normal(scale=0.8, size=(n, 2))
-    return [np.append(x, 1.0) for x in X], [int(v) for v in y]
+from conftest import noisy_problem
 
 
 COSTS = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])

@@ -1,7 +1,6 @@
 """Vowel duration task: AVD reader, feature map by hand, decoder against brute force."""
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,7 +36,7 @@ from benchmarks.avd import (
     read_avd_list,
 )
 
-VOWELS = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"
+from conftest import VOWEL_TUTORIAL as VOWELS
 
 
 # --------------------------------------------------------------------------------------

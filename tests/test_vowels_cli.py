@@ -13,10 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from click.testing import CliRunner
 
 from aligner import api
-from aligner.cli import main
 from aligner.errors import AlignmentError, FeatureError, ModelError
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, VOWEL_COLUMNS, frames_to_seconds, n_frames,
                                               seconds_to_frames, vowel_acoustics)
@@ -25,8 +23,10 @@ from benchmarks.avd import PEER_COLUMNS, read_avd_features
 from aligner.io.textgrids import read_interval_tier, write_textgrid
 from aligner.vowels.model import VowelModel
 
+from conftest import VOWEL_TUTORIAL, run
+
 SR = 16000
-TUTORIAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "vowel-tutorial"
+TUTORIAL = VOWEL_TUTORIAL
 
 
 def synthetic_cvc(vowels=((0.20, 0.40),), total=0.6, seed=0):
@@ -45,11 +45,6 @@ def synthetic_cvc(vowels=((0.20, 0.40),), total=0.6, seed=0):
         v = (t >= on) & (t < off)
         y[v] += 0.3 * src[v] / np.abs(src).max()
     return y.astype(np.float32)
-
-
-def run(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    return result.exit_code, result.output
 
 
 def read_csv(path):

@@ -4,7 +4,6 @@ CLI's one-line errors on a bad corpus."""
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,8 +18,8 @@ from aligner.vowels.model import VowelModel
 from aligner.vowels.training import (VowelSettingsError, check_settings, load_cvc_examples, predict_seconds,
                                      train_vowel_model, validation_speakers)
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-SAMPLE = SHARED / "timit-sample"
+from conftest import TIMIT as SAMPLE
+
 pytestmark = pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")  # damaged shared files
 needs_sample = pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"shared TIMIT sample not found at {SAMPLE}")
 

@@ -8,29 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from click.testing import CliRunner
 
 from aligner import api
 from aligner.alignment.word_evaluation import read_wrd
-from aligner.cli import main
 from aligner.errors import AlignmentError, TranscriptError
 from aligner.io.exports import write_alignment
 from aligner.io.textgrids import read_interval_tier
 
-from conftest import TIMIT, needs_timit
+from conftest import TIMIT, needs_timit, one_line_error, run
 
 UTT = TIMIT / "dr1-fvmh0" / "sa1"
-
-
-def run(*args):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    return result.exit_code, result.output
-
-
-def one_line_error(output: str) -> str:
-    errors = [line for line in output.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, output
-    return errors[0]
 
 
 @pytest.fixture
