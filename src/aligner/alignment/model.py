@@ -18,12 +18,13 @@ from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import ModelError
 from aligner.features.mfcc import mfcc_features
-from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, n_frames, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle
 from aligner.phonetics import CLASSES39, PhoneSet
 from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
-from aligner.alignment.task import FEATURE_NAMES, AlignmentInput, AlignmentTask, make_alignment_input
+from aligner.alignment.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, dp_cells,
+                                   make_alignment_input)
 
 #: longest phone the decoder considers by default (frames; 10 ms each), except silence
 MAX_PHONE_FRAMES = 60
@@ -178,6 +179,37 @@ class AlignmentModel:
             return phone_start_times(y)
         return self.refiner.start_times(scores, frames, x.phone_classes, y, x.dur_mean, x.dur_std, duration_s)
 
+    def phone_starts(self, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, symbols,
+                     duration_s: float, name: str = "<utterance>") -> np.ndarray:
+        """Start times in **seconds** (K,) of phones of ``classes`` (K,) written as ``symbols``,
+        from MFCC frames (T, 42) and classifier scores (T, 39), for a recording of any length.
+
+        The exact DP over the whole recording when its table is small
+        (:func:`~aligner.alignment.long_recordings.needs_long_path`), else the two linear passes
+        of :func:`~aligner.alignment.long_recordings.align_long`; the refiner then moves every
+        boundary as usual.
+        """
+        from aligner.alignment.long_recordings import align_long, needs_long_path
+
+        classes = np.asarray(classes, np.int64)
+        mean, std, max_frames = self.durations.for_phones(classes, symbols)
+        check_fits(len(frames), len(classes), max_frames, self.min_frames, name)
+        if not needs_long_path(dp_cells(len(frames), max_frames, self.min_frames)):
+            x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name)
+            return self.start_times(x, self.align_frames(x), scores, frames, duration_s)
+
+        def decode_chunk(f_lo, f_hi, p_lo, p_hi, centres, band):
+            x = make_alignment_input(scores[f_lo:f_hi], frames[f_lo:f_hi], classes[p_lo:p_hi], mean[p_lo:p_hi],
+                                     std[p_lo:p_hi], max_frames[p_lo:p_hi], self.min_frames, band=band,
+                                     band_centre=centres, name=name)
+            return self.align_frames(x)
+
+        y = align_long(decode_chunk, scores, classes, mean, name=name)
+        if self.refiner is None:
+            return phone_start_times(y)
+        mu, sigma = np.maximum(mean, 1.0), np.maximum(std, 1.0)
+        return self.refiner.start_times(scores, frames, classes, y, mu, sigma, duration_s)
+
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
               name: str = "<utterance>", split_stops: bool | None = None) -> list:
         """Phone intervals ``[(start_s, end_s, symbol), ...]`` covering the whole recording.
@@ -188,6 +220,11 @@ class AlignmentModel:
         closure + release and merge them back (:mod:`aligner.alignment.stop_closures`); None = automatic,
         i.e. for phone sets without closure symbols (``arpabet``, ``timit39``).
         """
+        # the transcript must fit the audio: checked before any feature is computed
+        expanded, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops,
+                                                                      n_frames(len(samples)))
+        _, _, max_frames = self.durations.for_phones(classes, internal_symbols)
+        check_fits(n_frames(len(samples)), len(classes), max_frames, self.min_frames, name)
         frames = mfcc_features(samples, SAMPLE_RATE)
         scores = self.classifier.scores(frames)
         return self.align_scored(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
@@ -202,20 +239,25 @@ class AlignmentModel:
         interval starts at its closure's start. In automatic mode (``split_stops`` None) an
         utterance too short for the extra closures is decoded without them.
         """
-        expanded = None
-        if should_split_stops(phone_set, split_stops):
-            expanded = expand_stop_closures(symbols, phone_set)
-            if split_stops is None and len(expanded.symbols) * self.min_frames > len(frames):
-                expanded = None
-        if expanded is not None:
-            internal_symbols, classes = expanded.symbols, expanded.classes
-        else:
-            internal_symbols, classes = list(symbols), phone_set.class_indices(symbols)
-        x = self.make_input(frames, classes, scores, name=name, symbols=internal_symbols)
-        starts_s = self.start_times(x, self.align_frames(x), scores, frames, duration_s)
+        expanded, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops,
+                                                                      len(frames))
+        starts_s = self.phone_starts(frames, scores, classes, internal_symbols, duration_s, name)
         if expanded is not None:
             starts_s = merge_stop_closures(starts_s, expanded)
         return times_to_intervals(starts_s, symbols, duration_s)
+
+    def _decoding_sequence(self, symbols: list, phone_set: PhoneSet, split_stops: bool | None,
+                           n_frames_: int) -> tuple:
+        """``(expanded or None, internal symbols, classes (K,))`` the DP decodes for ``symbols``
+        over ``n_frames_`` frames (stops split into closure + release as :meth:`align_scored` says)."""
+        expanded = None
+        if should_split_stops(phone_set, split_stops):
+            expanded = expand_stop_closures(symbols, phone_set)
+            if split_stops is None and len(expanded.symbols) * self.min_frames > n_frames_:
+                expanded = None
+        if expanded is not None:
+            return expanded, expanded.symbols, expanded.classes
+        return None, list(symbols), phone_set.class_indices(symbols)
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory) -> None:

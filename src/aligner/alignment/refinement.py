@@ -63,6 +63,9 @@ N_BASIC_FEATURES = len(SCORE_OFFSETS) + len(CHANGE_OFFSETS) + N_BROAD * N_BROAD
 N_REFINER_FEATURES = N_BASIC_FEATURES + len(ENERGY_OFFSETS) + 2 + 2 + 2
 
 
+_STEP_BLOCK = 65536  # frames per block of the spectral-change computation
+
+
 def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarray,
                       y: np.ndarray, dur_mean: np.ndarray, dur_std: np.ndarray) -> np.ndarray:
     """Features (K-1, :data:`N_REFINER_FEATURES`) of the boundaries before phones 2..K.
@@ -71,22 +74,24 @@ def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarra
     phone classes; ``y``: (K,) start frames from the decoder; ``dur_mean``, ``dur_std``: (K,)
     the decoder's duration statistics of each phone, in frames.
     """
-    scores = np.asarray(scores, np.float64)
-    frames = np.asarray(frames, np.float64)
+    # scores and frames stay in their own dtype; only the rows read are converted (a long
+    # recording's arrays are not copied)
+    scores, frames = np.asarray(scores), np.asarray(frames)
     classes = np.asarray(classes, np.int64)
     y = np.asarray(y, np.int64)
     T, K = frames.shape[0], len(y)
     b = y[1:, None]
     left, right = classes[:-1, None], classes[1:, None]
     t = np.clip(b + SCORE_OFFSETS[None, :], 0, T - 1)
-    diff = np.clip(scores[t, left] - scores[t, right], -10.0, 10.0)
+    diff = np.clip(scores[t, left].astype(np.float64) - scores[t, right].astype(np.float64), -10.0, 10.0)
     step = np.zeros(T)
-    if T > 1:
-        step[1:] = np.linalg.norm(np.diff(frames, axis=0), axis=1) / np.sqrt(frames.shape[1])
+    for a in range(1, T, _STEP_BLOCK):
+        block = frames[a - 1:min(T, a + _STEP_BLOCK)].astype(np.float64)
+        step[a:a + len(block) - 1] = np.linalg.norm(np.diff(block, axis=0), axis=1) / np.sqrt(frames.shape[1])
     change = step[np.clip(b + CHANGE_OFFSETS[None, :], 0, T - 1)]
     pair = np.zeros((K - 1, N_BROAD * N_BROAD))
     pair[np.arange(K - 1), _BROAD_OF_CLASS[classes[:-1]] * N_BROAD + _BROAD_OF_CLASS[classes[1:]]] = 1.0
-    energy = frames[np.clip(b + ENERGY_OFFSETS[None, :], 0, T - 1), ENERGY_COLUMN]
+    energy = frames[np.clip(b + ENERGY_OFFSETS[None, :], 0, T - 1), ENERGY_COLUMN].astype(np.float64)
     lengths = np.diff(np.append(y, T)).astype(np.float64)
     z = (lengths - np.asarray(dur_mean, np.float64)) / np.asarray(dur_std, np.float64)
     log_len = np.log(np.maximum(lengths, 1.0))

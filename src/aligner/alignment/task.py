@@ -170,6 +170,7 @@ def make_alignment_input(
     sigma_floor: float = 1.0,
     dist_scale: float | None = None,
     band: int | None = None,
+    band_centre=None,
     agreement: str = "mean",
     name: str = "<utterance>",
 ) -> AlignmentInput:
@@ -189,6 +190,8 @@ def make_alignment_input(
             frames of ``T * sum_{j<k} mu_j / sum_j mu_j`` (its start if every phone
             stretched alike). Off (None) by default: it is NOT lossless, it trades exactness
             for speed on long recordings (time and memory become O(K band L)).
+        band_centre: optional (K,) int frames, phone k's band centre instead of the
+            proportional one (e.g. a first pass's starts, :mod:`aligner.alignment.long_recordings`).
         agreement: dim 1 per phone as the ``"mean"`` of the agreement over the phone's
             frames (SPEC section 3) or their ``"sum"`` (each frame counts once, as in an HMM's
             log-likelihood); both then summed over phones and divided by K.
@@ -237,26 +240,22 @@ def make_alignment_input(
         raise ValueError(f"{name}: max_frames[{k}] = {max_len[k]} is below min_frames = {min_frames}")
 
     # --- feasibility ---------------------------------------------------------------
-    if K * min_frames > T:
-        raise AlignmentError(
-            f"{name}: {K} phones need at least {K * min_frames} frames "
-            f"({min_frames} each), got {T} frames"
-        )
+    check_fits(T, K, max_len, min_frames, name)
     # no phone can be longer than what the others leave
     max_len = np.minimum(max_len, T - (K - 1) * min_frames)
-    if int(max_len.sum()) < T:
-        raise AlignmentError(
-            f"{name}: {K} phones of at most max_frames cover at most {int(max_len.sum())} frames, "
-            f"got {T} frames (raise max_frames)"
-        )
     band_lo = np.full(K, -1, dtype=np.int64)
     band_hi = np.full(K, T, dtype=np.int64)
     if band is not None:
         band = int(band)
         if band < 0:
             raise ValueError(f"band must be >= 0 frames, got {band}")
-        mu = np.maximum(dur_mean, 1.0)
-        centre = np.rint(T * np.concatenate(([0.0], np.cumsum(mu)[:-1])) / mu.sum()).astype(np.int64)
+        if band_centre is not None:
+            centre = np.asarray(band_centre, np.int64).reshape(-1)
+            if centre.shape != (K,):
+                raise ValueError(f"{name}: band_centre needs one frame per phone ({K})")
+        else:
+            mu = np.maximum(dur_mean, 1.0)
+            centre = np.rint(T * np.concatenate(([0.0], np.cumsum(mu)[:-1])) / mu.sum()).astype(np.int64)
         band_lo = centre - band
         band_hi = centre + band
     start_lo, start_hi = _feasible_starts(T, max_len, min_frames, band_lo, band_hi)
@@ -291,6 +290,36 @@ def make_alignment_input(
         min_len=np.asarray(min_frames, dtype=np.int64),
         agreement_mean=_agreement_is_mean(agreement),
     )
+
+
+def check_fits(T: int, K: int, max_frames, min_frames: int, name: str = "<utterance>") -> None:
+    """Raise :class:`AlignmentError` (one line, naming ``name``) unless K phones of
+    ``min_frames`` .. ``max_frames`` (K,) frames each can cover T frames. O(K); meant to run
+    before features or DP tables are computed."""
+    min_frames = int(min_frames)
+    if K * min_frames > T:
+        raise AlignmentError(
+            f"{name}: {K} phones need at least {K * min_frames} frames "
+            f"({min_frames} each), got {T} frames: the transcript is too long for the audio "
+            f"({T / 100:.2f} s); check that it belongs to this recording")
+    capacity = int(np.sum(np.minimum(np.asarray(max_frames, np.int64), T)))
+    if capacity < T:
+        raise AlignmentError(
+            f"{name}: {K} phones of at most max_frames cover at most {capacity} frames, "
+            f"got {T} frames: the audio ({T / 100:.2f} s) is far too long for "
+            f"the transcript; check that it belongs to this recording, or cut the recording")
+
+
+def dp_cells(T: int, max_frames, min_frames: int) -> int:
+    """The (phone, start, length) states of the exact DP for phones of at most ``max_frames``
+    (K,) frames over T frames, without building its input (O(K))."""
+    max_len = np.minimum(np.asarray(max_frames, np.int64), T)
+    K = len(max_len)
+    lo, hi = _feasible_starts(T, max_len, int(min_frames), np.full(K, -1, np.int64), np.full(K, T, np.int64))
+    if lo is None:
+        return 0
+    widths = max_len - int(min_frames) + 1
+    return int(np.sum(widths[1:] * (hi[1:K] - lo[1:K] + 1)))
 
 
 def _agreement_is_mean(agreement: str) -> bool:

@@ -45,6 +45,8 @@ from aligner.errors import FeatureError, ModelError
 #: bump when the meaning of the stored arrays changes
 FORMAT_VERSION = 1
 
+#: frames scored at once (with their context); longer recordings are scored block by block
+SCORE_BLOCK_FRAMES = 4096
 _HYPER = ("n_classes", "n_features", "context", "n_components", "gamma", "C", "seed",
           "max_iter", "kmeans_iter", "calibration_fraction", "prior_division", "smooth",
           "max_train_frames", "blas_threads", "pca_dims")
@@ -272,8 +274,22 @@ class FrameClassifier:
         """(T, n_classes) float32 one-vs-rest SVM outputs of (T, n_features) frames, time-smoothed."""
         if not self._fitted:
             raise ModelError("the frame classifier is not trained: call fit() or from_arrays()")
-        frames = self._check_frames(frames)
-        P = stack_context(frames.astype(np.float32, copy=False), self.context)
+        frames = self._check_frames(frames).astype(np.float32, copy=False)
+        T, c = frames.shape[0], self.context
+        if T <= SCORE_BLOCK_FRAMES:
+            dec = self._svm_outputs(frames)
+        else:  # blocks of frames with their context, so memory does not grow with T
+            dec = np.empty((T, self.n_classes), np.float32)
+            for a in range(0, T, SCORE_BLOCK_FRAMES):
+                b = min(T, a + SCORE_BLOCK_FRAMES)
+                lo, hi = max(0, a - c), min(T, b + c)
+                dec[a:b] = self._svm_outputs(frames[lo:hi])[a - lo:b - lo]
+        return _smooth(dec, self.smooth)
+
+    def _svm_outputs(self, frames: np.ndarray) -> np.ndarray:
+        """(T, n_classes) float32 SVM outputs of (T, n_features) float32 frames, unsmoothed
+        (edge frames' context padded by repetition)."""
+        P = stack_context(frames, self.context)
         P = (P - self.mean) * self.inv_std
         g = np.float32(self.gamma / P.shape[1])
         with _blas_threads(self.blas_threads):
@@ -288,7 +304,7 @@ class FrameClassifier:
             np.exp(E, out=E)
             dec = E @ self.weights
         dec += self.bias
-        return _smooth(dec, self.smooth)
+        return dec
 
     def log_posteriors(self, frames: np.ndarray) -> np.ndarray:
         """(T, n_classes) float32 calibrated natural-log posteriors ``log softmax(temperature * f)``."""

@@ -28,6 +28,8 @@ N_MELS = 40
 N_FFT = 512
 PREEMPHASIS = 0.97
 DELTA_WIDTH = 2  # regression half-width of the (HTK-style) delta, in frames
+#: frames analysed at once (60 s); longer recordings are analysed block by block
+MFCC_BLOCK_FRAMES = 6000
 
 # floors that keep silent or digital-zero audio finite (power is in full-scale units^2)
 _POWER_FLOOR = 1e-10
@@ -74,6 +76,35 @@ def _warp_spectrum(power: np.ndarray, warp: float, sample_rate: int) -> np.ndarr
     return power[:, i0] * (1.0 - w) + power[:, i0 + 1] * w
 
 
+def _static_features(y: np.ndarray, a: int, b: int, warp: float, sample_rate: int) -> np.ndarray:
+    """(b - a, 14) MFCC c0..c12 and log energy of frames ``a .. b - 1`` of samples ``y``."""
+    seg = np.asarray(y[FRAME_SHIFT * a:FRAME_SHIFT * (b - 1) + WINDOW], dtype=np.float64)
+    if not np.all(np.isfinite(seg)):
+        raise FeatureError("audio holds NaN or infinite samples")
+    n = b - a
+    # (n, 400) view of the raw frames; frame t = samples [160 t, 160 t + 400)
+    frames = np.lib.stride_tricks.sliding_window_view(seg, WINDOW)[::FRAME_SHIFT][:n]
+
+    log_energy = np.log(np.maximum(np.sum(frames ** 2, axis=1), _POWER_FLOOR))
+
+    # pre-emphasis within each frame (the first sample uses the one before it, if any)
+    prev = np.empty_like(frames)
+    prev[:, 1:] = frames[:, :-1]
+    first = frames[0, 0] if a == 0 else float(y[FRAME_SHIFT * a - 1])
+    prev[:, 0] = np.concatenate([[first], seg[FRAME_SHIFT * np.arange(1, n) - 1]])
+    emph = (frames - PREEMPHASIS * prev) * np.hamming(WINDOW)
+
+    power = np.abs(np.fft.rfft(emph, n=N_FFT, axis=1)) ** 2          # (n, 257)
+    if warp != 1.0:
+        if not 0.5 <= warp <= 2.0:
+            raise FeatureError(f"warp factor {warp} outside 0.5 .. 2")
+        power = _warp_spectrum(power, float(warp), sample_rate)
+    mel = power @ _mel_basis(sample_rate).T                            # (n, 40)
+    log_mel = np.log(np.maximum(mel, _POWER_FLOOR))
+    cep = scipy.fft.dct(log_mel, type=2, norm="ortho", axis=1)[:, :N_MFCC]
+    return np.column_stack([cep, log_energy])
+
+
 def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, warp: float = 1.0) -> np.ndarray:
     """The (T, 42) float32 acoustic vectors ``s_t`` of a mono 16 kHz recording.
 
@@ -107,39 +138,25 @@ def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, warp: float
         raise FeatureError(
             f"audio of {y.shape[0]} samples ({y.shape[0] / SAMPLE_RATE * 1000:.1f} ms) is shorter "
             f"than one {WINDOW}-sample (25 ms) analysis window")
-    y = y.astype(np.float64)
-    if not np.all(np.isfinite(y)):
-        raise FeatureError("audio holds NaN or infinite samples")
+    if not np.issubdtype(y.dtype, np.number) or y.dtype.kind == "c":
+        raise FeatureError(f"mfcc_features needs real-valued samples, got dtype {y.dtype}")
 
     T = n_frames(y.shape[0])
-    # (T, 400) view of the raw frames; frame t = samples [160 t, 160 t + 400)
-    frames = np.lib.stride_tricks.sliding_window_view(y, WINDOW)[::FRAME_SHIFT][:T]
-
-    log_energy = np.log(np.maximum(np.sum(frames ** 2, axis=1), _POWER_FLOOR))
-
-    # pre-emphasis within each frame (the first sample uses the one before it, if any)
-    prev = np.empty_like(frames)
-    prev[:, 1:] = frames[:, :-1]
-    prev[:, 0] = np.concatenate([[frames[0, 0]], y[FRAME_SHIFT * np.arange(1, T) - 1]])
-    emph = (frames - PREEMPHASIS * prev) * np.hamming(WINDOW)
-
-    power = np.abs(np.fft.rfft(emph, n=N_FFT, axis=1)) ** 2          # (T, 257)
-    if warp != 1.0:
-        if not 0.5 <= warp <= 2.0:
-            raise FeatureError(f"warp factor {warp} outside 0.5 .. 2")
-        power = _warp_spectrum(power, float(warp), sample_rate)
-    mel = power @ _mel_basis(sample_rate).T                            # (T, 40)
-    log_mel = np.log(np.maximum(mel, _POWER_FLOOR))
-    cep = scipy.fft.dct(log_mel, type=2, norm="ortho", axis=1)[:, :N_MFCC]
-
-    static = np.column_stack([cep, log_energy])                       # (T, 14)
+    static = np.empty((T, N_MFCC + 1))                                 # (T, 14)
+    for a in range(0, T, MFCC_BLOCK_FRAMES):  # blocks keep memory bounded on long recordings
+        b = min(T, a + MFCC_BLOCK_FRAMES)
+        static[a:b] = _static_features(y, a, b, warp, sample_rate)
+    if not np.all(np.isfinite(y[FRAME_SHIFT * (T - 1) + WINDOW:])):  # the samples after the last frame
+        raise FeatureError("audio holds NaN or infinite samples")
     d1 = _deltas(static)
     d2 = _deltas(d1)
     feats = np.hstack([static, d1, d2])
+    del static, d1, d2
 
     mean = feats.mean(axis=0)
     std = feats.std(axis=0)
-    feats = (feats - mean) / np.maximum(std, _STD_FLOOR)
+    feats -= mean  # in place: no second copy of a long recording's features
+    feats /= np.maximum(std, _STD_FLOOR)
     # a column that is constant over the utterance (e.g. digital silence) becomes 0
     feats[:, std < _STD_FLOOR] = 0.0
     return feats.astype(np.float32)

@@ -126,8 +126,8 @@ def load_audio(
     n_samples = data.shape[0]
     if n_samples == 0:
         raise AudioError(f"{path}: audio file holds no samples")
-    if not np.all(np.isfinite(data)):
-        n_bad = int(np.count_nonzero(~np.isfinite(data)))
+    n_bad = _count_non_finite(data)
+    if n_bad:
         raise AudioError(f"{path}: audio holds {n_bad} NaN or infinite sample values")
     seconds = n_samples / file_rate
     if seconds < min_seconds:
@@ -139,14 +139,20 @@ def load_audio(
     return _mono_at_rate(data, file_rate, sample_rate, str(path))
 
 
+def _count_non_finite(data: np.ndarray, block: int = 1 << 20) -> int:
+    """NaN and infinite values in ``data``, counted block by block (no full-size temporary)."""
+    flat = data.reshape(-1)
+    return sum(int(np.count_nonzero(~np.isfinite(flat[i:i + block]))) for i in range(0, flat.size, block))
+
+
 def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str) -> np.ndarray:
     """(samples, channels) float32 -> mono float32 at ``sample_rate``. Refuses silence, judged
     around the signal's mean, so that a constant offset with nothing on it (no speech energy)
     is refused too. The samples keep their offset (the mel filterbanks start at 20 Hz; the
     frame energy still sees it)."""
-    mono = data.mean(axis=1, dtype=np.float32)
+    mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
     offset = float(np.mean(mono, dtype=np.float64))
-    peak = float(np.max(np.abs(mono - np.float32(offset))))
+    peak = max(float(np.max(mono)) - offset, offset - float(np.min(mono)))  # no copy of a long recording
     if peak < SILENCE_PEAK:
         detail = " after mixing its channels to mono" if data.shape[1] > 1 else ""
         dc = f", around a constant offset of {offset:.2g}" if abs(offset) >= SILENCE_PEAK else ""

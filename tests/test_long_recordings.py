@@ -1,0 +1,143 @@
+"""Recordings of any length: the first pass, the chunked banded DP, bounded-memory front end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from aligner import api
+from aligner.alignment import long_recordings as LR
+from aligner.alignment.refinement import boundary_features
+from aligner.errors import AlignmentError
+from aligner.features import frame_classifier as FC
+from aligner.features import mfcc as M
+from aligner.io.transcripts import read_phn
+from aligner.phonetics import get_phone_set
+
+from conftest import TIMIT, needs_timit
+
+pytestmark = pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
+
+
+def _utterances(n):
+    return sorted(TIMIT.rglob("*.wav"))[:n]
+
+
+def _joined(n):
+    """Samples and TIMIT-61 phones of the first ``n`` shared utterances, one after another."""
+    xs, labels = [], []
+    for wav in _utterances(n):
+        xs.append(api._samples(wav, None, None)[0])
+        labels += list(read_phn(wav.with_suffix(".phn"))[2])
+    return np.concatenate(xs), labels
+
+
+def _blocky_scores(starts, classes, T, n_classes=39, seed=0):
+    """Classifier-like scores: phone k's class is clearly best over its own frames."""
+    rng = np.random.default_rng(seed)
+    scores = rng.normal(-3.0, 0.3, (T, n_classes)).astype(np.float32)
+    ends = np.append(starts[1:], T)
+    for s, e, c in zip(starts, ends, classes):
+        scores[s:e, c] = 0.0
+    return scores
+
+
+def test_first_pass_recovers_clear_segments():
+    rng = np.random.default_rng(1)
+    K = 600
+    lengths = rng.integers(3, 15, K)
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    classes = np.array([(k * 7) % 39 for k in range(K)])  # neighbours differ
+    scores = _blocky_scores(starts, classes, int(lengths.sum()))
+    got = LR.first_pass_starts(scores, classes, np.full(K, 8.0), window=64)
+    assert np.array_equal(got, starts)
+
+
+def test_first_pass_single_phone_and_too_many_phones():
+    scores = np.zeros((50, 39), np.float32)
+    assert LR.first_pass_starts(scores, np.array([3]), np.array([10.0])).tolist() == [0]
+    with pytest.raises(AlignmentError, match="utt: 60 phones need at least 60 frames"):
+        LR.first_pass_starts(scores, np.zeros(60, np.int64), np.full(60, 5.0), name="utt")
+
+
+def test_chunks_cover_every_phone_once():
+    chunks = LR._chunks(1003, 100, 10)
+    kept = np.concatenate([np.arange(a, b) for a, b, _, _ in chunks])
+    assert np.array_equal(kept, np.arange(1003))
+    for a, b, lo, hi in chunks:
+        assert lo == max(0, a - 10) and hi == min(1003, b + 10)
+
+
+@needs_timit
+def test_chunked_alignment_matches_the_exact_dp_on_real_speech(monkeypatch):
+    """Ten utterances joined (about 30 s), decoded in chunks of 60 phones: the boundaries
+    agree with the exact DP's almost everywhere and are as accurate."""
+    model = api.load_model()
+    samples, labels = _joined(10)
+    pset = get_phone_set("timit61")
+    frames = M.mfcc_features(samples)
+    scores = model.classifier.scores(frames)
+    classes = pset.class_indices(labels)
+    duration = len(samples) / 16000
+    exact = model.phone_starts(frames, scores, classes, labels, duration)
+    monkeypatch.setattr(LR, "EXACT_DP_BUDGET_CELLS", 0)
+    monkeypatch.setattr(LR, "CHUNK_PHONES", 60)
+    monkeypatch.setattr(LR, "CHUNK_OVERLAP", 15)
+    # align_long reads its defaults at definition time: pass the small chunks explicitly
+    original = LR.align_long
+    monkeypatch.setattr(LR, "align_long", lambda *a, **k: original(*a, chunk_phones=60, overlap=15, **k))
+    chunked = model.phone_starts(frames, scores, classes, labels, duration)
+    assert len(chunked) == len(exact) > 300
+    assert np.all(np.diff(chunked) > 0)
+    same = np.mean(np.abs(chunked - exact) < 1e-9)
+    assert same > 0.97, f"only {same:.1%} of the boundaries equal the exact DP's"
+
+
+@needs_timit
+def test_long_recording_goes_through_the_linear_path(monkeypatch):
+    """Past the exact DP's budget, align() takes the first pass + chunks, and the result is a
+    valid, accurate segmentation."""
+    calls = []
+    original = LR.align_long
+    monkeypatch.setattr(LR, "align_long", lambda *a, **k: calls.append(1) or original(*a, **k))
+    monkeypatch.setattr(LR, "EXACT_DP_BUDGET_CELLS", 1000)
+    model = api.load_model()
+    wav = _utterances(1)[0]
+    starts, _, labels = read_phn(wav.with_suffix(".phn"))
+    got = api.align(wav, list(labels), model)
+    assert calls == [1]
+    err = np.abs(np.array([iv.start_s for iv in got][1:]) - starts[1:] / 16000)
+    assert np.mean(err <= 0.02) > 0.8
+
+
+@needs_timit
+def test_transcript_that_cannot_fit_fails_before_features(monkeypatch):
+    """A one-phone transcript for a 3 s recording fails at once, before any MFCC."""
+    def no_features(*a, **k):
+        raise AssertionError("features computed for a transcript that cannot fit")
+
+    monkeypatch.setattr("aligner.alignment.model.mfcc_features", no_features)
+    wav = _utterances(1)[0]
+    with pytest.raises(AlignmentError, match=r"cover at most .* far too long for the transcript"):
+        api.align(wav, "h#")
+    with pytest.raises(AlignmentError, match=r"too long for the audio"):
+        api.align(wav, " ".join(["aa"] * 2000))
+
+
+@needs_timit
+def test_block_by_block_front_end_is_identical(monkeypatch):
+    """MFCC, classifier scores and refiner features computed in blocks equal the one-block values."""
+    samples, _ = _joined(2)
+    frames = M.mfcc_features(samples)
+    model = api.load_model()
+    scores = model.classifier.scores(frames)
+    monkeypatch.setattr(M, "MFCC_BLOCK_FRAMES", 97)
+    monkeypatch.setattr(FC, "SCORE_BLOCK_FRAMES", 101)
+    assert np.array_equal(M.mfcc_features(samples), frames)
+    assert np.array_equal(model.classifier.scores(frames), scores)
+    y = np.arange(0, len(frames) - 10, 9)
+    classes = np.arange(len(y)) % 39
+    mu, sd = np.full(len(y), 9.0), np.full(len(y), 3.0)
+    f32 = boundary_features(scores, frames, classes, y, mu, sd)
+    f64 = boundary_features(scores.astype(np.float64), frames.astype(np.float64), classes, y, mu, sd)
+    assert np.array_equal(f32, f64)
