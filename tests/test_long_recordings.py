@@ -141,3 +141,29 @@ def test_block_by_block_front_end_is_identical(monkeypatch):
     f32 = boundary_features(scores, frames, classes, y, mu, sd)
     f64 = boundary_features(scores.astype(np.float64), frames.astype(np.float64), classes, y, mu, sd)
     assert np.array_equal(f32, f64)
+
+
+@needs_timit
+def test_words_of_a_long_recording_are_aligned_in_chunks(monkeypatch):
+    """Five utterances joined, aligned from their words in chunks of 6 words: the same word
+    starts as the one exact DP, and a valid words tier."""
+    import aligner.alignment.words as W
+
+    wavs = _utterances(5)
+    samples = np.concatenate([api._samples(w, None, None)[0] for w in wavs])
+    text = " ".join(w.with_suffix(".txt").read_text().split(maxsplit=2)[2] for w in wavs)
+    exact = dict(api.align_words(samples, text, sr=16000).tiers)
+    calls = []
+    original = W._join_chunks
+    monkeypatch.setattr(W, "_join_chunks", lambda *a: calls.append(1) or original(*a))
+    monkeypatch.setattr(LR, "EXACT_DP_BUDGET_CELLS", 0)
+    monkeypatch.setattr(W, "CHUNK_WORDS", 6)
+    monkeypatch.setattr(W, "CHUNK_OVERLAP_WORDS", 3)
+    chunked = dict(api.align_words(samples, text, sr=16000).tiers)
+    assert calls == [1]
+    words, phones = chunked["words"], chunked["phones"]
+    assert [w.label for w in words] == [w.label for w in exact["words"]]
+    assert all(a.end_s <= b.start_s + 1e-12 for a, b in zip(words, words[1:]))
+    assert all(p.start_s < p.end_s for p in phones)
+    same = np.mean([abs(a.start_s - b.start_s) < 1e-9 for a, b in zip(words, exact["words"])])
+    assert same > 0.9, f"only {same:.0%} of the word starts equal the exact DP's"

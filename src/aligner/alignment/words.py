@@ -25,7 +25,7 @@ import numpy as np
 from aligner.alignment.graph import Segment, build_word_graph
 from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
 from aligner.alignment.stop_closures import ExpandedTranscript, expand_stop_closures
-from aligner.frames import phone_start_times
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.phonetics import CLASSES39, SILENCE, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
 
@@ -34,6 +34,7 @@ PHONE_BONUS = 2.0
 #: duration-statistics symbols of a pause between words and of the silence at either end
 PAUSE_SYMBOL, EDGE_SYMBOL = "pau", "h#"
 _SIL = CLASSES39.index(SILENCE)
+FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
 
 
 @dataclass
@@ -116,6 +117,12 @@ def _pause(model, symbol: str) -> Segment:
     return Segment.make([_SIL], mean, std, mx, labels=[symbol])
 
 
+#: words kept from each chunk when a long recording is aligned in chunks
+CHUNK_WORDS = 20
+#: words decoded beyond each end of a chunk (and searched for a join)
+CHUNK_OVERLAP_WORDS = 6
+
+
 def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Sequence[str],
                        pronunciations: Sequence[Sequence[Sequence[str]]], duration_s: float,
                        name: str = "<utterance>", phone_bonus: float = PHONE_BONUS,
@@ -125,7 +132,91 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     ``labels``: W word labels for the words tier; ``pronunciations``: for each word, its
     alternatives, each a sequence of ARPAbet phones (stress digits allowed). Raises
     :class:`~aligner.errors.AlignmentError` naming ``name`` when no path fits the frames.
+
+    A recording whose exact DP would be large
+    (:func:`~aligner.alignment.long_recordings.needs_long_path`, judged on the first
+    pronunciations) is aligned in chunks of :data:`CHUNK_WORDS` words placed by the linear
+    first pass of :mod:`aligner.alignment.long_recordings`, each chunk decoded exactly over
+    its frames with :data:`CHUNK_OVERLAP_WORDS` more words on either side, and neighbouring
+    chunks joined at a word both start at the same time: time and memory linear in T.
     """
+    from aligner.alignment.long_recordings import first_pass_starts, needs_long_path
+    from aligner.alignment.task import check_fits, dp_cells
+
+    arpabet = get_phone_set("arpabet")
+    canonical = [expand_stop_closures(list(alternatives[0]), arpabet) for alternatives in pronunciations]
+    classes = np.concatenate([c.classes for c in canonical]) if canonical else np.zeros(0, np.int64)
+    symbols = [sym for c in canonical for sym in c.symbols]
+    mean, _, max_frames = model.durations.for_phones(classes, symbols)
+    T = len(frames)
+    if len(labels) < 2 or not needs_long_path(dp_cells(T, max_frames, model.min_frames)):
+        return _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name,
+                                 phone_bonus, rules, pause_bonus)
+    check_fits(T, len(classes), max_frames, model.min_frames, name)
+    rough = first_pass_starts(scores, classes, mean, name=name)
+    first_phone = np.cumsum([0] + [len(c.symbols) for c in canonical[:-1]])
+    edges = np.append(rough[first_phone], T)
+
+    def decode_chunk(w_lo, w_hi):
+        f_lo, f_hi = int(edges[w_lo]), int(edges[w_hi])
+        span_s = duration_s - f_lo * FRAME_SECONDS if w_hi == len(labels) else (f_hi - f_lo) * FRAME_SECONDS
+        part = _align_words_span(model, frames[f_lo:f_hi], scores[f_lo:f_hi], labels[w_lo:w_hi],
+                                 pronunciations[w_lo:w_hi], span_s, name, phone_bonus, rules, pause_bonus)
+        return _per_word(part.shifted(f_lo * FRAME_SECONDS))
+
+    return _join_chunks(decode_chunk, len(labels), CHUNK_WORDS, CHUNK_OVERLAP_WORDS)
+
+
+def _per_word(result: WordAlignment) -> list:
+    """``[(word interval, [phone intervals], pronunciation), ...]`` of an alignment."""
+    out, k = [], 0
+    for word, pron in zip(result.words, result.pronunciations):
+        out.append((word, result.phones[k:k + len(pron)], pron))
+        k += len(pron)
+    return out
+
+
+def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAlignment:
+    """Decode overlapping chunks of words (``decode_chunk(w_lo, w_hi)`` -> :func:`_per_word`
+    entries) and join neighbours at a word of the overlap that both start at the same time,
+    nearest the nominal cut (else at the cut, the earlier word's end moved to the later
+    word's start)."""
+    from aligner.alignment.long_recordings import _chunks
+
+    entries: list = [None] * n_words
+    prev, prev_lo, prev_hi = None, 0, 0
+    for keep_lo, _, dec_lo, dec_hi in _chunks(n_words, size, overlap):
+        cur = decode_chunk(dec_lo, dec_hi)
+        join = keep_lo
+        if prev is not None:
+            margin = max(1, overlap // 4)
+            same = [w for w in range(dec_lo + margin, prev_hi - margin + 1)
+                    if abs(prev[w - prev_lo][0].start_s - cur[w - dec_lo][0].start_s) < 1e-9]
+            if same:
+                join = min(same, key=lambda w: abs(w - keep_lo))
+        entries[join:dec_hi] = cur[join - dec_lo:]
+        prev, prev_lo, prev_hi = cur, dec_lo, dec_hi
+    out = WordAlignment()
+    for i, (word, phones, pron) in enumerate(entries):
+        if i + 1 < n_words and entries[i + 1][0].start_s < word.end_s:  # a join without agreement
+            cut = entries[i + 1][0].start_s
+            if phones[-1].start_s < cut:
+                word = Interval(word.start_s, cut, word.label)
+                phones = phones[:-1] + [Interval(phones[-1].start_s, cut, phones[-1].label)]
+            else:  # the later word gives way instead
+                nxt_word, nxt_phones, nxt_pron = entries[i + 1]
+                first = Interval(word.end_s, nxt_phones[0].end_s, nxt_phones[0].label)
+                entries[i + 1] = (Interval(word.end_s, nxt_word.end_s, nxt_word.label),
+                                  [first] + nxt_phones[1:], nxt_pron)
+        out.words.append(word)
+        out.phones += phones
+        out.pronunciations.append(pron)
+    return out
+
+
+def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
+                      rules, pause_bonus) -> WordAlignment:
+    """:func:`align_words_scored` by one exact DP over all T frames."""
     arpabet = get_phone_set("arpabet")
     words, expansions = [], []
     for alternatives in pronunciations:
