@@ -167,3 +167,34 @@ def test_words_of_a_long_recording_are_aligned_in_chunks(monkeypatch):
     assert all(p.start_s < p.end_s for p in phones)
     same = np.mean([abs(a.start_s - b.start_s) < 1e-9 for a, b in zip(words, exact["words"])])
     assert same > 0.9, f"only {same:.0%} of the word starts equal the exact DP's"
+
+
+@needs_timit
+def test_vowel_acoustics_block_by_block_are_identical(monkeypatch):
+    from aligner.features import vowel_acoustics as VA
+
+    samples, _ = _joined(2)
+    model = api.load_vowel_model()
+    whole = VA.vowel_acoustics(samples, model.classifier)
+    monkeypatch.setattr(VA, "BLOCK_FRAMES", 113)
+    np.testing.assert_allclose(VA.vowel_acoustics(samples, model.classifier), whole, rtol=1e-12, atol=1e-12)
+
+
+@needs_timit
+def test_a_window_of_a_long_session_is_decoded_on_its_own_frames():
+    """decode_frames reads only the frames around its window; the result equals the search
+    over the whole recording's frames."""
+    from aligner.vowels.task import make_vowel_input
+
+    samples, _ = _joined(3)
+    model = api.load_vowel_model()
+    features = model.acoustics(samples)
+    T = features.shape[0]
+    for first, last in ((40, 140), (T // 2, T // 2 + 80), (T - 120, T - 1)):
+        got = model.decode_frames(features, "w", first, last)
+        lo, hi = max(first, model.edge_margin), min(last, T - 1 - model.edge_margin)
+        x = make_vowel_input(features, model.min_dur, model.max_dur, (lo, hi), (lo, hi), columns=model.columns,
+                             widths=model.widths, outside_width=model.outside_width)
+        y, value = model.task.decode_with_value(x, model.weights)
+        assert got[0] == (int(y[0]), int(y[1]))
+        assert abs(got[1] - value) < 1e-9 * max(1.0, abs(value))

@@ -46,7 +46,7 @@ from aligner.errors import FeatureError, ModelError
 FORMAT_VERSION = 1
 
 #: frames scored at once (with their context); longer recordings are scored block by block
-SCORE_BLOCK_FRAMES = 4096
+SCORE_BLOCK_FRAMES = 2048
 _HYPER = ("n_classes", "n_features", "context", "n_components", "gamma", "C", "seed",
           "max_iter", "kmeans_iter", "calibration_fraction", "prior_division", "smooth",
           "max_train_frames", "blas_threads", "pca_dims")

@@ -28,8 +28,8 @@ N_MELS = 40
 N_FFT = 512
 PREEMPHASIS = 0.97
 DELTA_WIDTH = 2  # regression half-width of the (HTK-style) delta, in frames
-#: frames analysed at once (60 s); longer recordings are analysed block by block
-MFCC_BLOCK_FRAMES = 6000
+#: frames analysed at once (20 s); longer recordings are analysed block by block
+MFCC_BLOCK_FRAMES = 2000
 
 # floors that keep silent or digital-zero audio finite (power is in full-scale units^2)
 _POWER_FLOOR = 1e-10

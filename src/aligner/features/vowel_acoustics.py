@@ -143,11 +143,22 @@ def _zscore(v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     return (v - ref.mean()) / std
 
 
-def _frames(y: np.ndarray, length: int, T: int) -> np.ndarray:
-    """(T, length) centred frames of ``y`` (zero padded): frame f covers ``[80 f - length/2, 80 f + length/2)``."""
+def _padded(y: np.ndarray, longest: int) -> tuple[np.ndarray, int]:
+    """``(y zero padded for centred frames of up to `longest` samples, the padding before y)``."""
+    half = longest // 2
+    return np.pad(y, (half, half + HOP)), half
+
+
+def _frames(y: np.ndarray, length: int, T: int, padded: tuple | None = None) -> np.ndarray:
+    """(T, length) centred frames of ``y`` (zero padded): frame f covers ``[80 f - length/2, 80 f + length/2)``.
+
+    A view of ``padded`` (:func:`_padded`, for a length up to its own) if given, so frames of
+    several lengths share one padded copy of a long recording."""
     half = length // 2
-    padded = np.pad(y, (half, half + HOP))
-    return np.lib.stride_tricks.sliding_window_view(padded, length)[::HOP][:T]
+    if padded is None:
+        padded = _padded(y, length)
+    samples, before = padded
+    return np.lib.stride_tricks.sliding_window_view(samples[before - half:], length)[::HOP][:T]
 
 
 _PITCH_LAGS = (int(SAMPLE_RATE / PITCH_MAX_HZ), int(SAMPLE_RATE / PITCH_MIN_HZ))  # 40 .. 266 samples
@@ -167,9 +178,10 @@ def _pitch_window():
     return _PITCH_CACHE["window"], _PITCH_CACHE["wac"]
 
 
-def _autocorrelation_pitch(y: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
-    """(f0 in Hz, voicing in [0, 1]) per frame from the normalised autocorrelation of 40 ms windows."""
-    frames = _frames(y, PITCH_WINDOW, T)
+def _autocorrelation_pitch(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(f0 in Hz, voicing in [0, 1]) per frame from the normalised autocorrelation of the
+    (T, 640) 40 ms windows ``frames`` (:func:`_frames` with ``PITCH_WINDOW``)."""
+    T = frames.shape[0]
     frames = frames - frames.mean(axis=1, keepdims=True)
     window, wac = _pitch_window()
     spec = scipy.fft.rfft(frames * window, n=_PITCH_NFFT, axis=1)
@@ -208,6 +220,34 @@ def classifier_columns(classifier, samples: np.ndarray, T: int) -> np.ndarray:
     return np.column_stack([np.interp(f, centres, cols10[:, j]) for j in range(cols10.shape[1])])
 
 
+#: frames (5 ms) analysed at once; longer recordings are analysed block by block
+BLOCK_FRAMES = 2048
+
+
+def _frame_quantities(short: np.ndarray, frames: np.ndarray, pitch_frames: np.ndarray) -> tuple:
+    """Per-frame values of n frames before any z-score: ``(raw (n, 8), mel (40, n))``; raw
+    columns: log10 short-term energy, log10 total / low (<= 1 kHz) / high (>= 3 kHz) power,
+    log Wiener entropy (spectral flatness), lag-1 autocorrelation, f0 (Hz), raw voicing.
+    ``short``, ``frames``, ``pitch_frames``: the (n, window) frames of :func:`_frames`."""
+    n = frames.shape[0]
+    raw = np.empty((n, 8))
+    raw[:, 0] = np.log10(np.maximum((short ** 2).mean(axis=1), _LOG_FLOOR))
+    spectrum = scipy.fft.rfft(frames * np.hanning(WINDOW), n=N_FFT, axis=1)
+    power = spectrum.real ** 2 + spectrum.imag ** 2  # (n, 257)
+    freqs = np.fft.rfftfreq(N_FFT, 1.0 / SAMPLE_RATE)
+    raw[:, 1] = np.log10(power.sum(axis=1) + _LOG_FLOOR)
+    raw[:, 2] = np.log10(power[:, freqs <= 1000].sum(axis=1) + _LOG_FLOOR)
+    raw[:, 3] = np.log10(power[:, freqs >= 3000].sum(axis=1) + _LOG_FLOOR)
+    flatness = librosa.feature.spectral_flatness(S=power.T, power=1.0, amin=_LOG_FLOOR)[0]
+    raw[:, 4] = np.log(np.maximum(flatness, _LOG_FLOOR))
+    centred = frames - frames.mean(axis=1, keepdims=True)
+    r0 = (centred ** 2).sum(axis=1)
+    r1 = (centred[:, 1:] * centred[:, :-1]).sum(axis=1)
+    raw[:, 5] = np.where(r0 > _LOG_FLOOR, r1 / np.maximum(r0, _LOG_FLOOR), 0.0)
+    raw[:, 6], raw[:, 7] = _autocorrelation_pitch(pitch_frames)
+    return raw, _mel_basis() @ power.T
+
+
 def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """The (T, 22) float64 acoustic frames of a mono 16 kHz recording (module docstring table).
 
@@ -233,38 +273,35 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
     T = n_frames(y.shape[0])
     out = np.zeros((T, N_COLUMNS), dtype=np.float64)
 
-    short = _frames(y, SHORT_WINDOW, T)
-    out[:, 0] = _zscore(np.log10(np.maximum((short ** 2).mean(axis=1), _LOG_FLOOR)))
-
-    frames = _frames(y, WINDOW, T)
-    window = np.hanning(WINDOW)
-    spectrum = scipy.fft.rfft(frames * window, n=N_FFT, axis=1)
-    power = spectrum.real ** 2 + spectrum.imag ** 2  # (T, 257)
-    freqs = np.fft.rfftfreq(N_FFT, 1.0 / SAMPLE_RATE)
-    out[:, 1] = _zscore(np.log10(power.sum(axis=1) + _LOG_FLOOR))
-    out[:, 2] = _zscore(np.log10(power[:, freqs <= 1000].sum(axis=1) + _LOG_FLOOR))
-    out[:, 3] = _zscore(np.log10(power[:, freqs >= 3000].sum(axis=1) + _LOG_FLOOR))
-    flatness = librosa.feature.spectral_flatness(S=power.T, power=1.0, amin=_LOG_FLOOR)[0]
-    out[:, 4] = _zscore(np.log(np.maximum(flatness, _LOG_FLOOR)))
-
-    centred = frames - frames.mean(axis=1, keepdims=True)
-    r0 = (centred ** 2).sum(axis=1)
-    r1 = (centred[:, 1:] * centred[:, :-1]).sum(axis=1)
-    out[:, 5] = _zscore(np.where(r0 > _LOG_FLOOR, r1 / np.maximum(r0, _LOG_FLOOR), 0.0))
-
-    f0, voicing = _autocorrelation_pitch(y, T)
-    voicing = _median3(voicing)
+    # per-frame quantities, block by block (memory bounded on long sessions); z-scores after
+    padded = _padded(y, max(SHORT_WINDOW, WINDOW, PITCH_WINDOW))
+    short_all, frames_all = _frames(y, SHORT_WINDOW, T, padded), _frames(y, WINDOW, T, padded)
+    pitch_all = _frames(y, PITCH_WINDOW, T, padded)
+    raw = np.empty((T, 8))
+    mel = np.empty((40, T))
+    for a in range(0, T, BLOCK_FRAMES):
+        b = min(T, a + BLOCK_FRAMES)
+        raw[a:b], mel[:, a:b] = _frame_quantities(short_all[a:b], frames_all[a:b], pitch_all[a:b])
+    for j in range(5):  # short-term, total, low and high energy, Wiener entropy
+        out[:, j] = _zscore(raw[:, j])
+    out[:, 5] = _zscore(raw[:, 5])
+    f0, voicing = raw[:, 6], _median3(raw[:, 7])
     voiced = voicing >= VOICING_THRESHOLD
     out[:, 6] = np.where(voiced, _zscore(np.log2(f0), voiced), 0.0)
     out[:, 7] = voicing
 
-    zcr = librosa.feature.zero_crossing_rate(np.pad(y, (0, HOP)), frame_length=WINDOW, hop_length=HOP,
-                                             center=True)[0][:T]
+    # librosa's centred zero-crossing rate, block by block over its own edge-padded signal
+    padded = np.pad(np.pad(y, (0, HOP)), (WINDOW // 2, WINDOW // 2), mode="edge")
+    zcr = np.empty(min(T, 1 + (padded.shape[0] - WINDOW) // HOP))
+    for a in range(0, zcr.shape[0], BLOCK_FRAMES):
+        b = min(zcr.shape[0], a + BLOCK_FRAMES)
+        zcr[a:b] = librosa.feature.zero_crossing_rate(padded[a * HOP:(b - 1) * HOP + WINDOW], frame_length=WINDOW,
+                                                      hop_length=HOP, center=False)[0]
+    del padded
     out[:, 8] = _zscore(np.pad(zcr, (0, T - zcr.shape[0]), mode="edge"))
 
     out[:, 9:14] = classifier_columns(classifier, y.astype(np.float32), T)
 
-    mel = _mel_basis() @ power.T  # (40, T)
     mfcc = librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=_LOG_FLOOR, top_db=None), n_mfcc=5)[1:5]  # (4, T)
     for j in range(4):
         out[:, 14 + j] = _zscore(mfcc[j])
