@@ -242,6 +242,32 @@ def test_a_constant_offset_with_nothing_on_it_is_refused_as_silent(tmp_path):
     sf.write(path, np.full(16000, 0.3, dtype=np.float32), SAMPLE_RATE, subtype="FLOAT")
     with pytest.raises(AudioError, match="silent.*constant offset of 0.3"):
         load_audio(path)
-    x = sine(440, 1.0, SAMPLE_RATE) + 0.3  # speech-like energy on an offset is kept
+    x = sine(440, 1.0, SAMPLE_RATE) + 0.3  # speech-like energy on an offset is kept, the offset removed
     sf.write(path, x, SAMPLE_RATE, subtype="FLOAT")
-    assert load_audio(path).mean() == pytest.approx(0.3, abs=0.01)
+    kept = load_audio(path)
+    assert abs(float(kept.mean())) < 1e-4
+    assert kept.max() - kept.min() == pytest.approx(x.max() - x.min(), rel=1e-4)
+
+
+def test_samples_in_memory_lose_their_offset_but_the_callers_array_is_untouched():
+    from aligner.io.audio import samples_at_model_rate
+
+    x = (sine(440, 1.0, SAMPLE_RATE) + 0.25).astype(np.float32)
+    before = x.copy()
+    y = samples_at_model_rate(x, SAMPLE_RATE)
+    assert abs(float(y.mean())) < 1e-4
+    assert np.array_equal(x, before)
+
+
+@pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT}")
+@pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
+def test_a_dc_offset_does_not_move_the_alignment():
+    from aligner import api
+    from aligner.io.transcripts import read_phn
+
+    wav = sorted(TIMIT.rglob("*.wav"))[0]
+    labels = list(read_phn(wav.with_suffix(".phn"))[2])
+    x = load_audio(wav)
+    plain = np.array([iv.start_s for iv in api.align(x, labels, sr=SAMPLE_RATE)])
+    shifted = np.array([iv.start_s for iv in api.align(x + np.float32(0.2), labels, sr=SAMPLE_RATE)])
+    assert np.mean(np.abs(plain - shifted) < 0.001) > 0.95

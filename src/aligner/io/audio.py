@@ -104,7 +104,8 @@ def load_audio(
     Reads whatever soundfile (libsndfile) reads - WAV, FLAC, OGG, NIST SPHERE (TIMIT) - whatever
     the extension. A SPHERE file that lost bytes to a newline conversion (a text-mode copy) is
     repaired, with a :class:`RepairedAudioWarning` (:mod:`aligner.io.sphere_repair`). Channels are averaged to mono; any other sample rate is resampled with
-    ``librosa.resample(res_type="soxr_hq")``. Amplitudes are not normalised.
+    ``librosa.resample(res_type="soxr_hq")``. The constant offset (the mean, DC) is removed;
+    amplitudes are not otherwise normalised.
 
     Raises :class:`AudioError` naming the file if it is missing, a directory, not decodable
     audio, holds no samples or NaN/inf samples, lasts less than ``min_seconds`` seconds, or is
@@ -136,7 +137,7 @@ def load_audio(
             f"shorter than the minimum {min_seconds} s"
         )
 
-    return _mono_at_rate(data, file_rate, sample_rate, str(path))
+    return _mono_at_rate(data, file_rate, sample_rate, str(path), owned=True)
 
 
 def _count_non_finite(data: np.ndarray, block: int = 1 << 20) -> int:
@@ -145,11 +146,11 @@ def _count_non_finite(data: np.ndarray, block: int = 1 << 20) -> int:
     return sum(int(np.count_nonzero(~np.isfinite(flat[i:i + block]))) for i in range(0, flat.size, block))
 
 
-def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str) -> np.ndarray:
+def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owned: bool = False) -> np.ndarray:
     """(samples, channels) float32 -> mono float32 at ``sample_rate``. Refuses silence, judged
     around the signal's mean, so that a constant offset with nothing on it (no speech energy)
-    is refused too. The samples keep their offset (the mel filterbanks start at 20 Hz; the
-    frame energy still sees it)."""
+    is refused too. The mean (a constant DC offset) is subtracted. ``owned``: ``data`` belongs
+    to the caller of this function alone and may be changed in place."""
     mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
     offset = float(np.mean(mono, dtype=np.float64))
     peak = max(float(np.max(mono)) - offset, offset - float(np.min(mono)))  # no copy of a long recording
@@ -159,6 +160,11 @@ def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str) -> n
         raise AudioError(
             f"{name}: audio is silent{detail} (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale{dc})"
         )
+    # remove the constant offset (DC): it raises every frame's energy and blurs silences
+    if owned:
+        mono -= np.float32(offset)  # in place: no second copy of a long recording
+    else:
+        mono = mono - np.float32(offset)
     if rate != sample_rate:
         mono = librosa.resample(mono, orig_sr=rate, target_sr=sample_rate, res_type="soxr_hq")
     return np.ascontiguousarray(mono, dtype=np.float32)
