@@ -1,0 +1,765 @@
+"""Per-boundary confidence and a transcript-mismatch check for decoded alignments (issue 16).
+
+Boundary confidence
+    For every phone start of a decoded alignment, the estimated probability that it lies within
+    :data:`TOLERANCE_S` (20 ms) of where an annotator would put it. The first phone starts at 0 s
+    by construction (as the annotator's does) and gets probability 1; every later start (the
+    *boundary* before phone k, k = 1 .. K-1, between phones k-1 and k) is scored from the
+    evidence columns of :func:`boundary_evidence`:
+
+    ========  =================================================================================
+    column    evidence (boundary before frame ``b = y[k]``; left phone ``k-1``, right phone ``k``)
+    ========  =================================================================================
+    0-1       DP score margins, ``log1p`` of the smallest drop of the alignment objective
+              (un-normalised: ``K w . (phi(y) - phi(y'))``) when this boundary moves by +-1 frame
+              (0) or by 2 .. :data:`MAX_MOVE` frames (1), its two neighbouring boundaries free to
+              follow by up to :data:`NEIGHBOUR_MOVES` frames, the rest fixed; a move that breaks
+              the decoder's length limits counts as :data:`MARGIN_CAP`
+    2         log of the local posterior mass of ``|move| <= 1`` under ``exp(-drop)`` over the
+              moves -:data:`MAX_MOVE` .. +:data:`MAX_MOVE` (<= 0)
+    3-8       classifier score of the left minus the right phone's class, ``g(s_t, p) - g(s_t, q)``,
+              at frames ``b-3 .. b+2`` (clipped to +-10)
+    9-10      the best split of that difference within +-:data:`MAX_MOVE` frames of ``b`` (window
+              of +-:data:`CHANGE_WINDOW` frames): its offset from ``b`` (frames) and ``log1p`` of
+              how much better it splits than ``b``
+    11-12     classifier agreement ``A[t, p] = g(s_t, p) - max_c g(s_t, c)`` of the left class at
+              ``b-1`` and the right class at ``b`` (clipped to >= -10)
+    13-14     mean agreement over the decoded frames of the left and of the right phone
+    15-18     duration z-scores ``(L - mu) / sigma`` of the left and right phone (decoded lengths
+              L and the decoder's statistics, frames; clipped to +-6) and their absolute values
+    19-20     ``log L`` of the left and right phone (L in frames)
+    21        spectral jump ``||s_{b-1} - s_{b+1}|| / sqrt(D)``
+    22        spectral change at ``b`` relative to its neighbourhood: ``||s_{b-1} - s_{b+1}||``
+              over its maximum for boundaries within 3 frames
+    23-24     log energy (MFCC column :data:`ENERGY_COLUMN`) at ``b-1`` and ``b``
+    25        the refiner's shift of the boundary from the 10 ms grid, absolute, ms
+    26-27     1 for the utterance's first boundary, 1 for its last
+    28-29     the class indices (:data:`~aligner.phonetics.CLASSES39`) of the left and right phone;
+              :class:`BoundaryConfidence` replaces them by smoothed error logits of the classes and
+              of their broad-class pair and one-hot codes of the two broad classes
+    ========  =================================================================================
+
+    The margins are computed by re-scoring the decoded path with each boundary moved, from the
+    task's local terms only (agreement, duration and boundary-distance terms of the up to four
+    phones whose lengths change, and the rate-change terms that involve them): O(T + K
+    :data:`MAX_MOVE` :data:`NEIGHBOUR_MOVES`^2) per utterance, no second DP. At an exact DP optimum every drop is >= 0.
+
+    :class:`BoundaryConfidence` maps the evidence to probabilities: standardised columns, a
+    small L2-penalised network (or a logistic regression), then a calibration map fitted on out-of-fold predictions
+    of the training material (speaker groups): Platt scaling of the logit (2 numbers) or isotonic
+    regression (a monotone piecewise-linear map stored as its knots). Everything it learns is a
+    plain float array (:meth:`BoundaryConfidence.to_arrays`), checked on load
+    (:meth:`BoundaryConfidence.from_arrays`).
+
+Transcript mismatch
+    :func:`utterance_evidence` summarises a decoded utterance: the mean per-frame agreement of
+    the decoded phones (a log likelihood ratio against the best class of each frame, <= 0), the
+    mean boundary confidence and the share of boundaries below 0.5 confidence. A transcript that
+    does not belong to the audio forces phones onto frames the classifier reads as something
+    else, so the agreement drops. :class:`UtteranceCheck` turns them into one score (a logistic
+    regression fitted on correct and deliberately mismatched transcripts of training utterances)
+    and flags an utterance whose score falls below a threshold set on the correct training
+    utterances.
+
+Typical use (a fitted ``BoundaryConfidence`` ``conf`` and ``AlignmentModel`` ``model``)::
+
+    x = model.make_input(frames, classes, scores, symbols=symbols)
+    y = model.align_frames(x)
+    starts_s = model.start_times(x, y, scores, frames, duration_s)
+    p = boundary_confidences(model, frames, scores, classes, y, starts_s, confidence=conf,
+                             symbols=symbols)          # (K,) probabilities, p[0] = 1
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+from numba import njit
+
+from aligner.errors import ModelError
+from aligner.frames import phone_start_times
+from aligner.alignment.refinement import _BROAD_OF_CLASS, N_BROAD
+
+#: a boundary counts as correct within this distance of the annotator's, seconds
+TOLERANCE_S = 0.020
+#: largest move (frames) of one boundary re-scored for the margins
+MAX_MOVE = 4
+#: how far (frames) each neighbouring boundary may follow a moved boundary in the margins
+NEIGHBOUR_MOVES = 1
+#: the drop of the objective assigned to an infeasible move, and the cap of every drop
+MARGIN_CAP = 50.0
+#: frames relative to the boundary frame b of the classifier score differences
+DIFF_OFFSETS = np.arange(-3, 3)
+#: half-width (frames) of the window of the local change point of the score difference
+CHANGE_WINDOW = 6
+#: log energy's column in the MFCC frames (:mod:`aligner.features.mfcc`)
+ENERGY_COLUMN = 13
+#: columns of :func:`boundary_evidence`
+EVIDENCE_NAMES = (
+    "log1p_margin_1", "log1p_margin_2plus", "log_mass_within_1",
+    "score_diff_b-3", "score_diff_b-2", "score_diff_b-1", "score_diff_b", "score_diff_b+1", "score_diff_b+2",
+    "change_point_offset", "log1p_change_point_gain", "agree_left_before", "agree_right_at",
+    "agree_left_mean", "agree_right_mean", "z_left", "z_right", "abs_z_left", "abs_z_right",
+    "log_len_left", "log_len_right", "spectral_jump", "change_ratio", "energy_before", "energy_at",
+    "abs_refiner_shift_ms", "first", "last", "left_class", "right_class",
+)
+N_EVIDENCE = len(EVIDENCE_NAMES)
+#: the numeric columns come first; the last two hold class indices
+N_NUMERIC = N_EVIDENCE - 2
+N_CLASSES = 39
+#: columns of the design matrix of :class:`BoundaryConfidence`: the numeric evidence, the
+#: smoothed error logits of the broad-class pair, of the left class and of the right class, and
+#: one-hot codes of the left and the right broad class
+N_DESIGN = N_NUMERIC + 3 + 2 * N_BROAD
+_FORMAT_VERSION = 1
+_CALIBRATIONS = ("none", "platt", "isotonic")
+
+
+# --------------------------------------------------------------------------------------
+# DP score margins
+# --------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _log_density(l, mu, sigma):
+    z = (l - mu) / sigma
+    return -0.5 * z * z
+
+
+@njit(cache=True, nogil=True)
+def _boundary_dist(frames, t, j, dist_scale):
+    T = frames.shape[0]
+    a = min(max(t - j, 0), T - 1)
+    b = min(max(t + j, 0), T - 1)
+    acc = 0.0
+    for i in range(frames.shape[1]):
+        diff = frames[a, i] - frames[b, i]
+        acc += diff * diff
+    return math.sqrt(acc) * dist_scale
+
+
+@njit(cache=True, nogil=True)
+def _local_score(pre, pre_off, pre_lo, bscore, starts, T, mu, sigma, w, agreement_mean, j0, j1):
+    """The objective terms (un-normalised) that involve phones j0 .. j1 for start frames ``starts``
+    (K,): their agreement and duration terms, the boundary distances at their starts (phone >= 1)
+    and the rate-change terms of every pair with a phone in j0 .. j1. ``pre[pre_off[j] + t -
+    pre_lo[j]]`` is phone j's agreement summed from frame ``pre_lo[j]`` to ``t - 1``."""
+    K = starts.shape[0]
+    n_dist = w.shape[0] - 3
+    total = 0.0
+    for j in range(j0, j1 + 1):
+        s = starts[j]
+        e = starts[j + 1] if j + 1 < K else T
+        length = e - s
+        acc = pre[pre_off[j] + e - pre_lo[j]] - pre[pre_off[j] + s - pre_lo[j]]
+        total += w[0] * (acc / length if agreement_mean else acc)
+        total += w[n_dist + 1] * _log_density(length, mu[j], sigma[j])
+        if j >= 1:
+            total += bscore[s]
+    c = w[n_dist + 2]
+    if c != 0.0:
+        for j in range(max(j0, 1), min(j1 + 1, K - 1) + 1):
+            e_prev = starts[j]
+            e_cur = starts[j + 1] if j + 1 < K else T
+            r_prev = (e_prev - starts[j - 1]) / mu[j - 1]
+            r_cur = (e_cur - starts[j]) / mu[j]
+            total += c * (r_cur - r_prev) ** 2
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _move_drops(agree, frames, classes, y, mu, sigma, max_len, min_len, w, dist_scale,
+                agreement_mean, max_move, neighbour_moves, cap):
+    """Drop of the un-normalised objective ``K w . phi`` when boundary k (1 .. K-1) moves by d.
+
+    ``agree`` (T, P) classifier agreement, ``frames`` (T, D), ``classes`` (K,), ``y`` (K,) start
+    frames, ``mu``/``sigma``/``max_len`` (K,) frames. Returns (K, 2 max_move + 1): entry
+    ``[k, max_move + d]`` is ``score(y) - max score(y')`` over the segmentations ``y'`` with
+    ``y'[k] = y[k] + d`` whose neighbouring boundaries ``k-1``, ``k+1`` moved by at most
+    ``neighbour_moves`` frames (0: fixed) and the rest unchanged; ``cap`` where no such ``y'``
+    keeps every length within ``min_len .. max_len``; entries above ``cap`` are capped. Row 0 is 0.
+    Time O(T D + K max_move neighbour_moves^2).
+    """
+    T = agree.shape[0]
+    K = y.shape[0]
+    width = 2 * max_move + 1
+    out = np.zeros((K, width))
+    starts = y.copy()
+    reach = max_move + neighbour_moves
+    # prefix sums of each phone's agreement over its frames widened by `reach`
+    pre_lo = np.empty(K, dtype=np.int64)
+    pre_off = np.empty(K + 1, dtype=np.int64)
+    pre_off[0] = 0
+    for j in range(K):
+        e = y[j + 1] if j + 1 < K else T
+        pre_lo[j] = max(y[j] - reach, 0)
+        pre_off[j + 1] = pre_off[j] + (min(e + reach, T) - pre_lo[j]) + 1
+    pre = np.empty(pre_off[K])
+    for j in range(K):
+        p = classes[j]
+        acc = 0.0
+        pre[pre_off[j]] = 0.0
+        for i in range(pre_off[j + 1] - pre_off[j] - 1):
+            acc += agree[pre_lo[j] + i, p]
+            pre[pre_off[j] + i + 1] = acc
+    # boundary-distance score sum_j w_j dist_j(t) of every frame a boundary may move to
+    n_dist = w.shape[0] - 3
+    bscore = np.zeros(T)
+    done = np.zeros(T, dtype=np.bool_)
+    for k in range(1, K):
+        for t in range(max(y[k] - reach, 0), min(y[k] + reach, T - 1) + 1):
+            if not done[t]:
+                acc = 0.0
+                for i in range(n_dist):
+                    acc += w[1 + i] * _boundary_dist(frames, t, i + 1, dist_scale)
+                bscore[t] = acc
+                done[t] = True
+    for k in range(1, K):
+        j0 = max(k - 2, 0)
+        j1 = min(k + 1, K - 1)
+        base = _local_score(pre, pre_off, pre_lo, bscore, starts, T, mu, sigma, w, agreement_mean, j0, j1)
+        n_lo = neighbour_moves if k - 1 >= 1 else 0
+        n_hi = neighbour_moves if k + 1 < K else 0
+        for col in range(width):
+            d = col - max_move
+            best = -np.inf
+            for e1 in range(-n_lo, n_lo + 1):
+                for e2 in range(-n_hi, n_hi + 1):
+                    if d == 0 and e1 == 0 and e2 == 0:
+                        best = max(best, base)
+                        continue
+                    starts[k] = y[k] + d
+                    if k - 1 >= 1:
+                        starts[k - 1] = y[k - 1] + e1
+                    if k + 1 < K:
+                        starts[k + 1] = y[k + 1] + e2
+                    ok = True
+                    for j in range(j0, j1 + 1):
+                        e = starts[j + 1] if j + 1 < K else T
+                        length = e - starts[j]
+                        if length < min_len or length > max_len[j]:
+                            ok = False
+                            break
+                    if ok:
+                        v = _local_score(pre, pre_off, pre_lo, bscore, starts, T, mu, sigma, w,
+                                         agreement_mean, j0, j1)
+                        if v > best:
+                            best = v
+                    starts[k] = y[k]
+                    if k - 1 >= 1:
+                        starts[k - 1] = y[k - 1]
+                    if k + 1 < K:
+                        starts[k + 1] = y[k + 1]
+            if best == -np.inf:
+                out[k, col] = cap
+            else:
+                out[k, col] = min(base - best, cap)
+    return out
+
+
+def move_drops(model, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, y: np.ndarray,
+               symbols=None, max_move: int = MAX_MOVE, neighbour_moves: int = 0) -> np.ndarray:
+    """Drop of the alignment objective (un-normalised, ``K w . phi``) when each boundary alone
+    moves by ``d = -max_move .. max_move`` frames: (K, 2 max_move + 1), column ``max_move + d``.
+
+    ``model``: the :class:`~aligner.alignment.model.AlignmentModel` that decoded ``y`` (K,) start
+    frames from ``frames`` (T, 42) and ``scores`` (T, 39) for phones of ``classes`` (K,)
+    (written as ``symbols``, which select per-symbol duration statistics, as in decoding).
+    Moves that break the decoder's length limits get :data:`MARGIN_CAP`, as do drops above it.
+    Row 0 (the first phone, which always starts at frame 0) is 0. At an exact DP optimum every
+    entry is >= 0 (up to rounding).
+    """
+    classes = np.asarray(classes, np.int64)
+    y = np.asarray(y, np.int64)
+    frames = np.ascontiguousarray(frames, dtype=np.float64)
+    mean, std, max_frames = model.durations.for_phones(classes, symbols)
+    return _drops(model, frames, _agreement(scores), classes, y, mean, std, max_frames, max_move, neighbour_moves)
+
+
+def _drops(model, frames, agree, classes, y, mean, std, max_frames, max_move, neighbour_moves):
+    T, K = frames.shape[0], len(y)
+    mu = np.maximum(np.asarray(mean, np.float64), 1.0)
+    sigma = np.maximum(np.asarray(std, np.float64), 1.0)
+    max_len = np.minimum(np.asarray(max_frames, np.int64), T - (K - 1) * int(model.min_frames))
+    w = np.ascontiguousarray(model.weights, dtype=np.float64)
+    return _move_drops(agree, frames, classes, y, mu, sigma, max_len, int(model.min_frames), w,
+                       1.0 / math.sqrt(2.0 * frames.shape[1]), True, int(max_move), int(neighbour_moves),
+                       MARGIN_CAP)
+
+
+def _agreement(scores: np.ndarray) -> np.ndarray:
+    """``A[t, p] = g(s_t, p) - max_q g(s_t, q)``, (T, P) float64 (<= 0)."""
+    s = np.asarray(scores, np.float64)
+    return s - s.max(axis=1, keepdims=True)
+
+
+# --------------------------------------------------------------------------------------
+# evidence
+# --------------------------------------------------------------------------------------
+
+
+def boundary_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, y: np.ndarray,
+                      starts_s: np.ndarray | None = None, symbols=None) -> np.ndarray:
+    """Evidence (K-1, :data:`N_EVIDENCE`) of the boundaries before phones 1 .. K-1 (module
+    docstring, columns :data:`EVIDENCE_NAMES`).
+
+    ``model``: the AlignmentModel that decoded start frames ``y`` (K,) from ``frames`` (T, 42)
+    and classifier ``scores`` (T, 39) for ``classes`` (K,) written as ``symbols`` (optional, K
+    symbols); ``starts_s`` (K,) the reported start times in seconds (the refiner's output; None =
+    the grid times, no shift).
+    """
+    classes = np.asarray(classes, np.int64)
+    y = np.asarray(y, np.int64)
+    frames64 = np.ascontiguousarray(frames, dtype=np.float64)
+    T, K = frames64.shape[0], len(y)
+    if len(classes) != K or K < 1 or y[0] != 0 or np.any(np.diff(y) <= 0) or y[-1] >= T:
+        raise ValueError(f"y must hold {len(classes)} strictly increasing start frames from 0 below T = {T}")
+    out = np.zeros((K - 1, N_EVIDENCE))
+    if K == 1:
+        return out
+    n = K - 1
+    rows = np.arange(n)
+    mean, std, max_frames = model.durations.for_phones(classes, symbols)
+    mu = np.maximum(np.asarray(mean, np.float64), 1.0)
+    sigma = np.maximum(np.asarray(std, np.float64), 1.0)
+    s = np.asarray(scores, np.float64)
+    agree = s - s.max(axis=1, keepdims=True)
+
+    # DP margins, neighbours free to follow by NEIGHBOUR_MOVES frames
+    drops = _drops(model, frames64, agree, classes, y, mean, std, max_frames, MAX_MOVE, NEIGHBOUR_MOVES)
+    drops = np.maximum(drops[1:], 0.0)
+    m = MAX_MOVE
+    offsets = np.arange(-m, m + 1)
+    out[:, 0] = np.log1p(drops[:, np.abs(offsets) == 1].min(axis=1))
+    out[:, 1] = np.log1p(drops[:, np.abs(offsets) >= 2].min(axis=1))
+    logits = -drops
+    top = logits.max(axis=1, keepdims=True)
+    inner = np.log(np.exp(logits[:, np.abs(offsets) <= 1] - top).sum(axis=1))
+    out[:, 2] = inner - np.log(np.exp(logits - top).sum(axis=1))
+
+    # classifier evidence around the boundary
+    b = y[1:]
+    left, right = classes[:-1], classes[1:]
+    t = np.clip(b[:, None] + DIFF_OFFSETS[None, :], 0, T - 1)
+    out[:, 3:9] = np.clip(s[t, left[:, None]] - s[t, right[:, None]], -10.0, 10.0)
+    w = np.arange(-CHANGE_WINDOW, CHANGE_WINDOW)
+    t = np.clip(b[:, None] + w[None, :], 0, T - 1)
+    diff = np.clip(s[t, left[:, None]] - s[t, right[:, None]], -10.0, 10.0)
+    cs = np.concatenate([np.zeros((n, 1)), np.cumsum(diff, axis=1)], axis=1)
+    gain = 2.0 * cs - cs[:, -1:]  # gain[:, i]: left frames before window frame i, right from i on
+    lo, hi = CHANGE_WINDOW - MAX_MOVE, CHANGE_WINDOW + MAX_MOVE + 1
+    best = gain[:, lo:hi].argmax(axis=1) + lo
+    out[:, 9] = best - CHANGE_WINDOW
+    out[:, 10] = np.log1p(np.maximum(gain[rows, best] - gain[:, CHANGE_WINDOW], 0.0))
+    before = np.maximum(b - 1, 0)
+    out[:, 11] = np.maximum(agree[before, left], -10.0)
+    out[:, 12] = np.maximum(agree[b, right], -10.0)
+    lengths_i = np.diff(np.append(y, T))
+    path_agree = agree[np.arange(T), np.repeat(classes, lengths_i)]
+    cum = np.concatenate([[0.0], np.cumsum(path_agree)])
+    ends = np.append(y[1:], T)
+    lengths = lengths_i.astype(np.float64)
+    phone_mean = (cum[ends] - cum[y]) / lengths
+    out[:, 13], out[:, 14] = phone_mean[:-1], phone_mean[1:]
+
+    # durations
+    z = np.clip((lengths - mu) / sigma, -6.0, 6.0)
+    out[:, 15], out[:, 16] = z[:-1], z[1:]
+    out[:, 17], out[:, 18] = np.abs(z[:-1]), np.abs(z[1:])
+    out[:, 19], out[:, 20] = np.log(lengths[:-1]), np.log(lengths[1:])
+
+    # acoustics
+    root_d = math.sqrt(frames64.shape[1])
+    out[:, 21] = np.linalg.norm(frames64[before] - frames64[np.minimum(b + 1, T - 1)], axis=1) / root_d
+    t = np.clip(b[:, None] + np.arange(-3, 4)[None, :], 0, T - 1)
+    step = np.linalg.norm(frames64[np.clip(t - 1, 0, T - 1)] - frames64[np.clip(t + 1, 0, T - 1)], axis=2)
+    out[:, 22] = step[:, 3] / np.maximum(step.max(axis=1), 1e-9)
+    out[:, 23] = frames64[before, ENERGY_COLUMN]
+    out[:, 24] = frames64[b, ENERGY_COLUMN]
+
+    # the refiner, position, classes
+    if starts_s is not None:
+        starts_s = np.asarray(starts_s, np.float64)
+        if starts_s.shape != (K,):
+            raise ValueError(f"starts_s must hold {K} start times, got shape {starts_s.shape}")
+        out[:, 25] = 1000.0 * np.abs(starts_s[1:] - phone_start_times(y)[1:])
+    out[0, 26] = 1.0
+    out[-1, 27] = 1.0
+    out[:, 28] = left
+    out[:, 29] = right
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# the calibrated classifier
+# --------------------------------------------------------------------------------------
+
+
+def _logit(p):
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p))
+
+
+def _sigmoid(z):
+    return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, np.float64)))
+
+
+class BoundaryConfidence:
+    """Probability that a decoded boundary lies within :data:`TOLERANCE_S` of the annotator's.
+
+    The design matrix (:data:`N_DESIGN` columns) holds the numeric evidence, the logits of the
+    smoothed training rate of correct boundaries of the boundary's broad-class pair, of its left
+    class and of its right class, and one-hot codes of the left and right broad class; it is
+    standardised and fed to a network with one layer of ``hidden`` ReLU units and a logistic
+    output (L2 penalty ``alpha``; scikit-learn's ``MLPClassifier``, stored as plain weight
+    arrays), or to a logistic regression with ``hidden=0``. A calibration map of its logit is
+    then fitted on out-of-fold predictions over the ``groups`` given to :meth:`fit`.
+
+    Parameters
+    ----------
+    hidden : ReLU units; 0 = logistic regression.
+    alpha : L2 penalty (the network's ``alpha``; for the logistic regression ``C = 1 / alpha``).
+    calibration : ``"platt"`` (logistic map of the logit, 2 numbers), ``"isotonic"`` (monotone
+        piecewise-linear map, stored as its knots) or ``"none"``.
+    prior : pseudo-count of the smoothing of each pair's and class's rate towards the overall rate.
+    cal_folds : group folds of the out-of-fold predictions for the calibration map.
+    seed : seeds the network's initialisation.
+    """
+
+    def __init__(self, hidden: int = 16, alpha: float = 10.0, calibration: str = "platt",
+                 prior: float = 20.0, cal_folds: int = 3, seed: int = 0):
+        if calibration not in _CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
+        self.hidden = int(hidden)
+        self.alpha = float(alpha)
+        self.calibration = calibration
+        self.prior = float(prior)
+        self.cal_folds = int(cal_folds)
+        self.seed = int(seed)
+        self._params = None
+
+    # -- design ----------------------------------------------------------------------------
+    @staticmethod
+    def _split(evidence: np.ndarray) -> tuple:
+        E = np.asarray(evidence, np.float64)
+        if E.ndim != 2 or E.shape[1] != N_EVIDENCE:
+            raise ValueError(f"evidence must be (n, {N_EVIDENCE}), got shape {E.shape}")
+        cls = E[:, N_NUMERIC:]
+        if np.any(cls != np.round(cls)) or np.any(cls < 0) or np.any(cls >= N_CLASSES):
+            raise ValueError("class columns of the evidence must hold class indices")
+        left, right = cls[:, 0].astype(np.int64), cls[:, 1].astype(np.int64)
+        return E[:, :N_NUMERIC], left, right, _BROAD_OF_CLASS[left] * N_BROAD + _BROAD_OF_CLASS[right]
+
+    @staticmethod
+    def _design(evidence, tables) -> np.ndarray:
+        numeric, left, right, pair = BoundaryConfidence._split(evidence)
+        n = len(numeric)
+        X = np.zeros((n, N_DESIGN))
+        X[:, :N_NUMERIC] = numeric
+        X[:, N_NUMERIC] = tables["pair_logit"][pair]
+        X[:, N_NUMERIC + 1] = tables["left_logit"][left]
+        X[:, N_NUMERIC + 2] = tables["right_logit"][right]
+        X[np.arange(n), N_NUMERIC + 3 + pair // N_BROAD] = 1.0
+        X[np.arange(n), N_NUMERIC + 3 + N_BROAD + pair % N_BROAD] = 1.0
+        return X
+
+    def _rate_logits(self, index, correct, size):
+        count = np.bincount(index, minlength=size).astype(np.float64)
+        hits = np.bincount(index, weights=correct.astype(np.float64), minlength=size)
+        return _logit((hits + self.prior * correct.mean()) / (count + self.prior))
+
+    def _fit_raw(self, E: np.ndarray, c: np.ndarray) -> dict:
+        """The uncalibrated model's arrays, fitted on evidence E and labels c."""
+        _, left, right, pair = self._split(E)
+        p = {"pair_logit": self._rate_logits(pair, c, N_BROAD * N_BROAD),
+             "left_logit": self._rate_logits(left, c, N_CLASSES),
+             "right_logit": self._rate_logits(right, c, N_CLASSES)}
+        X = self._design(E, p)
+        p["mean"] = X.mean(axis=0)
+        scale = X.std(axis=0)
+        scale[scale < 1e-9] = 1.0
+        p["scale"] = scale
+        Z = (X - p["mean"]) / scale
+        if self.hidden == 0:
+            from sklearn.linear_model import LogisticRegression
+
+            lr = LogisticRegression(C=1.0 / self.alpha, max_iter=3000).fit(Z, c.astype(int))
+            p["hidden_weights"], p["hidden_bias"] = np.zeros((N_DESIGN, 0)), np.zeros(0)
+            p["output_weights"] = lr.coef_[0].astype(np.float64)
+            p["output_bias"] = np.float64(lr.intercept_[0])
+            return p
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+        from sklearn.neural_network import MLPClassifier
+
+        net = MLPClassifier(hidden_layer_sizes=(self.hidden,), alpha=self.alpha, max_iter=500,
+                            random_state=self.seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            net.fit(Z, c.astype(int))
+        p["hidden_weights"] = np.asarray(net.coefs_[0], np.float64)
+        p["hidden_bias"] = np.asarray(net.intercepts_[0], np.float64)
+        p["output_weights"] = np.asarray(net.coefs_[1], np.float64)[:, 0]
+        p["output_bias"] = np.float64(net.intercepts_[1][0])
+        return p
+
+    @staticmethod
+    def _raw_logit(E: np.ndarray, p: dict) -> np.ndarray:
+        Z = (BoundaryConfidence._design(E, p) - p["mean"]) / p["scale"]
+        if p["hidden_weights"].shape[1]:
+            Z = np.maximum(Z @ p["hidden_weights"] + p["hidden_bias"], 0.0)
+        return Z @ p["output_weights"] + float(p["output_bias"])
+
+    def fit(self, evidence, correct, groups=None) -> "BoundaryConfidence":
+        """Fit on boundary evidence (n, :data:`N_EVIDENCE`) (or a list of per-utterance blocks)
+        and whether each boundary was within tolerance (n,) bool; ``groups`` (n,) (e.g. the
+        speaker of each boundary) split the out-of-fold predictions the calibration map is
+        fitted on (None: boundaries are dealt round robin)."""
+        E = np.vstack(evidence) if isinstance(evidence, (list, tuple)) else np.asarray(evidence, np.float64)
+        c = (np.concatenate(correct) if isinstance(correct, (list, tuple)) else np.asarray(correct)).astype(bool)
+        if E.ndim != 2 or E.shape[0] != c.shape[0] or E.shape[0] == 0:
+            raise ValueError(f"evidence ({E.shape}) and labels ({c.shape}) must match and be non-empty")
+        if c.all() or not c.any():
+            raise ValueError("need both correct and incorrect boundaries to fit a confidence model")
+        if not np.all(np.isfinite(E)):
+            raise ValueError("boundary evidence holds NaN or infinite values")
+        params = self._fit_raw(E, c)
+        params["platt"] = np.array([1.0, 0.0])
+        params["cal_x"], params["cal_y"] = np.zeros(0), np.zeros(0)
+        if self.calibration != "none":
+            groups = np.arange(len(c)) if groups is None else np.asarray(groups)
+            names = np.unique(groups)
+            n_folds = min(max(self.cal_folds, 2), len(names))
+            fold_of = {g: i % n_folds for i, g in enumerate(names)}
+            fold = np.array([fold_of[g] for g in groups])
+            oof = np.zeros(len(c))
+            for f in range(n_folds):
+                tr, te = fold != f, fold == f
+                if c[tr].all() or not c[tr].any():
+                    raise ValueError("a calibration fold holds one kind of boundary only; give more groups")
+                oof[te] = self._raw_logit(E[te], self._fit_raw(E[tr], c[tr]))
+            if self.calibration == "platt":
+                from sklearn.linear_model import LogisticRegression
+
+                lr = LogisticRegression(C=1e6, max_iter=1000).fit(oof[:, None], c.astype(int))
+                params["platt"] = np.array([float(lr.coef_[0, 0]), float(lr.intercept_[0])])
+            else:
+                from sklearn.isotonic import IsotonicRegression
+
+                iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(oof, c.astype(float))
+                params["cal_x"] = np.asarray(iso.X_thresholds_, np.float64)
+                params["cal_y"] = np.asarray(iso.y_thresholds_, np.float64)
+        self._params = params
+        return self
+
+    def decision_function(self, evidence: np.ndarray) -> np.ndarray:
+        """The uncalibrated logit (n,) of evidence (n, :data:`N_EVIDENCE`)."""
+        if self._params is None:
+            raise ModelError("the boundary confidence model is not fitted")
+        return self._raw_logit(np.asarray(evidence, np.float64), self._params)
+
+    def predict_proba(self, evidence: np.ndarray) -> np.ndarray:
+        """P(within tolerance) (n,) of boundaries with evidence (n, :data:`N_EVIDENCE`);
+        non-decreasing in :meth:`decision_function`."""
+        z = self.decision_function(evidence)
+        if self.calibration == "platt":
+            a, b = self._params["platt"]
+            return _sigmoid(a * z + b)
+        if self.calibration == "isotonic":
+            return np.interp(z, self._params["cal_x"], self._params["cal_y"])
+        return _sigmoid(z)
+
+    # -- persistence -----------------------------------------------------------------------
+    _ARRAYS = ("pair_logit", "left_logit", "right_logit", "mean", "scale", "hidden_weights", "hidden_bias",
+               "output_weights", "output_bias", "platt", "cal_x", "cal_y")
+
+    def to_arrays(self) -> dict:
+        """Every parameter as a plain float64 (or int64) array: ``np.savez`` them, read them back
+        with ``np.load(allow_pickle=False)`` and :meth:`from_arrays`."""
+        if self._params is None:
+            raise ModelError("the boundary confidence model is not fitted")
+        out = {k: np.asarray(self._params[k], np.float64) for k in self._ARRAYS}
+        out["format_version"] = np.array(_FORMAT_VERSION, np.int64)
+        out["settings"] = np.array([self.hidden, self.alpha, _CALIBRATIONS.index(self.calibration), self.prior,
+                                    self.cal_folds, self.seed, MAX_MOVE, NEIGHBOUR_MOVES, TOLERANCE_S,
+                                    N_EVIDENCE], np.float64)
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "BoundaryConfidence":
+        """Rebuild from :meth:`to_arrays`; raises :class:`ModelError` (one line) on a missing,
+        mis-shaped, non-finite or inconsistent array, or one made for other evidence."""
+        try:
+            version = int(np.asarray(arrays["format_version"]))
+            if version > _FORMAT_VERSION:
+                raise ValueError(f"format {version} is newer than this aligner reads ({_FORMAT_VERSION})")
+            settings = np.asarray(arrays["settings"], np.float64)
+            if settings.shape != (10,) or not np.all(np.isfinite(settings)):
+                raise ValueError("settings must be 10 finite numbers")
+            hidden, alpha, cal, prior, folds, seed, max_move, neighbours, tol, n_evidence = settings
+            if (int(max_move), int(neighbours), int(n_evidence)) != (MAX_MOVE, NEIGHBOUR_MOVES, N_EVIDENCE) \
+                    or abs(tol - TOLERANCE_S) > 1e-12:
+                raise ValueError(f"made for other evidence ({int(n_evidence)} columns, moves of {int(max_move)} "
+                                 f"frames, {tol * 1000:g} ms)")
+            if hidden < 0 or hidden != int(hidden) or alpha <= 0 or prior < 0 \
+                    or cal != int(cal) or not 0 <= cal < len(_CALIBRATIONS):
+                raise ValueError("invalid settings")
+            conf = cls(int(hidden), alpha, _CALIBRATIONS[int(cal)], prior, int(folds), int(seed))
+            p = {k: np.asarray(arrays[k], np.float64) for k in cls._ARRAYS}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"boundary confidence arrays unusable ({exc})") from None
+        h = conf.hidden
+        expect = {"pair_logit": (N_BROAD * N_BROAD,), "left_logit": (N_CLASSES,), "right_logit": (N_CLASSES,),
+                  "mean": (N_DESIGN,), "scale": (N_DESIGN,), "hidden_weights": (N_DESIGN, h),
+                  "hidden_bias": (h,), "output_weights": (h,) if h else (N_DESIGN,), "output_bias": (),
+                  "platt": (2,)}
+        problems = [f"{k} has shape {p[k].shape}, expected {v}" for k, v in expect.items() if p[k].shape != v]
+        if p["cal_x"].ndim != 1 or p["cal_x"].shape != p["cal_y"].shape:
+            problems.append("cal_x and cal_y must be 1-d of one length")
+        if not problems:
+            if not all(np.all(np.isfinite(v)) for v in p.values()):
+                problems.append("non-finite values")
+            elif not np.all(p["scale"] > 0):
+                problems.append("scale must be positive")
+            elif conf.calibration == "platt" and not p["platt"][0] > 0:
+                problems.append("the Platt map must increase (positive slope)")
+            elif conf.calibration == "isotonic" and (
+                    len(p["cal_x"]) < 2 or np.any(np.diff(p["cal_x"]) < 0) or np.any(np.diff(p["cal_y"]) < 0)
+                    or p["cal_y"].min() < 0 or p["cal_y"].max() > 1):
+                problems.append("the isotonic map must have >= 2 ascending knots with probabilities "
+                                "non-decreasing in [0, 1]")
+        if problems:
+            raise ModelError(f"boundary confidence arrays unusable ({'; '.join(problems)})")
+        conf._params = p
+        return conf
+
+
+def boundary_confidences(model, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, y: np.ndarray,
+                         starts_s: np.ndarray | None = None, confidence: BoundaryConfidence | None = None,
+                         symbols=None) -> np.ndarray:
+    """P(within 20 ms of the annotator's) of every phone start: (K,), the first one 1.0.
+
+    Arguments as for :func:`boundary_evidence`; ``confidence`` defaults to ``model.confidence``
+    (a fitted :class:`BoundaryConfidence`).
+    """
+    confidence = confidence if confidence is not None else getattr(model, "confidence", None)
+    if confidence is None:
+        raise ModelError("this model has no boundary confidence model")
+    E = boundary_evidence(model, frames, scores, classes, y, starts_s, symbols)
+    return np.concatenate([[1.0], confidence.predict_proba(E)]) if len(E) else np.ones(1)
+
+
+# --------------------------------------------------------------------------------------
+# transcript mismatch
+# --------------------------------------------------------------------------------------
+
+#: columns of :func:`utterance_evidence`
+UTTERANCE_EVIDENCE_NAMES = ("mean_frame_agreement", "mean_confidence", "share_below_half",
+                            "mean_abs_z")
+
+
+def utterance_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, y: np.ndarray,
+                       confidences: np.ndarray, symbols=None) -> np.ndarray:
+    """Summary (4,) of a decoded utterance (:data:`UTTERANCE_EVIDENCE_NAMES`): mean over frames
+    of the decoded phone's agreement ``A[t, p]`` (<= 0, log-likelihood ratio units per frame),
+    mean boundary confidence and share of boundaries below 0.5 over phones 1 .. K-1 (1 and 0 for
+    a single phone), mean absolute duration z-score of the phones. ``confidences`` (K,) as
+    returned by :func:`boundary_confidences`; other arguments as for :func:`boundary_evidence`.
+    """
+    classes = np.asarray(classes, np.int64)
+    y = np.asarray(y, np.int64)
+    T = len(frames)
+    lengths = np.diff(np.append(y, T))
+    frame_class = np.repeat(classes, lengths)
+    agree = np.asarray(scores, np.float64)
+    agree = agree[np.arange(T), frame_class] - agree.max(axis=1)
+    mean, std, _ = model.durations.for_phones(classes, symbols)
+    z = (lengths - np.maximum(mean, 1.0)) / np.maximum(std, 1.0)
+    p = np.asarray(confidences, np.float64)[1:]
+    return np.array([agree.mean(), p.mean() if len(p) else 1.0, np.mean(p < 0.5) if len(p) else 0.0,
+                     np.mean(np.abs(z))])
+
+
+class UtteranceCheck:
+    """Flags an utterance whose transcript does not match its audio.
+
+    ``score = sigmoid(coef . standardised evidence + intercept)`` (:func:`utterance_evidence`),
+    a logistic regression of P(transcript matches) fitted on correct and mismatched training
+    utterances. An utterance is flagged when its logit is below ``threshold_logit``: midway
+    between the lowest logit of a correct and the highest of a mismatched training utterance
+    when the two groups are separated, else 0 (P = 0.5).
+    """
+
+    def __init__(self, C: float = 1.0):
+        self.C = float(C)
+        self.mean = self.scale = self.coef = None
+        self.intercept = 0.0
+        self.threshold_logit = 0.0
+
+    def fit(self, evidence_ok: np.ndarray, evidence_bad: np.ndarray) -> "UtteranceCheck":
+        """``evidence_ok`` (n, 4) of correctly transcribed utterances, ``evidence_bad`` (m, 4) of
+        mismatched ones."""
+        from sklearn.linear_model import LogisticRegression
+
+        ok = np.asarray(evidence_ok, np.float64)
+        bad = np.asarray(evidence_bad, np.float64)
+        X = np.vstack([ok, bad])
+        c = np.r_[np.ones(len(ok)), np.zeros(len(bad))]
+        self.mean = X.mean(axis=0)
+        self.scale = X.std(axis=0)
+        self.scale[self.scale < 1e-9] = 1.0
+        lr = LogisticRegression(C=self.C, max_iter=2000).fit((X - self.mean) / self.scale, c)
+        self.coef = lr.coef_[0].astype(np.float64)
+        self.intercept = float(lr.intercept_[0])
+        z_ok, z_bad = self.logit(ok), self.logit(bad)
+        gap = z_ok.min() > z_bad.max()
+        self.threshold_logit = float(0.5 * (z_ok.min() + z_bad.max())) if gap else 0.0
+        return self
+
+    def logit(self, evidence: np.ndarray) -> np.ndarray:
+        """Match logit (n,) of utterance evidence (n, 4); higher = transcript more likely right."""
+        if self.coef is None:
+            raise ModelError("the utterance check is not fitted")
+        E = np.atleast_2d(np.asarray(evidence, np.float64))
+        return ((E - self.mean) / self.scale) @ self.coef + self.intercept
+
+    def score(self, evidence: np.ndarray) -> np.ndarray:
+        """P(transcript matches) (n,) by the fitted logistic regression."""
+        return _sigmoid(self.logit(evidence))
+
+    def flag(self, evidence: np.ndarray) -> np.ndarray:
+        """True (n,) for utterances whose transcript probably does not match their audio."""
+        return self.logit(evidence) < self.threshold_logit
+
+    def to_arrays(self) -> dict:
+        if self.coef is None:
+            raise ModelError("the utterance check is not fitted")
+        return {"mean": self.mean, "scale": self.scale, "coef": self.coef,
+                "intercept": np.float64(self.intercept), "threshold_logit": np.float64(self.threshold_logit),
+                "settings": np.array([self.C], np.float64)}
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "UtteranceCheck":
+        try:
+            settings = np.asarray(arrays["settings"], np.float64)
+            if settings.shape != (1,):
+                raise ValueError("settings must hold 1 number")
+            chk = cls(float(settings[0]))
+            chk.mean = np.asarray(arrays["mean"], np.float64)
+            chk.scale = np.asarray(arrays["scale"], np.float64)
+            chk.coef = np.asarray(arrays["coef"], np.float64)
+            chk.intercept = float(np.asarray(arrays["intercept"], np.float64))
+            chk.threshold_logit = float(np.asarray(arrays["threshold_logit"], np.float64))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"utterance check arrays unusable ({exc})") from None
+        n = len(UTTERANCE_EVIDENCE_NAMES)
+        if not (chk.mean.shape == chk.scale.shape == chk.coef.shape == (n,)):
+            raise ModelError(f"utterance check arrays unusable (mean, scale and coef must hold {n} values)")
+        if not all(np.all(np.isfinite(a)) for a in (settings, chk.mean, chk.scale, chk.coef)) \
+                or not (math.isfinite(chk.intercept) and math.isfinite(chk.threshold_logit)) \
+                or not np.all(chk.scale > 0):
+            raise ModelError("utterance check arrays unusable (non-finite values or non-positive scale)")
+        return chk

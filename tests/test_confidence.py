@@ -1,0 +1,245 @@
+"""Per-boundary confidence and the transcript-mismatch check (aligner.alignment.confidence)."""
+
+import io
+
+import numpy as np
+import pytest
+
+from aligner.alignment.confidence import (MARGIN_CAP, MAX_MOVE, N_EVIDENCE, N_NUMERIC, BoundaryConfidence,
+                                          UtteranceCheck, boundary_confidences, boundary_evidence, move_drops,
+                                          utterance_evidence)
+from aligner.alignment.model import AlignmentModel, DurationStats
+from aligner.alignment.task import AlignmentTask
+from aligner.errors import ModelError
+from aligner.phonetics import CLASSES39
+
+
+class _Model:
+    """What the confidence code reads of an AlignmentModel: durations, weights, min_frames."""
+
+    def __init__(self, weights=(1.0, 0.5, 0.5, 0.2, 0.2, 0.5, -0.3)):
+        n = len(CLASSES39)
+        self.durations = DurationStats(np.full(n, 8.0), np.full(n, 3.0), np.full(n, 30, np.int64))
+        self.weights = np.asarray(weights, float)
+        self.min_frames = 1
+
+    def make_input(self, frames, classes, scores):
+        return AlignmentModel.make_input(self, frames, classes, scores)
+
+
+def _utterance(seed=0, T=80, K=8):
+    rng = np.random.default_rng(seed)
+    classes = rng.choice(len(CLASSES39), size=K, replace=False)
+    true = np.sort(rng.choice(np.arange(3, T - 3), size=K - 1, replace=False))
+    labels = np.repeat(classes, np.diff(np.r_[0, true, T]))
+    scores = rng.normal(scale=1.0, size=(T, len(CLASSES39)))
+    scores[np.arange(T), labels] += 2.5
+    frames = rng.normal(size=(T, 42)) + 2.0 * np.eye(42)[labels % 42]
+    return frames, scores.astype(np.float32), classes
+
+
+def _decode(model, frames, scores, classes):
+    x = model.make_input(frames, classes, scores)
+    return AlignmentTask().decode(x, model.weights)
+
+
+def _fake_evidence(n, seed=0):
+    """Evidence rows whose first column drives correctness, with valid class columns."""
+    rng = np.random.default_rng(seed)
+    E = rng.normal(size=(n, N_EVIDENCE))
+    E[:, N_NUMERIC:] = rng.integers(0, len(CLASSES39), size=(n, 2))
+    correct = rng.random(n) < 1 / (1 + np.exp(-(1.5 + 2.0 * E[:, 0])))
+    groups = np.arange(n) % 5
+    return E, correct, groups
+
+
+def test_evidence_shape_and_finite():
+    model = _Model()
+    frames, scores, classes = _utterance()
+    y = _decode(model, frames, scores, classes)
+    E = boundary_evidence(model, frames, scores, classes, y)
+    assert E.shape == (len(classes) - 1, N_EVIDENCE)
+    assert np.all(np.isfinite(E))
+    np.testing.assert_array_equal(E[:, -2:], np.c_[classes[:-1], classes[1:]])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("neighbours", [0, 1])
+def test_margins_are_non_negative_at_the_dp_optimum(seed, neighbours):
+    model = _Model()
+    frames, scores, classes = _utterance(seed)
+    y = _decode(model, frames, scores, classes)
+    D = move_drops(model, frames, scores, classes, y, max_move=MAX_MOVE, neighbour_moves=neighbours)
+    assert D.shape == (len(classes), 2 * MAX_MOVE + 1)
+    assert D.min() >= -1e-9
+    np.testing.assert_array_equal(D[:, MAX_MOVE], 0.0)
+
+
+def test_margin_equals_the_objective_difference():
+    """A single-boundary drop is K w . (phi(y) - phi(y')) of the task's own feature map."""
+    model = _Model()
+    frames, scores, classes = _utterance(3)
+    y = _decode(model, frames, scores, classes)
+    x = model.make_input(frames, classes, scores)
+    task = AlignmentTask()
+    D = move_drops(model, frames, scores, classes, y, neighbour_moves=0)
+    K = len(y)
+    for k in (1, K // 2, K - 1):
+        for d in (-2, 1, 3):
+            y2 = y.copy()
+            y2[k] += d
+            lengths = np.diff(np.r_[y2, len(frames)])
+            if np.any(lengths < 1) or np.any(lengths > x.max_len):
+                assert D[k, MAX_MOVE + d] == MARGIN_CAP
+                continue
+            expect = K * (task.score(x, y, model.weights) - task.score(x, y2, model.weights))
+            assert D[k, MAX_MOVE + d] == pytest.approx(min(expect, MARGIN_CAP), abs=1e-9)
+
+
+def test_neighbours_free_margins_are_at_most_the_fixed_ones():
+    model = _Model()
+    frames, scores, classes = _utterance(4)
+    y = _decode(model, frames, scores, classes)
+    fixed = move_drops(model, frames, scores, classes, y, neighbour_moves=0)
+    free = move_drops(model, frames, scores, classes, y, neighbour_moves=1)
+    assert np.all(free <= fixed + 1e-9)
+
+
+@pytest.mark.parametrize("hidden,calibration", [(0, "platt"), (8, "platt"), (8, "isotonic"), (0, "none")])
+def test_calibrator_monotone_and_round_trips(hidden, calibration):
+    E, c, g = _fake_evidence(600)
+    conf = BoundaryConfidence(hidden=hidden, alpha=1.0, calibration=calibration).fit(E, c, g)
+    p = conf.predict_proba(E)
+    assert p.shape == (600,) and np.all((p >= 0) & (p <= 1))
+    z = conf.decision_function(E)
+    order = np.argsort(z)
+    assert np.all(np.diff(p[order]) >= -1e-12)  # calibration map is monotone
+    # it learned the planted signal
+    assert np.corrcoef(z, E[:, 0])[0, 1] > 0.5
+    buffer = io.BytesIO()
+    np.savez(buffer, **conf.to_arrays())
+    buffer.seek(0)
+    with np.load(buffer, allow_pickle=False) as arrays:
+        back = BoundaryConfidence.from_arrays(dict(arrays))
+    np.testing.assert_allclose(back.predict_proba(E), p)
+
+
+def _damaged(arrays, key, value):
+    out = dict(arrays)
+    out[key] = value
+    return out
+
+
+def test_damaged_arrays_are_refused_with_one_line():
+    E, c, g = _fake_evidence(400)
+    arrays = BoundaryConfidence(hidden=4, alpha=1.0).fit(E, c, g).to_arrays()
+    bad = [
+        {k: v for k, v in arrays.items() if k != "coef" and k != "output_weights"},
+        _damaged(arrays, "mean", arrays["mean"][:-1]),
+        _damaged(arrays, "scale", np.zeros_like(arrays["scale"])),
+        _damaged(arrays, "hidden_weights", np.full_like(arrays["hidden_weights"], np.nan)),
+        _damaged(arrays, "platt", np.array([-1.0, 0.0])),
+        _damaged(arrays, "settings", arrays["settings"][:3]),
+        _damaged(arrays, "pair_logit", np.zeros(3)),
+    ]
+    for a in bad:
+        with pytest.raises(ModelError) as exc:
+            BoundaryConfidence.from_arrays(a)
+        assert "\n" not in str(exc.value) and "boundary confidence" in str(exc.value)
+
+
+def test_unfitted_and_one_sided_fits_fail_clearly():
+    with pytest.raises(ModelError):
+        BoundaryConfidence().predict_proba(np.zeros((1, N_EVIDENCE)))
+    E, c, g = _fake_evidence(50)
+    with pytest.raises(ValueError, match="both"):
+        BoundaryConfidence().fit(E, np.ones(50, bool), g)
+
+
+def test_utterance_check_separates_and_round_trips():
+    rng = np.random.default_rng(0)
+    ok = np.c_[rng.normal(-0.8, 0.3, 60), rng.uniform(0.8, 0.95, 60), rng.uniform(0, 0.1, 60), rng.normal(0.6, 0.1, 60)]
+    bad = np.c_[rng.normal(-3.5, 0.5, 60), rng.uniform(0.3, 0.6, 60), rng.uniform(0.3, 0.8, 60), rng.normal(1.2, 0.3, 60)]
+    chk = UtteranceCheck().fit(ok, bad)
+    assert not chk.flag(ok).any() and chk.flag(bad).all()
+    back = UtteranceCheck.from_arrays({k: np.asarray(v) for k, v in chk.to_arrays().items()})
+    np.testing.assert_array_equal(back.flag(bad), chk.flag(bad))
+    with pytest.raises(ModelError):
+        UtteranceCheck.from_arrays(_damaged(chk.to_arrays(), "coef", np.zeros(2)))
+
+
+# --------------------------------------------------------------------------------------
+# real data
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def timit_confidence():
+    """The shipped model, its decodes of a few TIMIT utterances, and a confidence model fitted on
+    them (in-sample; enough to compare a boundary with a deliberately shifted copy)."""
+    from conftest import TIMIT
+
+    if not TIMIT.is_dir():
+        pytest.skip(f"TIMIT sample not found at {TIMIT}")
+    import warnings
+
+    from aligner import api
+    from aligner.alignment.training import load_utterance
+    from aligner.io.corpus import find_utterances
+
+    model = api.load_model()
+    decodes = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        utts = [u for u in find_utterances(TIMIT)][::8][:12]
+        for u in utts:
+            d = load_utterance(u)
+            scores = model.classifier.scores(d.frames)
+            x = model.make_input(d.frames, d.classes, scores, symbols=d.symbols)
+            y = model.align_frames(x)
+            starts = model.start_times(x, y, scores, d.frames, d.duration_s)
+            E = boundary_evidence(model, d.frames, scores, d.classes, y, starts, d.symbols)
+            correct = np.abs(starts[1:] - d.starts_s[1:]) <= 0.020 + 1e-9
+            decodes.append((d, scores, y, starts, E, correct))
+    E = np.vstack([t[4] for t in decodes])
+    c = np.concatenate([t[5] for t in decodes])
+    g = np.concatenate([[t[0].speaker] * len(t[5]) for t in decodes])
+    conf = BoundaryConfidence(hidden=0, alpha=10.0).fit(E, c, g)
+    return model, conf, decodes
+
+
+def test_shifted_boundaries_get_lower_confidence(timit_confidence):
+    from aligner.frames import phone_start_times
+
+    model, conf, decodes = timit_confidence
+    lower = total = 0
+    for d, scores, y, starts, _, _ in decodes[:6]:
+        p = boundary_confidences(model, d.frames, scores, d.classes, y, starts, confidence=conf, symbols=d.symbols)
+        assert p.shape == (len(y),) and p[0] == 1.0 and np.all((p >= 0) & (p <= 1))
+        for k in range(2, len(y) - 2, 3):
+            for shift in (-3, 3):
+                y2 = y.copy()
+                y2[k] += shift
+                if not (y2[k - 1] < y2[k] < y2[k + 1]):
+                    continue
+                p2 = boundary_confidences(model, d.frames, scores, d.classes, y2, phone_start_times(y2),
+                                          confidence=conf, symbols=d.symbols)
+                total += 1
+                lower += p2[k] < p[k]
+    assert total >= 20
+    assert lower / total >= 0.9
+
+
+def test_a_wrong_transcript_scores_lower_agreement(timit_confidence):
+    model, conf, decodes = timit_confidence
+    (d, scores, y, _, E, _), (other, *_) = decodes[0], decodes[1]
+    p = np.r_[1.0, conf.predict_proba(E)]
+    right = utterance_evidence(model, d.frames, scores, d.classes, y, p, d.symbols)
+    x = model.make_input(d.frames, other.classes, scores, symbols=other.symbols)
+    y2 = model.align_frames(x)
+    starts2 = model.start_times(x, y2, scores, d.frames, d.duration_s)
+    p2 = boundary_confidences(model, d.frames, scores, other.classes, y2, starts2, confidence=conf,
+                              symbols=other.symbols)
+    wrong = utterance_evidence(model, d.frames, scores, other.classes, y2, p2, other.symbols)
+    assert wrong[0] < right[0] - 1.0
+    assert wrong[1] < right[1]
