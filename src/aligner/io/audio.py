@@ -140,6 +140,10 @@ def load_audio(
     return _mono_at_rate(data, file_rate, sample_rate, str(path), owned=True)
 
 
+#: a mean below this (full scale; about a thirtieth of a 16-bit step) is not removed
+DC_NEGLIGIBLE = 2.0 ** -20
+
+
 def _count_non_finite(data: np.ndarray, block: int = 1 << 20) -> int:
     """NaN and infinite values in ``data``, counted block by block (no full-size temporary)."""
     flat = data.reshape(-1)
@@ -160,11 +164,13 @@ def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owne
         raise AudioError(
             f"{name}: audio is silent{detail} (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale{dc})"
         )
-    # remove the constant offset (DC): it raises every frame's energy and blurs silences
-    if owned:
-        mono -= np.float32(offset)  # in place: no second copy of a long recording
-    else:
-        mono = mono - np.float32(offset)
+    # remove the constant offset (DC): it raises every frame's energy and blurs silences. One
+    # below DC_NEGLIGIBLE is left (so samples already without offset come back unchanged).
+    if abs(offset) >= DC_NEGLIGIBLE:
+        if owned:
+            mono -= np.float32(offset)  # in place: no second copy of a long recording
+        else:
+            mono = mono - np.float32(offset)
     if rate != sample_rate:
         mono = librosa.resample(mono, orig_sr=rate, target_sr=sample_rate, res_type="soxr_hq")
     return np.ascontiguousarray(mono, dtype=np.float32)
