@@ -16,10 +16,12 @@
    of the > 20 ms boundaries among the 10 % least confident, mismatch detection and false flags,
    and the time confidence adds to alignment (MFCC + classifier + DP + refiner).
 
-    python -m benchmarks.eval_confidence --folds-dir /work/runs/folds [--save DIR]
+    python -m benchmarks.eval_confidence --folds-dir runs/folds [--save DIR [--attach MODEL_DIR]]
 
 ``--save DIR`` fits both on every out-of-fold decode and writes ``DIR/confidence.npz``,
-``DIR/utterance_check.npz`` (plain arrays, ``np.load(allow_pickle=False)``) and ``DIR/confidence.json``.
+``DIR/utterance_check.npz`` (plain arrays, ``np.load(allow_pickle=False)``) and ``DIR/confidence.json``;
+``--attach MODEL_DIR`` also adds both to that alignment model bundle (the shipped model's were
+made so, from the fold models of the 12 shared speakers).
 """
 
 from __future__ import annotations
@@ -244,6 +246,8 @@ def main(argv=None):
     ap.add_argument("--select", action="store_true", help="choose the settings per rotation among GRID by an "
                     "inner speaker-fold rotation of its training folds")
     ap.add_argument("--save", type=Path, help="fit on every out-of-fold decode and write the arrays here")
+    ap.add_argument("--attach", type=Path, default=None,
+                    help="with --save: also add the fitted arrays to this alignment model bundle")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -310,6 +314,18 @@ def main(argv=None):
              "tolerance_s": TOLERANCE_S, "fitted_on": "out-of-fold decodes of "
              f"{len(true)} utterances by {args.folds_dir}", "evaluation": report}, indent=1) + "\n")
         log(f"wrote {args.save}/confidence.npz, utterance_check.npz, confidence.json")
+        if args.attach is not None:
+            from aligner.io.bundles import ALIGNMENT_KIND, add_to_bundle
+
+            add_to_bundle(args.attach, ALIGNMENT_KIND,
+                          {"confidence": conf.to_arrays(), "utterance_check": check.to_arrays()},
+                          {"confidence": {"settings": {"hidden": settings[0], "alpha": settings[1],
+                                                       "calibration": settings[2]},
+                                          "fitted_on": f"out-of-fold decodes of {len(true)} utterances by "
+                                                       f"the fold models of {args.folds_dir.name}",
+                                          "command": "python -m benchmarks.eval_confidence --folds-dir DIR "
+                                                     "--save DIR --attach MODEL_DIR"}})
+            log(f"added confidence.npz and utterance_check.npz to the model bundle {args.attach}")
     if args.json:
         print(json.dumps(report))
         return

@@ -40,3 +40,28 @@ def test_unknown_format_is_refused(tmp_path):
     with pytest.raises(ValueError, match="textgrid, json, csv"):
         write_alignment(tmp_path / "a.x", TIERS, 1.2, "xml")
     assert set(SUFFIXES) == {"textgrid", "json", "csv"}
+
+
+CONFIDENCES = {"words": [0.9, 0.25], "phones": [0.95, 0.5, 0.125]}
+
+
+def test_confidences_in_every_format(tmp_path):
+    import textgrid
+
+    rows = list(csv.DictReader(write_alignment(tmp_path / "a.csv", TIERS, 1.2, "csv",
+                                               confidences=CONFIDENCES).read_text().splitlines()))
+    assert [r["Confidence"] for r in rows] == ["0.9000", "0.2500", "0.9500", "0.5000", "0.1250"]
+    data = json.loads(write_alignment(tmp_path / "a.json", TIERS, 1.2, "json", confidences=CONFIDENCES).read_text())
+    assert data["tiers"]["words"]["entries"] == [[0.1, 0.5, "hello", 0.9], [0.6, 1.0, "world", 0.25]]
+    out = write_alignment(tmp_path / "a.TextGrid", TIERS, 1.2, confidences=CONFIDENCES, confidence_tiers=True)
+    grid = textgrid.TextGrid.fromFile(str(out))  # Praat's point tiers, as a third-party reader sees them
+    assert [t.name for t in grid.tiers] == ["words", "phones", "words confidence", "phones confidence"]
+    points = grid.tiers[3]
+    assert [(round(p.time, 3), p.mark) for p in points] == [(0.1, "0.95"), (0.3, "0.50"), (0.6, "0.12")]
+    plain = write_alignment(tmp_path / "b.TextGrid", TIERS, 1.2, confidences=CONFIDENCES)
+    assert len(textgrid.TextGrid.fromFile(str(plain)).tiers) == 2  # point tiers only on request
+
+
+def test_confidences_must_match_the_intervals(tmp_path):
+    with pytest.raises(ValueError, match="tier 'words': 1 confidences for 2 intervals"):
+        write_alignment(tmp_path / "a.csv", TIERS, 1.2, "csv", confidences={"words": [0.5]})

@@ -147,6 +147,10 @@ class AlignmentModel:
     min_frames: int = 1
     training: dict = field(default_factory=dict)
     refiner: BoundaryRefiner | None = None  #: sub-frame boundary shifts; None = grid times
+    #: per-boundary confidence (:class:`~aligner.alignment.confidence.BoundaryConfidence`); None = none
+    confidence: object = None
+    #: transcript-mismatch check (:class:`~aligner.alignment.confidence.UtteranceCheck`); None = none
+    utterance_check: object = None
 
     @property
     def task(self) -> AlignmentTask:
@@ -182,7 +186,14 @@ class AlignmentModel:
     def phone_starts(self, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, symbols,
                      duration_s: float, name: str = "<utterance>") -> np.ndarray:
         """Start times in **seconds** (K,) of phones of ``classes`` (K,) written as ``symbols``,
-        from MFCC frames (T, 42) and classifier scores (T, 39), for a recording of any length.
+        from MFCC frames (T, 42) and classifier scores (T, 39), for a recording of any length
+        (:meth:`decode_phones`)."""
+        return self.decode_phones(frames, scores, classes, symbols, duration_s, name)[1]
+
+    def decode_phones(self, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, symbols,
+                      duration_s: float, name: str = "<utterance>") -> tuple[np.ndarray, np.ndarray]:
+        """``(start frames (K,), start times in seconds (K,))`` of phones of ``classes`` (K,)
+        written as ``symbols``, from MFCC frames (T, 42) and classifier scores (T, 39).
 
         The exact DP over the whole recording when its table is small
         (:func:`~aligner.alignment.long_recordings.needs_long_path`), else the two linear passes
@@ -196,7 +207,8 @@ class AlignmentModel:
         check_fits(len(frames), len(classes), max_frames, self.min_frames, name)
         if not needs_long_path(dp_cells(len(frames), max_frames, self.min_frames)):
             x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name)
-            return self.start_times(x, self.align_frames(x), scores, frames, duration_s)
+            y = self.align_frames(x)
+            return y, self.start_times(x, y, scores, frames, duration_s)
 
         def decode_chunk(f_lo, f_hi, p_lo, p_hi, centres, band):
             x = make_alignment_input(scores[f_lo:f_hi], frames[f_lo:f_hi], classes[p_lo:p_hi], mean[p_lo:p_hi],
@@ -206,9 +218,26 @@ class AlignmentModel:
 
         y = align_long(decode_chunk, scores, classes, mean, name=name)
         if self.refiner is None:
-            return phone_start_times(y)
+            return y, phone_start_times(y)
         mu, sigma = np.maximum(mean, 1.0), np.maximum(std, 1.0)
-        return self.refiner.start_times(scores, frames, classes, y, mu, sigma, duration_s)
+        return y, self.refiner.start_times(scores, frames, classes, y, mu, sigma, duration_s)
+
+    def review(self, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, symbols, y: np.ndarray,
+               starts_s: np.ndarray) -> tuple:
+        """``(confidences (K,), transcript-match probability)`` of a decoded utterance: each phone
+        start's probability of lying within 20 ms of an annotator's (the first is 1.0), and the
+        probability that the transcript belongs to the audio (None without an utterance check).
+        ``(None, None)`` for a model without a confidence model.
+        (:mod:`aligner.alignment.confidence`.)"""
+        if self.confidence is None:
+            return None, None
+        from aligner.alignment.confidence import boundary_confidences, utterance_evidence
+
+        conf = boundary_confidences(self, frames, scores, classes, y, starts_s, self.confidence, symbols)
+        if self.utterance_check is None:
+            return conf, None
+        evidence = utterance_evidence(self, frames, scores, classes, y, conf, symbols)
+        return conf, float(self.utterance_check.score(evidence[None, :])[0])
 
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
               name: str = "<utterance>", split_stops: bool | None = None) -> list:
@@ -264,6 +293,10 @@ class AlignmentModel:
         arrays = {"classifier": self.classifier.to_arrays(), "durations": self.durations.to_arrays()}
         if self.refiner is not None:
             arrays["refiner"] = self.refiner.to_arrays()
+        if self.confidence is not None:
+            arrays["confidence"] = self.confidence.to_arrays()
+        if self.utterance_check is not None:
+            arrays["utterance_check"] = self.utterance_check.to_arrays()
         params = {"alignment": {"weights": [float(v) for v in self.weights],
                                 "feature_names": list(FEATURE_NAMES),
                                 "min_frames": int(self.min_frames),
@@ -288,9 +321,18 @@ class AlignmentModel:
             classifier = FrameClassifier.from_arrays(arrays["classifier"])
             min_frames = int(p["min_frames"])
             refiner = BoundaryRefiner.from_arrays(arrays["refiner"]) if "refiner" in arrays else None
+            confidence = utterance_check = None
+            if "confidence" in arrays or "utterance_check" in arrays:
+                from aligner.alignment.confidence import BoundaryConfidence, UtteranceCheck
+
+                if "confidence" in arrays:
+                    confidence = BoundaryConfidence.from_arrays(arrays["confidence"])
+                if "utterance_check" in arrays:
+                    utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
         except (KeyError, ValueError, TypeError, ModelError) as exc:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
-        return cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner)
+        return cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
+                   confidence, utterance_check)
 
 
 def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list[Interval]:

@@ -92,6 +92,26 @@ def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict
     return directory
 
 
+def add_to_bundle(directory, kind: str, arrays: dict, training_note: dict) -> Path:
+    """Add (or replace) array files of an existing bundle of ``kind`` without rewriting the
+    others: ``arrays`` maps file stem -> {name: ndarray}; ``training_note`` is merged into the
+    manifest's ``training`` record. Files are written atomically, the manifest last."""
+    directory = Path(directory)
+    _, _, manifest = load_bundle(directory, kind)  # verifies what is there
+    for stem, named in arrays.items():
+        for key, value in named.items():
+            if np.asarray(value).dtype == object:
+                raise ValueError(f"{stem}.npz: array {key!r} has dtype object, which needs pickle")
+        buffer = io.BytesIO()
+        np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
+        path = directory / f"{stem}.npz"
+        atomic_write_bytes(path, buffer.getvalue())
+        manifest["files"][path.name] = _sha256(path)
+    manifest["training"] = {**manifest.get("training", {}), **training_note}
+    atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return directory
+
+
 def load_bundle(directory, kind: str) -> tuple:
     """Read and verify a bundle of ``kind``. Returns ``(arrays, params, manifest)``.
 

@@ -94,13 +94,15 @@ def _fmt_text(label: str) -> str:
     return '"' + label.replace('"', '""') + '"'
 
 
-def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float) -> None:
+def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float, point_tiers: Sequence = ()) -> None:
     """Write interval tiers as a long-format ("ooTextFile") Praat TextGrid, atomically.
 
     ``tiers`` maps tier names to intervals, or is a list of ``(tier_name, intervals)``; each
     interval is ``(start_s, end_s, label)`` in seconds. Intervals must be ordered and
     non-overlapping, within ``[0, xmax]`` seconds; gaps (and an empty tier) are filled with
-    empty-label intervals so every tier covers ``0 .. xmax``. The file is UTF-8.
+    empty-label intervals so every tier covers ``0 .. xmax``. ``point_tiers``: Praat point
+    tiers (``TextTier``) after them, ``[(tier_name, [(time_s, mark), ...]), ...]``, times
+    within ``[0, xmax]`` and increasing. The file is UTF-8.
 
     Raises ValueError naming the file, tier and interval when the intervals break these rules.
     """
@@ -111,6 +113,11 @@ def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float) -> None:
     items = _tier_items(tiers)
     if not items:
         raise ValueError(f"{path}: a TextGrid needs at least one tier")
+    points = [(name, list(marks)) for name, marks in point_tiers]
+    for name, marks in points:
+        times = [float(t) for t, _ in marks]
+        if any(not (0.0 <= t <= xmax) for t in times) or any(b <= a for a, b in zip(times, times[1:])):
+            raise ValueError(f"{path}: point tier {name!r}: times must increase within 0 .. {xmax} s")
 
     lines = [
         'File type = "ooTextFile"',
@@ -119,7 +126,7 @@ def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float) -> None:
         "xmin = 0",
         f"xmax = {_fmt_time(xmax)}",
         "tiers? <exists>",
-        f"size = {len(items)}",
+        f"size = {len(items) + len(points)}",
         "item []:",
     ]
     for tier_no, (name, intervals) in enumerate(items, start=1):
@@ -138,6 +145,21 @@ def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float) -> None:
                 f"            xmin = {_fmt_time(start)}",
                 f"            xmax = {_fmt_time(end)}",
                 f"            text = {_fmt_text(label)}",
+            ]
+    for tier_no, (name, marks) in enumerate(points, start=len(items) + 1):
+        lines += [
+            f"    item [{tier_no}]:",
+            '        class = "TextTier"',
+            f"        name = {_fmt_text(name)}",
+            "        xmin = 0",
+            f"        xmax = {_fmt_time(xmax)}",
+            f"        points: size = {len(marks)}",
+        ]
+        for i, (time_s, mark) in enumerate(marks, start=1):
+            lines += [
+                f"        points [{i}]:",
+                f"            number = {_fmt_time(float(time_s))}",
+                f"            mark = {_fmt_text(str(mark))}",
             ]
     atomic_write_text(path, "\n".join(lines) + "\n")
 
