@@ -13,6 +13,8 @@ from aligner.alignment.task import AlignmentTask
 from aligner.errors import ModelError
 from aligner.phonetics import CLASSES39
 
+from conftest import TIMIT, needs_timit
+
 
 class _Model:
     """What the confidence code reads of an AlignmentModel: durations, weights, min_frames."""
@@ -243,3 +245,29 @@ def test_a_wrong_transcript_scores_lower_agreement(timit_confidence):
     wrong = utterance_evidence(model, d.frames, scores, other.classes, y2, p2, other.symbols)
     assert wrong[0] < right[0] - 1.0
     assert wrong[1] < right[1]
+
+
+@needs_timit
+def test_the_shipped_model_reviews_its_alignments():
+    """The shipped model carries a confidence model: every output phone gets a probability, and
+    a transcript of another utterance is judged far less likely to match than its own."""
+    from aligner import api
+    from aligner.io.audio import load_audio
+    from aligner.io.transcripts import read_phn
+    from aligner.phonetics import get_phone_set
+
+    model = api.load_model()
+    assert model.confidence is not None and model.utterance_check is not None
+    wavs = sorted(TIMIT.rglob("*.wav"))
+    x = load_audio(wavs[0])
+    own = list(read_phn(wavs[0].with_suffix(".phn"))[2])
+    other = list(read_phn(wavs[3].with_suffix(".phn"))[2])
+    intervals, conf, match = model.align_with_review(x, own, get_phone_set("timit61"))
+    assert len(conf) == len(intervals) == len(own) and conf[0] == 1.0
+    assert np.all((conf >= 0) & (conf <= 1))
+    _, _, wrong = model.align_with_review(x, other, get_phone_set("timit61"))
+    assert match > 0.5 > wrong
+    # ARPAbet symbols, stops decoded as closure + release: one confidence per input symbol
+    arpa = "sil sh iy hh ae d y er d aa r k s uw t sil".split()
+    intervals, conf, _ = model.align_with_review(x, arpa, get_phone_set("arpabet"))
+    assert len(conf) == len(arpa)

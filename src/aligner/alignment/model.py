@@ -249,6 +249,12 @@ class AlignmentModel:
         closure + release and merge them back (:mod:`aligner.alignment.stop_closures`); None = automatic,
         i.e. for phone sets without closure symbols (``arpabet``, ``timit39``).
         """
+        return self.align_with_review(samples, symbols, phone_set, name, split_stops, review=False)[0]
+
+    def align_with_review(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
+                          name: str = "<utterance>", split_stops: bool | None = None, review: bool = True) -> tuple:
+        """:meth:`align` and its review: ``(intervals, confidences (K,) or None, transcript-match
+        probability or None)`` (:meth:`align_reviewed`)."""
         # the transcript must fit the audio: checked before any feature is computed
         expanded, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops,
                                                                       n_frames(len(samples)))
@@ -256,8 +262,8 @@ class AlignmentModel:
         check_fits(n_frames(len(samples)), len(classes), max_frames, self.min_frames, name)
         frames = mfcc_features(samples, SAMPLE_RATE)
         scores = self.classifier.scores(frames)
-        return self.align_scored(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
-                                 name=name, split_stops=split_stops)
+        return self.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
+                                   name=name, split_stops=split_stops, review=review)
 
     def align_scored(self, frames: np.ndarray, scores: np.ndarray, symbols: list, phone_set: PhoneSet,
                      duration_s: float, name: str = "<utterance>", split_stops: bool | None = None) -> list:
@@ -268,12 +274,25 @@ class AlignmentModel:
         interval starts at its closure's start. In automatic mode (``split_stops`` None) an
         utterance too short for the extra closures is decoded without them.
         """
+        return self.align_reviewed(frames, scores, symbols, phone_set, duration_s, name, split_stops,
+                                   review=False)[0]
+
+    def align_reviewed(self, frames: np.ndarray, scores: np.ndarray, symbols: list, phone_set: PhoneSet,
+                       duration_s: float, name: str = "<utterance>", split_stops: bool | None = None,
+                       review: bool = True) -> tuple:
+        """:meth:`align_scored` with its review: ``(intervals, confidences (K,) or None,
+        transcript-match probability or None)`` (:meth:`review`; a stop decoded as closure +
+        release gets the confidence of its closure's start, where its interval starts)."""
         expanded, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops,
                                                                       len(frames))
-        starts_s = self.phone_starts(frames, scores, classes, internal_symbols, duration_s, name)
+        y, starts_s = self.decode_phones(frames, scores, classes, internal_symbols, duration_s, name)
+        conf, match = (self.review(frames, scores, classes, internal_symbols, y, starts_s) if review
+                       else (None, None))
         if expanded is not None:
             starts_s = merge_stop_closures(starts_s, expanded)
-        return times_to_intervals(starts_s, symbols, duration_s)
+            if conf is not None:
+                conf = conf[np.searchsorted(expanded.owner, np.arange(expanded.n_output))]
+        return times_to_intervals(starts_s, symbols, duration_s), conf, match
 
     def _decoding_sequence(self, symbols: list, phone_set: PhoneSet, split_stops: bool | None,
                            n_frames_: int) -> tuple:

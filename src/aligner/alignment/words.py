@@ -49,12 +49,19 @@ class WordAlignment:
     words: list = field(default_factory=list)
     phones: list = field(default_factory=list)
     pronunciations: list = field(default_factory=list)
+    #: with a review (:meth:`AlignmentModel.review`): each word's and phone's start confidence
+    word_confidences: list | None = None
+    phone_confidences: list | None = None
+    #: with a review: the probability that the transcript belongs to the audio (the lowest over
+    #: the chunks of a long recording)
+    transcript_match: float | None = None
 
     def shifted(self, offset_s: float) -> "WordAlignment":
         """The same alignment ``offset_s`` seconds later (a segment placed in its recording)."""
         def move(ivs):
             return [Interval(s + offset_s, e + offset_s, lab) for s, e, lab in ivs]
-        return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations))
+        return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations),
+                             self.word_confidences, self.phone_confidences, self.transcript_match)
 
 
 #: connected-speech variants the decoder may choose besides each dictionary pronunciation
@@ -126,12 +133,15 @@ CHUNK_OVERLAP_WORDS = 6
 def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Sequence[str],
                        pronunciations: Sequence[Sequence[Sequence[str]]], duration_s: float,
                        name: str = "<utterance>", phone_bonus: float = PHONE_BONUS,
-                       rules: Sequence[str] = DEFAULT_RULES, pause_bonus: float = 0.0) -> WordAlignment:
+                       rules: Sequence[str] = DEFAULT_RULES, pause_bonus: float = 0.0,
+                       review: bool = False) -> WordAlignment:
     """Align W words to an utterance's MFCC frames (T, 42) and classifier scores (T, 39).
 
     ``labels``: W word labels for the words tier; ``pronunciations``: for each word, its
     alternatives, each a sequence of ARPAbet phones (stress digits allowed). Raises
     :class:`~aligner.errors.AlignmentError` naming ``name`` when no path fits the frames.
+    ``review``: also the confidences and transcript-match probability of the model's
+    confidence model (:meth:`~aligner.alignment.model.AlignmentModel.review`), if it has one.
 
     A recording whose exact DP would be large
     (:func:`~aligner.alignment.long_recordings.needs_long_path`, judged on the first
@@ -151,7 +161,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     T = len(frames)
     if len(labels) < 2 or not needs_long_path(dp_cells(T, max_frames, model.min_frames)):
         return _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name,
-                                 phone_bonus, rules, pause_bonus)
+                                 phone_bonus, rules, pause_bonus, review)
     check_fits(T, len(classes), max_frames, model.min_frames, name)
     rough = first_pass_starts(scores, classes, mean, name=name)
     first_phone = np.cumsum([0] + [len(c.symbols) for c in canonical[:-1]])
@@ -161,17 +171,23 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
         f_lo, f_hi = int(edges[w_lo]), int(edges[w_hi])
         span_s = duration_s - f_lo * FRAME_SECONDS if w_hi == len(labels) else (f_hi - f_lo) * FRAME_SECONDS
         part = _align_words_span(model, frames[f_lo:f_hi], scores[f_lo:f_hi], labels[w_lo:w_hi],
-                                 pronunciations[w_lo:w_hi], span_s, name, phone_bonus, rules, pause_bonus)
+                                 pronunciations[w_lo:w_hi], span_s, name, phone_bonus, rules, pause_bonus, review)
+        if part.transcript_match is not None:
+            matches.append(part.transcript_match)
         return _per_word(part.shifted(f_lo * FRAME_SECONDS))
 
-    return _join_chunks(decode_chunk, len(labels), CHUNK_WORDS, CHUNK_OVERLAP_WORDS)
+    matches: list = []
+    out = _join_chunks(decode_chunk, len(labels), CHUNK_WORDS, CHUNK_OVERLAP_WORDS)
+    out.transcript_match = min(matches) if matches else None
+    return out
 
 
 def _per_word(result: WordAlignment) -> list:
-    """``[(word interval, [phone intervals], pronunciation), ...]`` of an alignment."""
+    """``[(word interval, [phone intervals], pronunciation, [phone confidences] or None), ...]``."""
     out, k = [], 0
     for word, pron in zip(result.words, result.pronunciations):
-        out.append((word, result.phones[k:k + len(pron)], pron))
+        conf = None if result.phone_confidences is None else result.phone_confidences[k:k + len(pron)]
+        out.append((word, result.phones[k:k + len(pron)], pron, conf))
         k += len(pron)
     return out
 
@@ -197,25 +213,31 @@ def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAli
         entries[join:dec_hi] = cur[join - dec_lo:]
         prev, prev_lo, prev_hi = cur, dec_lo, dec_hi
     out = WordAlignment()
-    for i, (word, phones, pron) in enumerate(entries):
+    reviewed = all(e[3] is not None for e in entries)
+    if reviewed:
+        out.word_confidences, out.phone_confidences = [], []
+    for i, (word, phones, pron, conf) in enumerate(entries):
         if i + 1 < n_words and entries[i + 1][0].start_s < word.end_s:  # a join without agreement
             cut = entries[i + 1][0].start_s
             if phones[-1].start_s < cut:
                 word = Interval(word.start_s, cut, word.label)
                 phones = phones[:-1] + [Interval(phones[-1].start_s, cut, phones[-1].label)]
             else:  # the later word gives way instead
-                nxt_word, nxt_phones, nxt_pron = entries[i + 1]
+                nxt_word, nxt_phones, nxt_pron, nxt_conf = entries[i + 1]
                 first = Interval(word.end_s, nxt_phones[0].end_s, nxt_phones[0].label)
                 entries[i + 1] = (Interval(word.end_s, nxt_word.end_s, nxt_word.label),
-                                  [first] + nxt_phones[1:], nxt_pron)
+                                  [first] + nxt_phones[1:], nxt_pron, nxt_conf)
         out.words.append(word)
         out.phones += phones
         out.pronunciations.append(pron)
+        if reviewed:
+            out.word_confidences.append(conf[0])
+            out.phone_confidences += list(conf)
     return out
 
 
 def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
-                      rules, pause_bonus) -> WordAlignment:
+                      rules, pause_bonus, review=False) -> WordAlignment:
     """:func:`align_words_scored` by one exact DP over all T frames."""
     arpabet = get_phone_set("arpabet")
     words, expansions = [], []
@@ -238,7 +260,13 @@ def _align_words_span(model, frames, scores, labels, pronunciations, duration_s,
         starts_s = model.refiner.start_times(scores, frames, graph.classes[nodes], path.starts,
                                              x.dur_mean[nodes], x.dur_std[nodes], duration_s)
     ends_s = np.append(starts_s[1:], duration_s)
-    out = WordAlignment()
+    conf, match = (None, None)
+    if review:
+        conf, match = model.review(frames, scores, graph.classes[nodes], [graph.labels[n] for n in nodes],
+                                   path.starts, starts_s)
+    out = WordAlignment(transcript_match=match)
+    if conf is not None:
+        out.word_confidences, out.phone_confidences = [], []
     k = 0
     while k < len(nodes):
         n = nodes[k]
@@ -255,6 +283,9 @@ def _align_words_span(model, frames, scores, labels, pronunciations, duration_s,
         out.phones += [Interval(float(s), float(e), p) for s, e, p in zip(own_starts, own_ends, phones)]
         out.words.append(Interval(float(starts_s[k]), float(ends_s[k + m - 1]), labels[w]))
         out.pronunciations.append(phones)
+        if conf is not None:  # a phone's interval starts at its first internal phone's start
+            out.phone_confidences += [float(c) for c in conf[k:k + m][first]]
+            out.word_confidences.append(float(conf[k]))
         k += m
     return out
 
