@@ -143,3 +143,36 @@ def test_frames_is_the_one_place_for_time_conventions():
     assert mfcc.boundary_time is frames.boundary_time
     assert vowel_acoustics.n_frames(800) == frames.n_vowel_frames(800) == 11
     assert frames.seconds_to_vowel_frames(*frames.vowel_frames_to_seconds(40, 80)) == (40, 80)
+
+
+def test_front_end_matches_librosa_without_importing_it():
+    """librosa stays the reference: the mel filterbank equals librosa.filters.mel bit for bit,
+    the cepstra equal librosa.feature.mfcc of the same log mel spectrum, and aligning does not
+    import librosa (nor scipy.fft)."""
+    import subprocess
+    import sys
+
+    import librosa
+
+    from aligner.features import mfcc as M
+    from aligner.features.mel import htk_mel_filterbank
+
+    for fmax in (8000.0, None):
+        ours = htk_mel_filterbank(16000, 512, 40, 20.0, fmax)
+        theirs = librosa.filters.mel(sr=16000, n_fft=512, n_mels=40, fmin=20.0, fmax=fmax, htk=True)
+        assert np.array_equal(ours, theirs)
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal(16000) * np.sin(np.linspace(0, 30, 16000))
+    static = M._static_features(y, 0, M.n_frames(len(y)), 1.0, 16000)
+    frames = np.lib.stride_tricks.sliding_window_view(y, 400)[::160][:len(static)]
+    prev = np.concatenate([[frames[0, 0]], y[160 * np.arange(1, len(frames)) - 1]])
+    emph = (frames - 0.97 * np.column_stack([prev, frames[:, :-1]])) * np.hamming(400)
+    power = np.abs(np.fft.rfft(emph, n=512, axis=1)) ** 2
+    log_mel = np.log(np.maximum(power @ theirs.astype(np.float64).T, 1e-10))
+    reference = librosa.feature.mfcc(S=log_mel.T, n_mfcc=13, dct_type=2, norm="ortho").T
+    np.testing.assert_allclose(static[:, :13], reference, rtol=1e-9, atol=1e-9)
+    code = ("import sys, numpy as np; from aligner.features.mfcc import mfcc_features; "
+            "mfcc_features(np.random.default_rng(0).standard_normal(8000)); "
+            "print(sorted(m for m in ('librosa', 'scipy.fft') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -12,10 +12,9 @@ Acoustic vector ``s_t`` (42 dims, float32)
 from __future__ import annotations
 
 import numpy as np
-import librosa
-import scipy.fft
 
 from aligner.errors import FeatureError
+from aligner.features.mel import htk_mel_filterbank
 from aligner.frames import (  # noqa: F401  (re-exported: the front end's frame conventions)
     BOUNDARY_OFFSET, FRAME_SHIFT, SAMPLE_RATE, WINDOW, boundary_time, n_frames, phone_start_times,
     time_to_boundary_frame)
@@ -50,14 +49,27 @@ def _deltas(x: np.ndarray, width: int = DELTA_WIDTH) -> np.ndarray:
 
 
 _MEL_CACHE: dict[int, np.ndarray] = {}
+_DCT: list = []
 
 
 def _mel_basis(sample_rate: int) -> np.ndarray:
     if sample_rate not in _MEL_CACHE:
-        _MEL_CACHE[sample_rate] = librosa.filters.mel(
-            sr=sample_rate, n_fft=N_FFT, n_mels=N_MELS, fmin=20.0,
-            fmax=sample_rate / 2.0, htk=True).astype(np.float64)
+        _MEL_CACHE[sample_rate] = htk_mel_filterbank(sample_rate, N_FFT, N_MELS, 20.0,
+                                                     sample_rate / 2.0).astype(np.float64)
     return _MEL_CACHE[sample_rate]
+
+
+def _dct_matrix() -> np.ndarray:
+    """(N_MELS, N_MFCC) orthonormal DCT-II basis: ``log_mel @ _dct_matrix()`` is
+    ``scipy.fft.dct(log_mel, type=2, norm="ortho", axis=1)[:, :N_MFCC]`` (to rounding) without
+    importing scipy.fft."""
+    if not _DCT:
+        n = np.arange(N_MELS)
+        k = np.arange(N_MFCC)[:, None]
+        basis = np.cos(np.pi * k * (2 * n + 1) / (2 * N_MELS)) * np.sqrt(2.0 / N_MELS)
+        basis[0] *= np.sqrt(0.5)
+        _DCT.append(np.ascontiguousarray(basis.T))
+    return _DCT[0]
 
 
 def _warp_spectrum(power: np.ndarray, warp: float, sample_rate: int) -> np.ndarray:
@@ -101,7 +113,7 @@ def _static_features(y: np.ndarray, a: int, b: int, warp: float, sample_rate: in
         power = _warp_spectrum(power, float(warp), sample_rate)
     mel = power @ _mel_basis(sample_rate).T                            # (n, 40)
     log_mel = np.log(np.maximum(mel, _POWER_FLOOR))
-    cep = scipy.fft.dct(log_mel, type=2, norm="ortho", axis=1)[:, :N_MFCC]
+    cep = log_mel @ _dct_matrix()
     return np.column_stack([cep, log_energy])
 
 
