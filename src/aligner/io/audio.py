@@ -9,7 +9,6 @@ import os
 import warnings
 from pathlib import Path
 
-import librosa
 import numpy as np
 import soundfile as sf
 
@@ -172,6 +171,8 @@ def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owne
         else:
             mono = mono - np.float32(offset)
     if rate != sample_rate:
+        import librosa  # only to resample: importing it costs start-up time
+
         mono = librosa.resample(mono, orig_sr=rate, target_sr=sample_rate, res_type="soxr_hq")
     return np.ascontiguousarray(mono, dtype=np.float32)
 
