@@ -5,6 +5,7 @@
     intervals = api.align(y, "sil HH AH0 L OW1 sil", sr=44100)    # samples in memory, any rate
     api.align_file("rec.wav", "rec.phn", "rec.TextGrid")
     report = api.align_corpus("corpus/", "out/", jobs=2)           # CorpusReport
+    report = api.align_corpus("corpus/", "out/", scheduler="tcp://host:8786", resume=True)  # on Dask
     scores, problems = api.evaluate("corpus/", "out/")             # Evaluation
     model = api.train("corpus/", "my-model/", trainer="orbit")
     records, failed = api.measure_vowels(["cvc/"], jobs=2)          # VowelRecord rows
@@ -22,7 +23,8 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel
-from aligner.batch import WorkerPool
+from aligner.batch import WorkerPool, output_is_complete
+from aligner.distributed import open_pool, resolve_engine
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import load_audio, samples_at_model_rate
 from aligner.io.corpus import find_audio_files, find_utterances
@@ -274,6 +276,7 @@ class CorpusReport:
     """What :func:`align_corpus` did."""
 
     written: list = field(default_factory=list)  #: output paths
+    resumed: list = field(default_factory=list)  #: complete outputs of an earlier run, kept (``resume``)
     failed: list = field(default_factory=list)  #: (audio path, error message)
     skipped: list = field(default_factory=list)  #: audio files with no transcript beside them
     audio_seconds: float = 0.0  #: audio aligned (successful files)
@@ -327,6 +330,61 @@ def _align_one(job) -> tuple:
         return str(audio), f"{audio}: unexpected {type(exc).__name__}: {exc}", 0.0, {}
 
 
+_WORDS_WARM: set = set()
+
+
+def _corpus_worker_init(model_path: Optional[str], blas_threads: Optional[int], dictionary: Optional[str],
+                        words: bool) -> None:
+    """Set up a Dask worker for a corpus: the model at ``model_path`` (None: the worker's own
+    shipped model) loaded and its decoder warmed (:func:`_worker_init`), and, for word
+    transcripts (``words``), the pronouncing dictionary (CMU plus the one at ``dictionary``)
+    loaded and the word decoder warmed, once per process and model."""
+    model_path = model_path or str(default_model_dir(ALIGNMENT_KIND).resolve())
+    _worker_init(model_path, blas_threads)
+    if words:
+        load_dictionary(dictionary)
+        if model_path not in _WORDS_WARM:
+            warm_up_words(_WORKER_MODEL)
+            _WORDS_WARM.add(model_path)
+
+
+def _as_given(text, paths: Optional[dict]):
+    """``text`` with each absolute path of ``paths`` (absolute -> as the user gave it: one task's
+    own paths) written as given, longest first, so that messages from Dask workers name files as
+    the local pool does; ``text`` itself when ``paths`` is None."""
+    if not paths or not isinstance(text, str):
+        return text
+    for absolute in sorted(paths, key=len, reverse=True):
+        if absolute != paths[absolute]:
+            text = text.replace(absolute, paths[absolute])
+    return text
+
+
+def _dask_path(path) -> Optional[str]:
+    """``path`` made absolute for a Dask worker, whose working directory is not ours (symbolic
+    links kept: they may be how every machine of the cluster sees the shared file system)."""
+    return None if path is None else os.path.abspath(path)
+
+
+def _absolute_paths(paths) -> dict:
+    """``{absolute path: path as given}`` of the paths that are not None."""
+    return {_dask_path(p): str(p) for p in paths if p is not None}
+
+
+def _check_dask_settings(engine: str, scheduler, jobs: int, model, model_class) -> None:
+    if engine != "dask":
+        return
+    from aligner.distributed import import_distributed
+
+    import_distributed()  # a missing extra: one error before any work
+    if isinstance(model, model_class):
+        raise TypeError("the dask engine needs the model as a directory path (each worker loads it from "
+                        "the shared file system), not a loaded model")
+    if scheduler and jobs != 1:
+        raise AlignerError(f"{scheduler}: jobs (--jobs) sets the worker processes of a local pool or cluster; "
+                           f"a running scheduler's workers are its own")
+
+
 def warm_up(model: AlignmentModel) -> None:
     """Compile (or load from numba's cache) the decoder once, on a tiny synthetic utterance."""
     rng = np.random.default_rng(0)
@@ -345,7 +403,8 @@ def warm_up_words(model: AlignmentModel) -> None:
 
 def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  progress: Optional[Callable[[int, int], None]] = None, kind: str = "auto",
-                 fmt: str = "textgrid", dictionary=None, oov: str = "g2p") -> CorpusReport:
+                 fmt: str = "textgrid", dictionary=None, oov: str = "g2p", engine: Optional[str] = None,
+                 scheduler: Optional[str] = None, resume: bool = False) -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's corpus layout (flat, or one folder per speaker; ``.lab``, ``.txt``
@@ -355,6 +414,16 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     (``fmt``). ``model``: an :class:`AlignmentModel`, a model directory, or None for the
     shipped model; ``dictionary``, ``oov``: as for :func:`align_words`. Goes on past bad files:
     they are listed in ``report.failed``. ``progress(done, total)`` is called after each file.
+
+    ``engine``: ``local`` (``jobs`` worker processes of a :class:`~aligner.batch.WorkerPool`) or
+    ``dask``: one Dask task per file, on the scheduler at ``scheduler`` (``tcp://HOST:PORT``;
+    its workers must see the corpus, the model and OUT_DIR at the same paths: a shared file
+    system) or, without one, on a local cluster of ``jobs`` processes; None: ``dask`` when a
+    scheduler is given, else ``local``. With ``dask``, ``model`` must be a directory path or None
+    (each worker's own shipped model). The outputs and the failures listed are the same either
+    way (:mod:`aligner.distributed`). With ``resume``, a file whose output is already complete
+    (:func:`aligner.batch.output_is_complete`: there, non-empty and no older than its audio,
+    transcript and ``dictionary``) is not aligned again and is listed in ``report.resumed``.
     """
     from aligner.io.exports import SUFFIXES
 
@@ -363,6 +432,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
         raise AlignerError(f"{corpus_dir}: corpus directory not found")
     if kind not in CORPUS_TRANSCRIPTS:
         raise ValueError(f"kind must be one of {', '.join(CORPUS_TRANSCRIPTS)}, got {kind!r}")
+    engine = resolve_engine(engine, scheduler)
+    _check_dask_settings(engine, scheduler, jobs, model, AlignmentModel)
     t0 = time.perf_counter()
     model_ref = model if isinstance(model, AlignmentModel) else str(
         (Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())
@@ -378,17 +449,34 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                                            f"rename one of the two recordings"))
             continue
         outputs[out] = u.audio
+        if resume and output_is_complete(out, (u.audio, u.transcript, dictionary)):
+            report.resumed.append(out)
+            continue
         jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov))
     jobs = max(1, min(jobs, len(jobs_list) or 1))
-    _worker_init(model_ref)  # load and warm here: forked workers inherit both
-    if any(u.transcript.suffix.lower() != ".phn" for u in utterances):
-        load_dictionary(dictionary)  # likewise the pronouncing dictionary and the word decoder
-        warm_up_words(_WORKER_MODEL)
-    with WorkerPool(jobs, _worker_init, (model_ref, 1), chunksize=1) as pool:
+    words = any(Path(job[1]).suffix.lower() != ".phn" for job in jobs_list)
+    given = [None] * len(jobs_list)  # per task, its absolute paths -> as given (Dask messages)
+    if engine == "dask":
+        load_model(model_ref)  # a damaged model: one error here, not one per file on the workers
+        if words:
+            load_dictionary(dictionary)
+        given = [_absolute_paths(job[:3] + (dictionary,)) for job in jobs_list]
+        tasks = [(_dask_path(a), _dask_path(t), _dask_path(o), k, f, _dask_path(d), v)
+                 for a, t, o, k, f, d, v in jobs_list]
+        worker_model = None if model is None else _dask_path(model)  # None: each worker's shipped model
+        initializer, initargs = _corpus_worker_init, (worker_model, 1, _dask_path(dictionary), words)
+    else:
+        _worker_init(model_ref)  # load and warm here: forked workers inherit both
+        if words:
+            load_dictionary(dictionary)  # likewise the pronouncing dictionary and the word decoder
+            warm_up_words(_WORKER_MODEL)
+        tasks, initializer, initargs = jobs_list, _worker_init, (model_ref, 1)
+    with open_pool(engine, scheduler, jobs, initializer, initargs, chunksize=1) as pool:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
         lost = lambda job, why: (str(job[0]), f"{job[0]}: {why}", 0.0, {})  # noqa: E731
-        for i, (audio, error, seconds, oovs) in enumerate(pool.map(_align_one, jobs_list, lost)):
+        for i, (audio, error, seconds, oovs) in enumerate(pool.map(_align_one, tasks, lost)):
+            audio, error = _as_given(audio, given[i]), _as_given(error, given[i])
             if error is None:
                 report.written.append(jobs_list[i][2])
                 report.audio_seconds += seconds
@@ -681,11 +769,15 @@ _WORKER_VOWEL_MODEL = None
 
 
 def _vowel_worker_init(model, blas_threads: Optional[int] = None) -> None:
+    """Set this process's vowel model (a loaded one, the bundle at a path, or None for the shipped
+    one) and warm its decoder, unless it already has that model; optionally cap BLAS threads."""
     global _WORKER_VOWEL_MODEL
     if blas_threads is not None:
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(blas_threads)
+    if model is None or isinstance(model, (str, os.PathLike)):
+        model = load_vowel_model(model)
     if _WORKER_VOWEL_MODEL is not model:
         _WORKER_VOWEL_MODEL = model
         warm_up_vowels(model)
@@ -701,8 +793,15 @@ def warm_up_vowels(model) -> None:
         pass
 
 
+#: why ``measure_vowels`` refuses ``resume``
+VOWEL_RESUME_MESSAGE = ("--resume is for align-corpus only: vowels writes its one CSV when every file is "
+                        "measured, so an interrupted run leaves nothing to resume from")
+
+
 def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 0.0, jobs: int = 1,
-                   textgrid_dir=None, progress: Optional[Callable[[int, int], None]] = None) -> VowelReport:
+                   textgrid_dir=None, progress: Optional[Callable[[int, int], None]] = None,
+                   engine: Optional[str] = None, scheduler: Optional[str] = None,
+                   resume: bool = False) -> VowelReport:
     """Measure the vowel of every CVC recording in ``inputs`` (audio files or directories, recursive).
 
     Without ``tier`` each whole file is one search window. With ``tier``, the TextGrid beside each
@@ -713,9 +812,20 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
 
     Goes on past bad files and windows: they are listed in ``report.failed``. ``progress(done,
     total)`` is called after each file. Records keep the input order.
+
+    ``engine``, ``scheduler``: where the files are measured, one task per file, as for
+    :func:`align_corpus` (with ``dask``, ``model`` is a directory path or None: each worker's
+    own shipped model). ``resume``
+    is refused (:data:`VOWEL_RESUME_MESSAGE`): the one CSV is written at the end.
     """
+    if resume:
+        raise AlignerError(VOWEL_RESUME_MESSAGE)
     if pad < 0:
         raise ValueError(f"pad must be >= 0 seconds, got {pad}")
+    from aligner.vowels.model import VowelModel
+
+    engine = resolve_engine(engine, scheduler)
+    _check_dask_settings(engine, scheduler, jobs, model, VowelModel)
     t0 = time.perf_counter()
     vowel_model = load_vowel_model(model)
     files = _vowel_inputs(inputs)
@@ -724,16 +834,26 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                 for a, n, stem in files]
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
-    _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both
-    with WorkerPool(jobs, _vowel_worker_init, (vowel_model, 1),
-                    chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as pool:
+    given = [None] * len(job_list)  # per task, its absolute paths -> as given (Dask messages)
+    if engine == "dask":
+        given = [_absolute_paths((audio, textgrid)) for audio, _, _, _, textgrid in job_list]
+        tasks = [(_dask_path(a), n, t, p, _dask_path(g)) for a, n, t, p, g in job_list]
+        worker_model = None if model is None else _dask_path(model)  # None: each worker's shipped model
+        initializer, initargs = _vowel_worker_init, (worker_model, 1)
+    else:
+        _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both
+        tasks, initializer, initargs = job_list, _vowel_worker_init, (vowel_model, 1)
+    with open_pool(engine, scheduler, jobs, initializer, initargs,
+                   chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as pool:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
         lost = lambda job, why: ([], [(job[1], f"{job[1]}: {why}")], None)  # noqa: E731
-        for i, (records, failures, written) in enumerate(pool.map(_measure_one, job_list, lost)):
+        for i, (records, failures, written) in enumerate(pool.map(_measure_one, tasks, lost)):
             report.records += records
-            report.failed += failures
+            report.failed += [(_as_given(item, given[i]), _as_given(message, given[i]))
+                              for item, message in failures]
             if written is not None:
+                written = Path(_as_given(str(written), given[i]))
                 report.textgrids.append(written)
             if progress:
                 progress(i + 1, len(job_list))

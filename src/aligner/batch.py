@@ -166,3 +166,25 @@ class WorkerPool:
         except BrokenProcessPool:
             self._restart()
             return on_lost(item, LOST_MESSAGE)
+
+
+def output_is_complete(output, inputs) -> bool:
+    """Whether a batch may keep ``output`` from an earlier run (``--resume``): it exists, is not
+    empty, and was modified no earlier than each of ``inputs`` (paths; None entries are passed
+    over). Outputs are written atomically, so one that exists was written whole; an input edited
+    after its output was written makes the output stale."""
+    try:
+        stat = os.stat(output)
+    except OSError:
+        return False
+    if stat.st_size == 0:
+        return False
+    for path in inputs:
+        if path is None:
+            continue
+        try:
+            if os.stat(path).st_mtime_ns > stat.st_mtime_ns:
+                return False
+        except OSError:
+            return False
+    return True

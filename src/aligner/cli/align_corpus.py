@@ -5,28 +5,40 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
-from aligner.cli.options import transcript_options
+from aligner.cli.options import cluster_options, transcript_options
 
 
 @click.command("align-corpus")
 @click.argument("corpus_dir", type=click.Path(file_okay=False))
 @click.argument("out_dir", type=click.Path(file_okay=False))
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes (of the local pool, or of a local Dask cluster).")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
 @transcript_options
-def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov):
+@cluster_options
+def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, engine, scheduler, resume):
     """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
     transcripts) and TIMIT's (.phn, taken as the transcript when .txt is there too) are read.
     Writes OUT_DIR/<relative path> with the format's suffix. Bad files are reported at the end
     and make the exit status non-zero; the others are still aligned.
+
+    With --scheduler tcp://HOST:PORT (or --engine dask for a local Dask cluster) each file is a
+    Dask task; the workers read the corpus and the model and write OUT_DIR themselves, so they
+    must share this file system. A worker that dies mid-file loses nothing: Dask reruns the file
+    elsewhere, or it is listed as failed. Outputs are written atomically; --resume keeps those
+    of an earlier run that are complete (there, non-empty, no older than their inputs) and
+    aligns the rest (a changed model or option is not noticed: use a new OUT_DIR then).
     """
     from aligner import api
 
     progress = LazyBar("aligning")
-    report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov)
+    report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov,
+                 engine=engine, scheduler=scheduler, resume=resume)
     progress.close()
+    if report.resumed:
+        echo(f"kept {len(report.resumed)} complete outputs of an earlier run (--resume)")
     echo(f"aligned {len(report.written)} files ({report.audio_seconds:.1f} s of audio) in "
                f"{report.seconds:.2f} s: {report.realtime_factor:.0f}x real time "
                f"(start-up {report.startup_seconds:.2f} s)")
@@ -39,5 +51,5 @@ def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov):
         for path in report.skipped:
             echo(f"  {path}", err=True)
     exit_if_failed(report.failed, "files failed")
-    if not report.written:
+    if not report.written and not report.resumed:
         fail(f"{corpus_dir}: no audio file with a transcript (.phn, .lab, .txt, .TextGrid) beside it")

@@ -1,4 +1,5 @@
-"""Options several commands share (transcript kind, output format, dictionary, unknown words)."""
+"""Options several commands share (transcript kind, output format, dictionary, unknown words;
+where a batch runs)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,23 @@ def transcript_options(command):
                           "added to the CMU Pronouncing Dictionary; its entries replace CMU's."),
         click.option("--oov", type=click.Choice(["g2p", "error"]), default="g2p", show_default=True,
                      help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail."),
+    ]
+    return _apply(command, options)
+
+
+def cluster_options(command):
+    """``--engine``, ``--scheduler``, ``--resume``: where a batch command's files are worked on."""
+    options = [
+        click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
+                     help="local: --jobs worker processes on this machine; dask (pip install \"aligner[dask]\"): "
+                          "one Dask task per file, on a local Dask cluster of --jobs processes, or on "
+                          "--scheduler's workers [local; dask with --scheduler]."),
+        click.option("--scheduler", metavar="tcp://HOST:PORT",
+                     help="Run on this running Dask scheduler's workers. They must see the inputs, the model "
+                          "and the output at the same paths as here (a shared file system)."),
+        click.option("--resume", is_flag=True,
+                     help="Skip files whose output is already complete (there, non-empty, no older than its "
+                          "audio, transcript and --dictionary); align-corpus only."),
     ]
     return _apply(command, options)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
+from aligner.cli.options import cluster_options
 
 
 @click.command("vowels")
@@ -14,24 +15,32 @@ from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
 @click.option("--textgrid-dir", type=click.Path(file_okay=False),
               help="Also write one TextGrid per file here, with an interval tier `vowel`.")
 @click.option("--model", type=click.Path(file_okay=False), help="Vowel model directory [the shipped model].")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes (of the local pool, or of a local Dask cluster).")
 @click.option("--tier", help="Measure one vowel per non-empty interval of this tier of the TextGrid beside each file.")
 @click.option("--pad", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="With --tier: widen each interval by this many seconds on both sides.")
-def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad):
+@cluster_options
+def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad, engine, scheduler, resume):
     """Measure vowel onsets, offsets and durations in CVC recordings; no transcript needed.
 
     INPUTS are audio files or directories (searched recursively). Each file is taken as one CVC
     recording (the vowel is searched in the whole file) unless --tier names a tier of the
     TextGrid beside it. Bad files are reported at the end and make the exit status non-zero;
     the others are still measured.
+
+    With --scheduler tcp://HOST:PORT (or --engine dask for a local Dask cluster) each file is a
+    Dask task; the workers read the recordings and the model (and write --textgrid-dir)
+    themselves, so they must share this file system. The CSV is written here, atomically, once
+    every file is done; --resume is refused (align-corpus only).
     """
     from aligner import api
     from aligner.io.atomic import atomic_write_text
 
     run(api.check_output_not_input, output, *inputs)
     progress = LazyBar("measuring")
-    report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress)
+    report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress,
+                 engine=engine, scheduler=scheduler, resume=resume)
     progress.close()
     run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "
