@@ -182,3 +182,39 @@ def test_a_file_name_that_is_not_utf8_works_and_prints(tmp_path):
     assert "caf\\xe9.TextGrid" in out and wav.with_suffix(".TextGrid").is_file()
     code, out = run("align", wav, "sil HH AH0 QQ OW1 sil")
     assert code == 1 and "QQ" in one_line_error(out)
+
+
+def test_boundary_confidences_and_a_transcript_that_does_not_match(demo, tmp_path):
+    import csv
+    import textgrid
+
+    out = tmp_path / "demo.csv"
+    code, _ = run("align", demo, DEMO_PHONES, "-o", out, "--format", "csv")
+    assert code == 0
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    values = [float(r["Confidence"]) for r in rows]
+    assert len(values) == len(DEMO_PHONES.read_text().split()) and all(0 <= v <= 1 for v in values)
+    grid = tmp_path / "demo.TextGrid"
+    code, _ = run("align", demo, REPO / "examples" / "demo.lab", "-o", grid, "--confidence-tier")
+    assert code == 0
+    names = [t.name for t in textgrid.TextGrid.fromFile(str(grid)).tiers]
+    assert names == ["words", "phones", "words confidence", "phones confidence"]
+    code, output = run("align", demo, "the cat sat on the mat in the morning", "-o", tmp_path / "x.TextGrid")
+    assert code == 0  # aligned all the same, with a warning
+    assert "the transcript probably does not match" in output
+
+
+@needs_timit
+def test_align_corpus_ends_with_where_to_look(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    wavs = sorted(TIMIT.rglob("*.wav"))[:4]
+    for w in wavs:
+        shutil.copy(w, corpus / w.name)
+        shutil.copy(w.with_suffix(".phn"), corpus / w.with_suffix(".phn").name)
+    # one recording with another's transcript
+    shutil.copy(wavs[1].with_suffix(".phn"), corpus / wavs[0].with_suffix(".phn").name)
+    code, output = run("align-corpus", corpus, tmp_path / "out")
+    assert code == 0
+    assert "probably do not match their audio" in output and wavs[0].stem in output
+    assert "least confident" in output

@@ -61,6 +61,29 @@ def _samples(audio, sr: int | None, name: str | None) -> tuple[np.ndarray, str]:
     return samples_at_model_rate(audio, sr, name), name
 
 
+def _flagged(m: AlignmentModel, match: Optional[float]) -> bool:
+    return match is not None and m.utterance_check is not None and m.utterance_check.flags_probability(match)
+
+
+def align_phones_reviewed(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
+                          split_stops: bool | None = None, sr: int | None = None) -> Alignment:
+    """:func:`align` as an :class:`Alignment` (one ``phones`` tier) with its review: every
+    phone start's confidence and the transcript check, when the model has them."""
+    m = load_model(model)
+    samples, name = _samples(audio, sr, name)
+    if isinstance(phones, (list, tuple)):
+        phones = " ".join(phones)
+    symbols, pset = read_transcript(phones, phone_set)
+    try:
+        intervals, conf, match = m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops)
+    except AlignmentError as exc:
+        msg = str(exc)
+        raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
+    confidences = {} if conf is None else {PHONE_TIER: [float(c) for c in conf]}
+    return Alignment([(PHONE_TIER, intervals)], intervals[-1].end_s, confidences=confidences,
+                     transcript_match=match, transcript_flagged=_flagged(m, match))
+
+
 def align(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
           split_stops: bool | None = None, sr: int | None = None) -> list[Interval]:
     """Align a recording to its phones; returns ``[Interval(start_s, end_s, symbol), ...]`` in seconds.
@@ -112,12 +135,30 @@ class Alignment:
     ``tiers``: ``[(tier name, [Interval, ...]), ...]``: ``words`` and ``phones`` (``SPEAKER -
     words``, ``SPEAKER - phones`` for a TextGrid transcript with several speaker tiers), or
     ``phones`` alone for a phone transcript. ``duration_s``: the recording's length.
-    ``oovs``: unknown word -> the pronunciation used (from the G2P).
+    ``oovs``: unknown word -> the pronunciation used (from the G2P). With a model that has a
+    confidence model: ``confidences``, ``transcript_match``, ``transcript_flagged``.
     """
 
     tiers: list
     duration_s: float
     oovs: dict = field(default_factory=dict)
+    #: tier name -> each interval's start confidence (P within 20 ms of an annotator's), for a
+    #: model with a confidence model (:mod:`aligner.alignment.confidence`); empty otherwise
+    confidences: dict = field(default_factory=dict)
+    #: probability that the transcript belongs to the audio (the lowest over a TextGrid's
+    #: intervals or a long recording's chunks); None without a transcript check in the model
+    transcript_match: Optional[float] = None
+    #: the model's check says the transcript probably does not match the audio
+    transcript_flagged: bool = False
+
+    def review(self) -> tuple[int, int, float]:
+        """``(boundaries, boundaries with confidence below 0.5, lowest confidence)`` over the
+        tiers (the recording's first start, always 1.0, left out; ``(0, 0, 1.0)`` without
+        confidences)."""
+        values = [c for conf in self.confidences.values() for c in conf[1:]]
+        if not values:
+            return 0, 0, 1.0
+        return len(values), sum(c < 0.5 for c in values), float(min(values))
 
 
 def _pronunciations(tokens, dictionary, oov: str, name: str, oovs: dict) -> tuple[list, list]:
@@ -184,6 +225,8 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     segments = read_word_segments(transcript)
     speakers = list(dict.fromkeys(s.speaker for s in segments))
     by_speaker = {s: ([], []) for s in speakers}
+    conf_by_speaker = {s: ([], []) for s in speakers}
+    matches: list = []
     oovs: dict = {}
     for seg in segments:
         start = 0.0 if seg.start_s is None else seg.start_s
@@ -199,17 +242,28 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         frames = mfcc_features(cut, SAMPLE_RATE)
         scores = m.classifier.scores(frames)
         try:
-            result = align_words_scored(m, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label)
+            result = align_words_scored(m, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
+                                        review=True)
         except AlignmentError as exc:
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
         result = result.shifted(start)
         by_speaker[seg.speaker][0].extend(result.words)
         by_speaker[seg.speaker][1].extend(result.phones)
-    tiers = []
+        if result.word_confidences is not None:
+            conf_by_speaker[seg.speaker][0].extend(result.word_confidences)
+            conf_by_speaker[seg.speaker][1].extend(result.phone_confidences)
+        if result.transcript_match is not None:
+            matches.append(result.transcript_match)
+    tiers, confidences = [], {}
     for speaker, (words, phones) in by_speaker.items():
         tiers += [(tier_name("words", speaker), words), (tier_name("phones", speaker), phones)]
-    return Alignment(tiers, duration, oovs)
+        word_conf, phone_conf = conf_by_speaker[speaker]
+        if m.confidence is not None and len(word_conf) == len(words) and len(phone_conf) == len(phones):
+            confidences[tier_name("words", speaker)] = word_conf
+            confidences[tier_name("phones", speaker)] = phone_conf
+    match = min(matches) if matches else None
+    return Alignment(tiers, duration, oovs, confidences, match, _flagged(m, match))
 
 
 def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_set: str = "auto",
@@ -222,8 +276,7 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
 
     if transcript_kind(transcript, kind) == "words":
         return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name)
-    intervals = align(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr)
-    return Alignment([(PHONE_TIER, intervals)], intervals[-1].end_s)
+    return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr)
 
 
 def output_path(audio, fmt: str = "textgrid") -> Path:
@@ -244,32 +297,56 @@ def check_output_not_input(out, *inputs) -> None:
 
 def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
                split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
-               dictionary=None, oov: str = "g2p", oovs: dict | None = None) -> Path:
+               dictionary=None, oov: str = "g2p", oovs: dict | None = None,
+               confidence_tiers: bool = False) -> Path:
     """Align one file and write its alignment (``fmt``: ``textgrid``, ``json`` or ``csv``);
     ``out`` defaults to :func:`output_path`. A phone transcript gives a ``phones`` tier, a words
     transcript ``words`` and ``phones`` tiers (:func:`align_transcript`). Refuses an ``out``
     that is the audio, the transcript or the dictionary. ``oovs``, if given, receives the unknown
-    words and the pronunciations the G2P gave them.
+    words and the pronunciations the G2P gave them. CSV and JSON carry each interval's start
+    confidence when the model has a confidence model; a TextGrid does with ``confidence_tiers``
+    (point tiers). See :func:`align_file_reviewed` for the review itself.
     """
     out, result = _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt,
-                                   dictionary, oov)
+                                   dictionary, oov, confidence_tiers)
     if oovs is not None:
         oovs.update(result.oovs)
     return out
 
 
+def align_file_reviewed(audio, transcript, out=None, model=None, phone_set: str = "auto",
+                        split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
+                        dictionary=None, oov: str = "g2p", confidence_tiers: bool = False) -> tuple[Path, Alignment]:
+    """:func:`align_file`, returning ``(path written, the Alignment written there)`` (its
+    confidences, transcript check and unknown words)."""
+    return _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary, oov,
+                            confidence_tiers)
+
+
 def _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary,
-                     oov) -> tuple[Path, Alignment]:
+                     oov, confidence_tiers: bool = False) -> tuple[Path, Alignment]:
     """:func:`align_file`'s work: the path written and the :class:`Alignment` written there."""
     from aligner.io.exports import write_alignment
 
     out = Path(out) if out is not None else output_path(audio, fmt)
     check_output_not_input(out, audio, transcript, dictionary)
     result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov)
-    return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem), result
+    return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem,
+                           confidences=result.confidences or None, confidence_tiers=confidence_tiers), result
 
 
 # -- corpus ------------------------------------------------------------------------------------
+
+class FileReview(NamedTuple):
+    """One aligned file's review (:meth:`Alignment.review`): its boundaries, those below 0.5
+    confidence, the lowest confidence, the transcript-match probability and flag."""
+
+    n_boundaries: int
+    n_low: int
+    lowest: float
+    transcript_match: Optional[float]
+    transcript_flagged: bool
+
 
 @dataclass
 class CorpusReport:
@@ -283,6 +360,18 @@ class CorpusReport:
     seconds: float = 0.0  #: wall time of the alignment work, start-up excluded
     startup_seconds: float = 0.0  #: model load, worker start and numba warm-up
     oovs: dict = field(default_factory=dict)  #: unknown word -> (files it is in, pronunciation used)
+    reviews: dict = field(default_factory=dict)  #: output path -> :class:`FileReview` (aligned files)
+
+    def least_confident(self, n: int = 5) -> list:
+        """The ``n`` outputs with the largest share of boundaries below 0.5 confidence (those with
+        any), as ``(output path, FileReview)``, worst first."""
+        rows = [(out, r) for out, r in self.reviews.items() if r.n_low > 0]
+        rows.sort(key=lambda item: (-item[1].n_low / item[1].n_boundaries, item[1].lowest))
+        return rows[:n]
+
+    def flagged(self) -> list:
+        """``(output path, FileReview)`` of the files whose transcript probably does not match."""
+        return [(out, r) for out, r in self.reviews.items() if r.transcript_flagged]
 
     @property
     def realtime_factor(self) -> float:
@@ -319,15 +408,16 @@ def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None
 
 def _align_one(job) -> tuple:
     """Align one corpus file: ``(audio, error or None, seconds of audio, oovs)``; never raises."""
-    audio, transcript, out, kind, fmt, dictionary, oov = job
+    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers = job
     try:
         _, result = _align_and_write(audio, transcript, out, _WORKER_MODEL, "auto", None, kind, fmt,
-                                     dictionary, oov)
-        return str(audio), None, result.duration_s, result.oovs
+                                     dictionary, oov, confidence_tiers)
+        review = FileReview(*result.review(), result.transcript_match, result.transcript_flagged)
+        return str(audio), None, result.duration_s, result.oovs, review
     except AlignerError as exc:
-        return str(audio), str(exc), 0.0, {}
+        return str(audio), str(exc), 0.0, {}, None
     except Exception as exc:  # a bug or an unexpected library error: report it, go on
-        return str(audio), f"{audio}: unexpected {type(exc).__name__}: {exc}", 0.0, {}
+        return str(audio), f"{audio}: unexpected {type(exc).__name__}: {exc}", 0.0, {}, None
 
 
 _WORDS_WARM: set = set()
@@ -404,7 +494,8 @@ def warm_up_words(model: AlignmentModel) -> None:
 def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  progress: Optional[Callable[[int, int], None]] = None, kind: str = "auto",
                  fmt: str = "textgrid", dictionary=None, oov: str = "g2p", engine: Optional[str] = None,
-                 scheduler: Optional[str] = None, resume: bool = False) -> CorpusReport:
+                 scheduler: Optional[str] = None, resume: bool = False,
+                 confidence_tiers: bool = False) -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's corpus layout (flat, or one folder per speaker; ``.lab``, ``.txt``
@@ -424,6 +515,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     way (:mod:`aligner.distributed`). With ``resume``, a file whose output is already complete
     (:func:`aligner.batch.output_is_complete`: there, non-empty and no older than its audio,
     transcript and ``dictionary``) is not aligned again and is listed in ``report.resumed``.
+    ``confidence_tiers``: TextGrids get the confidence point tiers (:func:`align_file`); each
+    aligned file's review is in ``report.reviews`` (:meth:`CorpusReport.least_confident`).
     """
     from aligner.io.exports import SUFFIXES
 
@@ -452,7 +545,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
         if resume and output_is_complete(out, (u.audio, u.transcript, dictionary)):
             report.resumed.append(out)
             continue
-        jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov))
+        jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov, confidence_tiers))
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     words = any(Path(job[1]).suffix.lower() != ".phn" for job in jobs_list)
     given = [None] * len(jobs_list)  # per task, its absolute paths -> as given (Dask messages)
@@ -461,8 +554,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
         if words:
             load_dictionary(dictionary)
         given = [_absolute_paths(job[:3] + (dictionary,)) for job in jobs_list]
-        tasks = [(_dask_path(a), _dask_path(t), _dask_path(o), k, f, _dask_path(d), v)
-                 for a, t, o, k, f, d, v in jobs_list]
+        tasks = [(_dask_path(a), _dask_path(t), _dask_path(o), k, f, _dask_path(d), v, c)
+                 for a, t, o, k, f, d, v, c in jobs_list]
         worker_model = None if model is None else _dask_path(model)  # None: each worker's shipped model
         initializer, initargs = _corpus_worker_init, (worker_model, 1, _dask_path(dictionary), words)
     else:
@@ -474,11 +567,12 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     with open_pool(engine, scheduler, jobs, initializer, initargs, chunksize=1) as pool:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
-        lost = lambda job, why: (str(job[0]), f"{job[0]}: {why}", 0.0, {})  # noqa: E731
-        for i, (audio, error, seconds, oovs) in enumerate(pool.map(_align_one, tasks, lost)):
+        lost = lambda job, why: (str(job[0]), f"{job[0]}: {why}", 0.0, {}, None)  # noqa: E731
+        for i, (audio, error, seconds, oovs, review) in enumerate(pool.map(_align_one, tasks, lost)):
             audio, error = _as_given(audio, given[i]), _as_given(error, given[i])
             if error is None:
                 report.written.append(jobs_list[i][2])
+                report.reviews[jobs_list[i][2]] = review
                 report.audio_seconds += seconds
                 for word, pronunciation in oovs.items():
                     count = report.oovs.get(word, (0, pronunciation))[0]

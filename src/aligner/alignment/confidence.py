@@ -730,6 +730,11 @@ class UtteranceCheck:
         """P(transcript matches) (n,) by the fitted logistic regression."""
         return _sigmoid(self.logit(evidence))
 
+    def flags_probability(self, p: float) -> bool:
+        """True if an utterance scored ``p`` = P(transcript matches) (:meth:`score`) is flagged."""
+        p = min(max(float(p), 1e-300), 1.0 - 1e-16)
+        return bool(np.log(p) - np.log1p(-p) < self.threshold_logit)
+
     def flag(self, evidence: np.ndarray) -> np.ndarray:
         """True (n,) for utterances whose transcript probably does not match their audio."""
         return self.logit(evidence) < self.threshold_logit

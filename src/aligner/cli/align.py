@@ -14,9 +14,12 @@ from aligner.cli.options import phone_options, transcript_options
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="File to write [AUDIO with .TextGrid, .json or .csv].")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
+@click.option("--confidence-tier", is_flag=True,
+              help="TextGrid: add a point tier per tier with each boundary's confidence (CSV and JSON "
+                   "always carry it).")
 @transcript_options
 @phone_options
-def align(audio, transcript, output, model, kind, fmt, dictionary, oov, phone_set, split_stops):
+def align(audio, transcript, output, model, confidence_tier, kind, fmt, dictionary, oov, phone_set, split_stops):
     """Align AUDIO to TRANSCRIPT and write its words and phones tiers (a phones tier alone for a
     phone transcript).
 
@@ -25,12 +28,22 @@ def align(audio, transcript, output, model, kind, fmt, dictionary, oov, phone_se
     transcripts (one tier per speaker), or a quoted string ("She had your dark suit");
     or the phones, as a TIMIT .phn file, a file of symbols, or a quoted string
     ("sil HH AH0 L OW1 sil").
+
+    Each boundary gets a confidence: the probability that it lies within 20 ms of where an
+    annotator would put it (CSV column Confidence, JSON fourth element, TextGrid point tiers
+    with --confidence-tier). A transcript that probably does not belong to the audio is
+    reported on stderr.
     """
     from aligner import api
 
-    oovs: dict = {}
-    out = run(api.align_file, audio, transcript, output, model, phone_set, split_stops, kind, fmt,
-              dictionary, oov, oovs)
-    for word, pronunciation in sorted(oovs.items()):
+    out, result = run(api.align_file_reviewed, audio, transcript, output, model, phone_set, split_stops, kind,
+                      fmt, dictionary, oov, confidence_tier)
+    for word, pronunciation in sorted(result.oovs.items()):
         echo(f"not in the dictionary: {word} (aligned as {pronunciation})", err=True)
+    if result.transcript_flagged:
+        echo(f"warning: {transcript}: the transcript probably does not match {audio} (match probability "
+             f"{result.transcript_match:.2f}); check the alignment", err=True)
+    n, n_low, _ = result.review()
+    if n_low:
+        echo(f"{n_low} of {n} boundaries have confidence below 0.5", err=True)
     echo(str(out))

@@ -14,9 +14,13 @@ from aligner.cli.options import cluster_options, transcript_options
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes (of the local pool, or of a local Dask cluster).")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
+@click.option("--confidence-tier", is_flag=True,
+              help="TextGrids: add a point tier per tier with each boundary's confidence (CSV and JSON "
+                   "always carry it).")
 @transcript_options
 @cluster_options
-def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, engine, scheduler, resume):
+def align_corpus(corpus_dir, out_dir, jobs, model, confidence_tier, kind, fmt, dictionary, oov, engine, scheduler,
+                 resume):
     """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
@@ -30,12 +34,16 @@ def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, e
     elsewhere, or it is listed as failed. Outputs are written atomically; --resume keeps those
     of an earlier run that are complete (there, non-empty, no older than their inputs) and
     aligns the rest (a changed model or option is not noticed: use a new OUT_DIR then).
+
+    The summary ends with the files holding the least confident boundaries (confidence: the
+    probability that a boundary lies within 20 ms of where an annotator would put it) and the
+    files whose transcript probably does not match their audio: where to look first.
     """
     from aligner import api
 
     progress = LazyBar("aligning")
     report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov,
-                 engine=engine, scheduler=scheduler, resume=resume)
+                 engine=engine, scheduler=scheduler, resume=resume, confidence_tiers=confidence_tier)
     progress.close()
     if report.resumed:
         echo(f"kept {len(report.resumed)} complete outputs of an earlier run (--resume)")
@@ -46,6 +54,16 @@ def align_corpus(corpus_dir, out_dir, jobs, model, kind, fmt, dictionary, oov, e
         echo(f"{len(report.oovs)} words not in the dictionary (files, pronunciation used):", err=True)
         for word, (count, pronunciation) in sorted(report.oovs.items()):
             echo(f"  {word}\t{count}\t{pronunciation}", err=True)
+    flagged = report.flagged()
+    if flagged:
+        echo(f"{len(flagged)} transcripts probably do not match their audio (match probability):", err=True)
+        for out, review in flagged:
+            echo(f"  {out}\t{review.transcript_match:.2f}", err=True)
+    least = report.least_confident()
+    if least:
+        echo("least confident (boundaries below 0.5 confidence, lowest confidence):")
+        for out, review in least:
+            echo(f"  {out}\t{review.n_low} of {review.n_boundaries}\t{review.lowest:.2f}")
     if report.skipped:
         echo(f"skipped {len(report.skipped)} audio files with no transcript beside them:", err=True)
         for path in report.skipped:
