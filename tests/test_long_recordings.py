@@ -198,3 +198,23 @@ def test_a_window_of_a_long_session_is_decoded_on_its_own_frames():
         y, value = model.task.decode_with_value(x, model.weights)
         assert got[0] == (int(y[0]), int(y[1]))
         assert abs(got[1] - value) < 1e-9 * max(1.0, abs(value))
+
+
+def test_an_hour_that_cannot_fit_its_transcript_is_refused_from_the_header(tmp_path, monkeypatch):
+    """A long file with a one-phone (or two-word) transcript fails before its samples are read."""
+    import soundfile as sf
+
+    path = tmp_path / "long.wav"
+    with sf.SoundFile(path, "w", samplerate=16000, channels=1, subtype="PCM_16") as f:
+        block = (np.random.default_rng(0).standard_normal(16000 * 60) * 300).astype(np.int16)
+        for _ in range(60):
+            f.write(block)
+
+    def no_samples(*a, **k):
+        raise AssertionError("samples read for a transcript that cannot fit")
+
+    monkeypatch.setattr(api, "_samples", no_samples)
+    with pytest.raises(AlignmentError, match=r"long.wav: 1 phones .* far too long for the transcript"):
+        api.align(path, "h#")
+    with pytest.raises(AlignmentError, match=r"far too long for the transcript"):
+        api.align_words(path, "hello there")

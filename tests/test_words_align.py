@@ -138,8 +138,8 @@ def test_user_dictionary_overrides_and_is_used(tmp_path):
 
 def test_transcript_too_long_is_an_alignment_error(tmp_path):
     y = 0.1 * np.random.default_rng(0).standard_normal(8000).astype(np.float32)
-    with pytest.raises(AlignmentError, match="no path"):
-        api.align_words(y, " ".join(["hello"] * 40), sr=16000)
+    with pytest.raises(AlignmentError, match="phones need at least .* too long for the audio"):
+        api.align_words(y, " ".join(["hello"] * 40), sr=16000)  # refused before any feature
 
 
 @needs_timit

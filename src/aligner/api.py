@@ -61,6 +61,46 @@ def _samples(audio, sr: int | None, name: str | None) -> tuple[np.ndarray, str]:
     return samples_at_model_rate(audio, sr, name), name
 
 
+def _check_fits_header(m: AlignmentModel, audio, symbols, pset, split_stops, name: str) -> None:
+    """For an audio path: refuse, from its header alone (no samples read), a phone transcript
+    that cannot fit the recording (too many phones, or too few to cover it)."""
+    if not isinstance(audio, (str, os.PathLike)):
+        return
+    from aligner.alignment.task import check_fits
+    from aligner.frames import n_frames
+    from aligner.io.audio import audio_duration
+
+    T = n_frames(int(audio_duration(audio) * SAMPLE_RATE))
+    _, internal, classes = m._decoding_sequence(symbols, pset, split_stops, T)
+    check_fits(T, len(classes), m.durations.for_phones(classes, internal)[2], m.min_frames, name)
+
+
+def _check_words_fit(m: AlignmentModel, prons, seconds: float, label: str) -> None:
+    """Refuse words whose pronunciations cannot fit ``seconds`` of audio: too many phones even
+    in their shortest pronunciations, or too few to cover it with pauses at their longest."""
+    from aligner.alignment.task import check_fits
+    from aligner.frames import n_frames
+
+    T = n_frames(int(seconds * SAMPLE_RATE))
+    if T < 1 or not prons:
+        return
+    fewest = sum(min(len(p) for p in alternatives) for alternatives in prons)
+    if fewest * m.min_frames > T:
+        check_fits(T, fewest, np.full(fewest, T), m.min_frames, label)
+    # the most the words can cover: every phone and a pause between (and around) the words at
+    # their longest (stops and affricates decode as two phones)
+    from aligner.alignment.words import EDGE_SYMBOL, PAUSE_SYMBOL
+    from aligner.phonetics import CLASSES39, SILENCE
+
+    sil = np.array([CLASSES39.index(SILENCE)])
+    pause = int(m.durations.for_phones(sil, [PAUSE_SYMBOL])[2][0])
+    edge = int(m.durations.for_phones(sil, [EDGE_SYMBOL])[2][0])
+    most = 2 * edge + pause * (len(prons) - 1)
+    most += sum(2 * max(len(p) for p in alternatives) * int(m.durations.max_frames.max()) for alternatives in prons)
+    if most < T:
+        check_fits(T, 1, np.array([most]), m.min_frames, label)
+
+
 def _flagged(m: AlignmentModel, match: Optional[float]) -> bool:
     return match is not None and m.utterance_check is not None and m.utterance_check.flags_probability(match)
 
@@ -70,11 +110,14 @@ def align_phones_reviewed(audio, phones, model=None, phone_set: str = "auto", na
     """:func:`align` as an :class:`Alignment` (one ``phones`` tier) with its review: every
     phone start's confidence and the transcript check, when the model has them."""
     m = load_model(model)
-    samples, name = _samples(audio, sr, name)
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, phone_set)
+    if name is None and isinstance(audio, (str, os.PathLike)):
+        name = str(audio)
     try:
+        _check_fits_header(m, audio, symbols, pset, split_stops, name)
+        samples, name = _samples(audio, sr, name)
         intervals, conf, match = m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops)
     except AlignmentError as exc:
         msg = str(exc)
@@ -99,11 +142,14 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     whose stops include their closure; not for ``timit61``, which writes closures).
     """
     m = load_model(model)
-    samples, name = _samples(audio, sr, name)
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, phone_set)
+    if name is None and isinstance(audio, (str, os.PathLike)):
+        name = str(audio)
     try:
+        _check_fits_header(m, audio, symbols, pset, split_stops, name)
+        samples, name = _samples(audio, sr, name)
         return m.align(samples, symbols, pset, name=name, split_stops=split_stops)
     except AlignmentError as exc:
         msg = str(exc)
@@ -219,8 +265,14 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
     m = load_model(model)
     words_dict = load_dictionary(dictionary)
-    samples, name = _samples(audio, sr, name)
-    duration = len(samples) / SAMPLE_RATE
+    if isinstance(audio, (str, os.PathLike)):  # checks from the header first: no samples read yet
+        from aligner.io.audio import audio_duration
+
+        name = name or str(audio)
+        samples, duration = None, audio_duration(audio)
+    else:
+        samples, name = _samples(audio, sr, name)
+        duration = len(samples) / SAMPLE_RATE
     where = str(transcript) if isinstance(transcript, (str, os.PathLike)) and os.path.exists(transcript) else name
     segments = read_word_segments(transcript)
     speakers = list(dict.fromkeys(s.speaker for s in segments))
@@ -228,6 +280,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     conf_by_speaker = {s: ([], []) for s in speakers}
     matches: list = []
     oovs: dict = {}
+    work = []
     for seg in segments:
         start = 0.0 if seg.start_s is None else seg.start_s
         end = duration if seg.end_s is None else seg.end_s
@@ -238,6 +291,11 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         label = name if seg.start_s is None else f"{name} [{start:.3f}-{end:.3f} s]"
         tokens = normalize_transcript(seg.text, words_dict)
         labels, prons = _pronunciations(tokens, words_dict, oov, where, oovs)
+        _check_words_fit(m, prons, end - start, label)
+        work.append((seg, start, end, label, labels, prons))
+    if samples is None:
+        samples, name = _samples(audio, sr, name)
+    for seg, start, end, label, labels, prons in work:
         cut = samples[int(round(start * SAMPLE_RATE)):int(round(end * SAMPLE_RATE))]
         frames = mfcc_features(cut, SAMPLE_RATE)
         scores = m.classifier.scores(frames)
@@ -361,6 +419,7 @@ class CorpusReport:
     startup_seconds: float = 0.0  #: model load, worker start and numba warm-up
     oovs: dict = field(default_factory=dict)  #: unknown word -> (files it is in, pronunciation used)
     reviews: dict = field(default_factory=dict)  #: output path -> :class:`FileReview` (aligned files)
+    plot_problems: list = field(default_factory=list)  #: (audio path, why its picture was not drawn)
 
     def least_confident(self, n: int = 5) -> list:
         """The ``n`` outputs with the largest share of boundaries below 0.5 confidence (those with
@@ -408,16 +467,49 @@ def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None
 
 def _align_one(job) -> tuple:
     """Align one corpus file: ``(audio, error or None, seconds of audio, oovs)``; never raises."""
-    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers = job
+    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers, plot_png = job
     try:
         _, result = _align_and_write(audio, transcript, out, _WORKER_MODEL, "auto", None, kind, fmt,
                                      dictionary, oov, confidence_tiers)
         review = FileReview(*result.review(), result.transcript_match, result.transcript_flagged)
-        return str(audio), None, result.duration_s, result.oovs, review
     except AlignerError as exc:
-        return str(audio), str(exc), 0.0, {}, None
+        return str(audio), str(exc), 0.0, {}, None, None
     except Exception as exc:  # a bug or an unexpected library error: report it, go on
-        return str(audio), f"{audio}: unexpected {type(exc).__name__}: {exc}", 0.0, {}, None
+        return str(audio), f"{audio}: unexpected {type(exc).__name__}: {exc}", 0.0, {}, None, None
+    plot_problem = None
+    if plot_png is not None:
+        try:
+            _plot_result(audio, out, plot_png, result)
+        except AlignerError as exc:
+            plot_problem = str(exc)
+    return str(audio), None, result.duration_s, result.oovs, review, plot_problem
+
+
+def _plot_result(audio, textgrid, png, result: "Alignment") -> None:
+    """The review picture of a written TextGrid (the first :data:`aligner.plotting.MAX_DURATION_S`
+    seconds of a longer recording), boundaries coloured by ``result``'s confidences."""
+    from aligner.plotting import MAX_DURATION_S, plot_alignment
+
+    import warnings
+
+    confidences = {tier: [(iv.start_s, c) for iv, c in zip(intervals, result.confidences[tier])
+                          if iv.label and iv.start_s > 0]
+                   for tier, intervals in result.tiers if tier in result.confidences} or None
+    Path(png).parent.mkdir(parents=True, exist_ok=True)
+    end = min(result.duration_s, MAX_DURATION_S)
+    with warnings.catch_warnings():  # the alignment has said what there was to say about the audio
+        warnings.simplefilter("ignore")
+        plot_alignment(audio, textgrid, png, start_s=0.0, end_s=end, confidences=confidences)
+
+
+def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float | None = None, tiers=None,
+         confidences=None) -> Path:
+    """The review picture of an alignment (:func:`aligner.plotting.plot_alignment`: waveform,
+    spectrogram, tiers, boundaries coloured by confidence) written to ``out`` (PNG); needs the
+    ``plot`` extra (matplotlib)."""
+    from aligner.plotting import plot_alignment
+
+    return plot_alignment(audio, textgrid, out, start_s, end_s, tiers, confidences)
 
 
 _WORDS_WARM: set = set()
@@ -495,7 +587,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  progress: Optional[Callable[[int, int], None]] = None, kind: str = "auto",
                  fmt: str = "textgrid", dictionary=None, oov: str = "g2p", engine: Optional[str] = None,
                  scheduler: Optional[str] = None, resume: bool = False,
-                 confidence_tiers: bool = False) -> CorpusReport:
+                 confidence_tiers: bool = False, plot_dir=None) -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's corpus layout (flat, or one folder per speaker; ``.lab``, ``.txt``
@@ -517,6 +609,9 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     transcript and ``dictionary``) is not aligned again and is listed in ``report.resumed``.
     ``confidence_tiers``: TextGrids get the confidence point tiers (:func:`align_file`); each
     aligned file's review is in ``report.reviews`` (:meth:`CorpusReport.least_confident`).
+    ``plot_dir``: also draw each TextGrid's review picture (:func:`plot`) to
+    ``plot_dir/<relative path>.png`` (the first 60 s of longer recordings; needs the ``plot``
+    extra); a picture that cannot be drawn is listed in ``report.plot_problems``.
     """
     from aligner.io.exports import SUFFIXES
 
@@ -534,6 +629,12 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     with_transcript = {u.audio for u in utterances}
     report = CorpusReport(skipped=[p for p in find_audio_files(corpus_dir) if p not in with_transcript])
     suffix = SUFFIXES[fmt]
+    if plot_dir is not None:
+        if fmt != "textgrid":
+            raise AlignerError(f"{plot_dir}: review pictures are drawn from TextGrids; use the textgrid format")
+        from aligner.plotting import _matplotlib
+
+        _matplotlib()  # a missing extra: one error before any work
     jobs_list, outputs = [], {}
     for u in utterances:
         out = out_dir / (u.name + suffix)
@@ -545,7 +646,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
         if resume and output_is_complete(out, (u.audio, u.transcript, dictionary)):
             report.resumed.append(out)
             continue
-        jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov, confidence_tiers))
+        png = None if plot_dir is None else Path(plot_dir) / (u.name + ".png")
+        jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov, confidence_tiers, png))
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     words = any(Path(job[1]).suffix.lower() != ".phn" for job in jobs_list)
     given = [None] * len(jobs_list)  # per task, its absolute paths -> as given (Dask messages)
@@ -554,8 +656,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
         if words:
             load_dictionary(dictionary)
         given = [_absolute_paths(job[:3] + (dictionary,)) for job in jobs_list]
-        tasks = [(_dask_path(a), _dask_path(t), _dask_path(o), k, f, _dask_path(d), v, c)
-                 for a, t, o, k, f, d, v, c in jobs_list]
+        tasks = [(_dask_path(a), _dask_path(t), _dask_path(o), k, f, _dask_path(d), v, c, _dask_path(p))
+                 for a, t, o, k, f, d, v, c, p in jobs_list]
         worker_model = None if model is None else _dask_path(model)  # None: each worker's shipped model
         initializer, initargs = _corpus_worker_init, (worker_model, 1, _dask_path(dictionary), words)
     else:
@@ -567,12 +669,14 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     with open_pool(engine, scheduler, jobs, initializer, initargs, chunksize=1) as pool:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
-        lost = lambda job, why: (str(job[0]), f"{job[0]}: {why}", 0.0, {}, None)  # noqa: E731
-        for i, (audio, error, seconds, oovs, review) in enumerate(pool.map(_align_one, tasks, lost)):
+        lost = lambda job, why: (str(job[0]), f"{job[0]}: {why}", 0.0, {}, None, None)  # noqa: E731
+        for i, (audio, error, seconds, oovs, review, plot_problem) in enumerate(pool.map(_align_one, tasks, lost)):
             audio, error = _as_given(audio, given[i]), _as_given(error, given[i])
             if error is None:
                 report.written.append(jobs_list[i][2])
                 report.reviews[jobs_list[i][2]] = review
+                if plot_problem is not None:
+                    report.plot_problems.append((audio, _as_given(plot_problem, given[i])))
                 report.audio_seconds += seconds
                 for word, pronunciation in oovs.items():
                     count = report.oovs.get(word, (0, pronunciation))[0]

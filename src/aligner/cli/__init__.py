@@ -12,6 +12,7 @@ from aligner.cli.align import align
 from aligner.cli.align_corpus import align_corpus
 from aligner.cli.evaluate import evaluate
 from aligner.cli.oovs import oovs
+from aligner.cli.plot import plot
 from aligner.cli.train import train
 from aligner.cli.train_vowels import train_vowels
 from aligner.cli.vowels import vowels
@@ -29,7 +30,7 @@ def main():
     terminate_like_interrupt()  # SIGTERM stops a batch as Ctrl-C does: workers shut down
 
 
-for _command in (align, align_corpus, oovs, evaluate, train, train_vowels, vowels):
+for _command in (align, align_corpus, oovs, evaluate, train, train_vowels, vowels, plot):
     main.add_command(_command)
 
 

@@ -14,13 +14,16 @@ from aligner.cli.options import cluster_options, transcript_options
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes (of the local pool, or of a local Dask cluster).")
 @click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
+@click.option("--plot-dir", type=click.Path(file_okay=False),
+              help="Also draw each alignment's review picture (waveform, spectrogram, tiers, boundaries "
+                   "coloured by confidence) to PLOT_DIR/<relative path>.png; pip install \"aligner[plot]\".")
 @click.option("--confidence-tier", is_flag=True,
               help="TextGrids: add a point tier per tier with each boundary's confidence (CSV and JSON "
                    "always carry it).")
 @transcript_options
 @cluster_options
-def align_corpus(corpus_dir, out_dir, jobs, model, confidence_tier, kind, fmt, dictionary, oov, engine, scheduler,
-                 resume):
+def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, kind, fmt, dictionary, oov, engine,
+                 scheduler, resume):
     """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
@@ -43,7 +46,8 @@ def align_corpus(corpus_dir, out_dir, jobs, model, confidence_tier, kind, fmt, d
 
     progress = LazyBar("aligning")
     report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov,
-                 engine=engine, scheduler=scheduler, resume=resume, confidence_tiers=confidence_tier)
+                 engine=engine, scheduler=scheduler, resume=resume, confidence_tiers=confidence_tier,
+                 plot_dir=plot_dir)
     progress.close()
     if report.resumed:
         echo(f"kept {len(report.resumed)} complete outputs of an earlier run (--resume)")
@@ -54,6 +58,10 @@ def align_corpus(corpus_dir, out_dir, jobs, model, confidence_tier, kind, fmt, d
         echo(f"{len(report.oovs)} words not in the dictionary (files, pronunciation used):", err=True)
         for word, (count, pronunciation) in sorted(report.oovs.items()):
             echo(f"  {word}\t{count}\t{pronunciation}", err=True)
+    if report.plot_problems:
+        echo(f"{len(report.plot_problems)} review pictures were not drawn:", err=True)
+        for _, why in report.plot_problems:
+            echo(f"  {why}", err=True)
     flagged = report.flagged()
     if flagged:
         echo(f"{len(flagged)} transcripts probably do not match their audio (match probability):", err=True)
