@@ -23,7 +23,7 @@ from benchmarks.avd import PEER_COLUMNS, read_avd_features
 from aligner.io.textgrids import read_interval_tier, write_textgrid
 from aligner.vowels.model import VowelModel
 
-from conftest import VOWEL_TUTORIAL, run
+from conftest import TIMIT, VOWEL_TUTORIAL, needs_timit, run
 
 SR = 16000
 TUTORIAL = VOWEL_TUTORIAL
@@ -249,3 +249,47 @@ def test_peer_whole_recordings_measured_with_the_tier_window():
         ref = [iv for iv in read_interval_tier(Path(rec.file).with_suffix(".TextGrid"), "word") if iv[2]][0]
         assert ref[0] - 0.05 <= rec.window_start_s <= rec.onset_s < rec.offset_s <= rec.window_end_s <= ref[1] + 0.05
         assert rec.onset_s < ref[1] and rec.offset_s > ref[0], (rec, ref)  # overlaps the manual vowel
+
+
+@needs_timit
+def test_vowels_from_transcripts_one_row_per_vowel(tmp_path):
+    """A recording with a words transcript beside it is aligned; every vowel is a row with its
+    word, stress and confidence; --words and --stressed-only keep the target vowels."""
+    import csv
+    import shutil
+
+    from aligner.vowels.from_alignment import vowel_and_stress
+
+    wav = sorted(TIMIT.rglob("sa1.wav"))[0]
+    corpus = tmp_path / "spk"
+    corpus.mkdir()
+    shutil.copy(wav, corpus / "sa1.wav")
+    shutil.copy(wav.with_suffix(".txt"), corpus / "sa1.txt")
+    out = tmp_path / "v.csv"
+    code, output = run("vowels", corpus, "-o", out)
+    assert code == 0, output
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert set(r["mode"] for r in rows) == {"align"}
+    assert [r["word"] for r in rows][:3] == ["she", "had", "your"]
+    assert all(vowel_and_stress(r["vowel"] + r["stress"]) for r in rows)
+    for r in rows:
+        assert float(r["word_start_s"]) <= float(r["onset_s"]) < float(r["offset_s"]) <= float(r["word_end_s"]) + 1e-9
+        assert 0.0 <= float(r["confidence"]) <= 1.0
+        assert r["speaker"] == "spk"
+    code, _ = run("vowels", corpus / "sa1.wav", "--transcript", "she had your dark suit in greasy wash water all year",
+                  "--words", "dark,suit", "--stressed-only", "-o", out)
+    assert code == 0
+    rows = list(csv.DictReader(out.read_text().splitlines()))
+    assert [(r["word"], r["vowel"], r["stress"]) for r in rows] == [("dark", "AA", "1"), ("suit", "UW", "1")]
+    code, output = run("vowels", corpus / "sa1.wav", "--words", "nothing", "-o", tmp_path / "none.csv")
+    assert code != 0 and "no vowel of the words asked for" in output
+
+
+def test_vowels_align_mode_without_a_transcript_is_a_listed_failure(tmp_path):
+    import soundfile as sf
+
+    wav = tmp_path / "cut.wav"
+    t = np.arange(16000) / 16000
+    sf.write(wav, (0.3 * np.sin(2 * np.pi * 150 * t)).astype(np.float32), 16000)
+    code, output = run("vowels", wav, "--mode", "align", "-o", tmp_path / "v.csv")
+    assert code != 0 and "no transcript" in output

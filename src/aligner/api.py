@@ -242,7 +242,7 @@ def _g2p_pronunciation(word: str) -> tuple:
 
 
 def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
-                name: str | None = None) -> Alignment:
+                name: str | None = None, tier: str | None = None) -> Alignment:
     """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
     ``words`` and ``phones`` tiers (MFA's names and order).
 
@@ -251,8 +251,8 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     transcripts (each non-empty interval is aligned within its own span; one pair of tiers per
     speaker tier). ``dictionary``: None (CMU), a user dictionary path (MFA format, on top of
     CMU) or a loaded dictionary. ``oov``: ``"g2p"`` (unknown words get the G2P's
-    pronunciation, listed in ``oovs``) or ``"error"``. Text normalisation:
-    :mod:`aligner.words.normalize`.
+    pronunciation, listed in ``oovs``) or ``"error"``. ``tier``: of a TextGrid transcript, that
+    interval tier alone. Text normalisation: :mod:`aligner.words.normalize`.
     """
     from aligner.alignment.words import align_words_scored
     from aligner.errors import TranscriptError
@@ -274,7 +274,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         samples, name = _samples(audio, sr, name)
         duration = len(samples) / SAMPLE_RATE
     where = str(transcript) if isinstance(transcript, (str, os.PathLike)) and os.path.exists(transcript) else name
-    segments = read_word_segments(transcript)
+    segments = read_word_segments(transcript, tier)
     speakers = list(dict.fromkeys(s.speaker for s in segments))
     by_speaker = {s: ([], []) for s in speakers}
     conf_by_speaker = {s: ([], []) for s in speakers}
@@ -834,7 +834,9 @@ class VowelRecord:
 
     ``label``, ``window_start_s`` and ``window_end_s`` describe the ``--tier`` interval the vowel
     was searched in (the window is the interval widened by ``pad``, clipped to the audio); without
-    a tier, ``label`` is ``""`` and the window is the whole file.
+    a tier, ``label`` is ``""`` and the window is the whole file. A vowel of a forced alignment
+    (``mode="align"``) has its word, vowel symbol, stress and confidence; its ``score`` is its
+    confidence (NaN without a confidence model).
     """
 
     file: str
@@ -845,6 +847,15 @@ class VowelRecord:
     label: str = ""
     window_start_s: float = 0.0
     window_end_s: float = 0.0
+    #: ``model`` (the transcript-free vowel model) or ``align`` (the vowel of a forced alignment)
+    mode: str = "model"
+    speaker: str = ""
+    word: str = ""  #: aligned: the word holding the vowel
+    word_start_s: Optional[float] = None
+    word_end_s: Optional[float] = None
+    vowel: str = ""  #: aligned: the phone symbol, stress digit removed
+    stress: str = ""  #: aligned: the dictionary's stress digit (0, 1, 2), "" if none
+    confidence: Optional[float] = None  #: aligned: the lower of its two boundaries' confidences
 
 
 @dataclass
@@ -928,7 +939,9 @@ def _search_windows(audio: Path, name: str, tier: str, pad: float, duration: flo
 
 def _measure_one(job) -> tuple:
     """Measure one file: ``(records, failures, textgrid path or None)``; never raises on bad input."""
-    audio, name, tier, pad, textgrid = job
+    audio, name, tier, pad, textgrid, aligned = job
+    if aligned is not None:
+        return _measure_aligned(audio, name, tier, textgrid, *aligned)
     model = _WORKER_VOWEL_MODEL
     records, failures = [], []
     try:
@@ -963,12 +976,75 @@ def _measure_one(job) -> tuple:
         return records, failures + [(name, f"{name}: unexpected {type(exc).__name__}: {exc}")], None
 
 
+def _vowel_textgrid(textgrid, records, duration: float) -> Optional[Path]:
+    """Write the ``vowel`` tier of ``records`` (labelled with their label, vowel or ``vowel``)."""
+    if textgrid is None or not records:
+        return None
+    intervals, cursor = [], 0.0
+    for r in sorted(records, key=lambda r: r.onset_s):
+        start = max(r.onset_s, cursor)
+        if r.offset_s - start > 1e-4:
+            intervals.append((start, r.offset_s, r.vowel or r.label or VOWEL_TIER))
+            cursor = r.offset_s
+    Path(textgrid).parent.mkdir(parents=True, exist_ok=True)
+    write_textgrid(textgrid, [(VOWEL_TIER, intervals)], xmax=duration)
+    return Path(textgrid)
+
+
+def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_only, dictionary) -> tuple:
+    """Measure one file's vowels from its forced alignment (``mode="align"``): ``(records,
+    failures, textgrid path or None)``; never raises on bad input. ``transcript``: a path or an
+    inline text, or None for the transcript beside ``audio`` (a TextGrid's ``tier`` with one)."""
+    from aligner.io.corpus import speaker_of
+    from aligner.vowels.from_alignment import aligned_vowels
+
+    try:
+        source = transcript if transcript is not None else vowel_transcript(Path(audio), tier)
+        if source is None:
+            raise AlignerError(f"{name}: no transcript (.phn, .lab, .txt beside it, or --transcript) to align")
+        if tier is not None and str(source).lower().endswith(".textgrid"):
+            result = align_words(audio, source, _WORKER_MODEL, dictionary, tier=tier)
+        else:
+            result = align_transcript(audio, source, _WORKER_MODEL, dictionary=dictionary)
+        speaker = speaker_of(Path(audio))
+        records = []
+        for v in aligned_vowels(result.tiers, result.confidences, words, stressed_only):
+            score = float("nan") if v.confidence is None else v.confidence
+            records.append(VowelRecord(name, v.onset_s, v.offset_s, v.duration_s, score, v.word,
+                                       v.word_start_s or 0.0, v.word_end_s or 0.0, "align", speaker, v.word,
+                                       v.word_start_s, v.word_end_s, v.vowel, v.stress, v.confidence))
+        if not records:
+            why = "no vowel of the words asked for" if words or stressed_only else "no vowel"
+            return [], [(name, f"{name}: {why} in its alignment")], None
+        return records, [], _vowel_textgrid(textgrid, records, result.duration_s)
+    except AlignerError as exc:
+        msg = str(exc)
+        return [], [(name, msg if str(audio) in msg or name in msg else f"{name}: {msg}")], None
+    except Exception as exc:  # a bug or an unexpected library error: report it, go on
+        return [], [(name, f"{name}: unexpected {type(exc).__name__}: {exc}")], None
+
+
+#: transcripts looked for beside an audio file by ``vowels`` (phones first, as align-corpus)
+VOWEL_TRANSCRIPTS = (".phn", ".lab", ".txt")
+
+
+def vowel_transcript(audio: Path, tier: Optional[str] = None) -> Optional[Path]:
+    """The transcript ``vowels`` aligns for ``audio``: with ``tier``, the TextGrid beside it (its
+    intervals hold the words); else the first of :data:`VOWEL_TRANSCRIPTS` beside it; or None."""
+    from aligner.io.corpus import transcript_beside
+
+    return transcript_beside(audio, (".textgrid",) if tier is not None else VOWEL_TRANSCRIPTS)
+
+
 _WORKER_VOWEL_MODEL = None
 
 
-def _vowel_worker_init(model, blas_threads: Optional[int] = None) -> None:
+def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool = False,
+                       alignment_model=None) -> None:
     """Set this process's vowel model (a loaded one, the bundle at a path, or None for the shipped
-    one) and warm its decoder, unless it already has that model; optionally cap BLAS threads."""
+    one) and warm its decoder, unless it already has that model; optionally cap BLAS threads.
+    With ``aligned`` (files measured from their alignment), also the alignment model
+    (:func:`_worker_init`; None: the shipped one) and the pronouncing dictionary."""
     global _WORKER_VOWEL_MODEL
     if blas_threads is not None:
         from threadpoolctl import threadpool_limits
@@ -979,6 +1055,11 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None) -> None:
     if _WORKER_VOWEL_MODEL is not model:
         _WORKER_VOWEL_MODEL = model
         warm_up_vowels(model)
+    if aligned:
+        if alignment_model is None:
+            alignment_model = str(default_model_dir(ALIGNMENT_KIND).resolve())
+        _worker_init(alignment_model)
+        load_dictionary()
 
 
 def warm_up_vowels(model) -> None:
@@ -999,7 +1080,8 @@ VOWEL_RESUME_MESSAGE = ("--resume is for align-corpus only: vowels writes its on
 def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 0.0, jobs: int = 1,
                    textgrid_dir=None, progress: Optional[Callable[[int, int], None]] = None,
                    engine: Optional[str] = None, scheduler: Optional[str] = None,
-                   resume: bool = False) -> VowelReport:
+                   resume: bool = False, mode: str = "auto", transcript=None, words=None,
+                   stressed_only: bool = False, dictionary=None, alignment_model=None) -> VowelReport:
     """Measure the vowel of every CVC recording in ``inputs`` (audio files or directories, recursive).
 
     Without ``tier`` each whole file is one search window. With ``tier``, the TextGrid beside each
@@ -1015,9 +1097,20 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     :func:`align_corpus` (with ``dask``, ``model`` is a directory path or None: each worker's
     own shipped model). ``resume``
     is refused (:data:`VOWEL_RESUME_MESSAGE`): the one CSV is written at the end.
+
+    ``mode``: ``model`` (the transcript-free vowel model, ``model``), ``align`` (align each
+    file's transcript with ``alignment_model`` and report every vowel of the alignment:
+    :mod:`aligner.vowels.from_alignment`) or ``auto`` (``align`` for a file with a transcript:
+    ``transcript`` given, or a ``.phn``/``.lab``/``.txt`` beside it; else ``model``). In
+    ``align`` mode ``tier`` names the words tier of the TextGrid beside each file (each interval
+    aligned within its span), ``transcript`` (one input file) is a transcript path or inline
+    text, ``words`` keeps only the vowels of those words, ``stressed_only`` those with stress 1
+    or 2, and ``dictionary`` is as for :func:`align_words`.
     """
     if resume:
         raise AlignerError(VOWEL_RESUME_MESSAGE)
+    if mode not in ("auto", "align", "model"):
+        raise ValueError(f"mode must be auto, align or model, got {mode!r}")
     if pad < 0:
         raise ValueError(f"pad must be >= 0 seconds, got {pad}")
     from aligner.vowels.model import VowelModel
@@ -1027,20 +1120,42 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     t0 = time.perf_counter()
     vowel_model = load_vowel_model(model)
     files = _vowel_inputs(inputs)
+    if transcript is not None and len(files) != 1:
+        raise AlignerError(f"{transcript}: a transcript is for one audio file; got {len(files)} (put each "
+                           f"file's transcript beside it instead)")
     tg_dir = Path(textgrid_dir) if textgrid_dir is not None else None
-    job_list = [(str(a), n, tier, float(pad), None if tg_dir is None else tg_dir / f"{stem}.TextGrid")
-                for a, n, stem in files]
+    words = None if words is None else [w for w in ([words] if isinstance(words, str) else words)]
+    job_list = []
+    for a, n, stem in files:
+        aligned = None
+        if mode == "align" or (mode == "auto" and (transcript is not None or
+                                                   (tier is None and vowel_transcript(Path(a)) is not None))):
+            aligned = (transcript if transcript is None or not os.path.exists(str(transcript))
+                       else str(transcript), words, bool(stressed_only), dictionary)
+        job_list.append((str(a), n, tier, float(pad), None if tg_dir is None else tg_dir / f"{stem}.TextGrid",
+                         aligned))
+    any_aligned = any(job[5] is not None for job in job_list)
+    align_ref = None
+    if any_aligned:
+        align_ref = alignment_model if isinstance(alignment_model, AlignmentModel) else str(
+            (Path(alignment_model) if alignment_model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     given = [None] * len(job_list)  # per task, its absolute paths -> as given (Dask messages)
     if engine == "dask":
-        given = [_absolute_paths((audio, textgrid)) for audio, _, _, _, textgrid in job_list]
-        tasks = [(_dask_path(a), n, t, p, _dask_path(g)) for a, n, t, p, g in job_list]
+        if isinstance(alignment_model, AlignmentModel):
+            raise TypeError("the dask engine needs the alignment model as a directory path, not a loaded model")
+        given = [_absolute_paths((audio, textgrid)) for audio, _, _, _, textgrid, _ in job_list]
+        tasks = [(_dask_path(a), n, t, p, _dask_path(g),
+                  None if al is None else (al[0] if al[0] is None or not os.path.exists(al[0]) else _dask_path(al[0]),
+                                           al[1], al[2], _dask_path(al[3])))
+                 for a, n, t, p, g, al in job_list]
         worker_model = None if model is None else _dask_path(model)  # None: each worker's shipped model
-        initializer, initargs = _vowel_worker_init, (worker_model, 1)
+        worker_align = None if alignment_model is None else _dask_path(alignment_model)
+        initializer, initargs = _vowel_worker_init, (worker_model, 1, any_aligned, worker_align)
     else:
-        _vowel_worker_init(vowel_model)  # load and warm here: forked workers inherit both
-        tasks, initializer, initargs = job_list, _vowel_worker_init, (vowel_model, 1)
+        _vowel_worker_init(vowel_model, None, any_aligned, align_ref)  # forked workers inherit both
+        tasks, initializer, initargs = job_list, _vowel_worker_init, (vowel_model, 1, any_aligned, align_ref)
     with open_pool(engine, scheduler, jobs, initializer, initargs,
                    chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as pool:
         report.startup_seconds = time.perf_counter() - t0
@@ -1063,15 +1178,40 @@ VOWEL_CSV_FIELDS = ("file", "onset_s", "offset_s", "duration_s", "score")
 VOWEL_CSV_TIER_FIELDS = ("label", "window_start_s", "window_end_s")
 
 
+VOWEL_CSV_ALIGNED_FIELDS = ("file", "speaker", "word", "word_start_s", "word_end_s", "vowel", "stress", "onset_s",
+                            "offset_s", "duration_s", "confidence", "score", "mode")
+
+
 def vowels_csv(records, with_windows: bool = False) -> str:
-    """The CSV text of vowel records: header ``file,onset_s,offset_s,duration_s,score`` (times in
+    """The CSV text of vowel records, the one writer of both ways of measuring.
+
+    Transcript-free records alone: header ``file,onset_s,offset_s,duration_s,score`` (times in
     seconds, 4 decimals; score 4 significant digits), plus ``label,window_start_s,window_end_s``
-    when ``with_windows``."""
+    when ``with_windows``. As soon as one record comes from an alignment (``mode="align"``):
+    :data:`VOWEL_CSV_ALIGNED_FIELDS` for every row (a transcript-free row leaves ``vowel``,
+    ``stress`` and ``confidence`` empty and gives its search window as its word).
+    """
     import csv
     import io
 
+    def t(v):
+        return "" if v is None else f"{v:.4f}"
+
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    records = list(records)
+    if any(r.mode == "align" for r in records):
+        writer.writerow(VOWEL_CSV_ALIGNED_FIELDS)
+        for r in records:
+            aligned = r.mode == "align"
+            word_start = r.word_start_s if aligned else (r.window_start_s if r.label else None)
+            word_end = r.word_end_s if aligned else (r.window_end_s if r.label else None)
+            confidence = "" if r.confidence is None else f"{r.confidence:.4f}"
+            score = "" if aligned else f"{r.score:.4g}"
+            writer.writerow([r.file, r.speaker, r.word if aligned else r.label, t(word_start), t(word_end),
+                             r.vowel, r.stress, t(r.onset_s), t(r.offset_s), t(r.duration_s), confidence,
+                             score, r.mode])
+        return buffer.getvalue()
     writer.writerow(VOWEL_CSV_FIELDS + (VOWEL_CSV_TIER_FIELDS if with_windows else ()))
     for r in records:
         row = [r.file, f"{r.onset_s:.4f}", f"{r.offset_s:.4f}", f"{r.duration_s:.4f}", f"{r.score:.4g}"]

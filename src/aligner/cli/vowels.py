@@ -11,23 +11,40 @@ from aligner.cli.options import cluster_options
 @click.command("vowels")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="CSV to write: file,onset_s,offset_s,duration_s,score (+ label,window_start_s,window_end_s with --tier).")
+              help="CSV to write: file,onset_s,offset_s,duration_s,score (+ label,window_start_s,window_end_s "
+                   "with --tier) from the vowel model; file,speaker,word,word_start_s,word_end_s,vowel,stress,"
+                   "onset_s,offset_s,duration_s,confidence,score,mode when any file is aligned.")
 @click.option("--textgrid-dir", type=click.Path(file_okay=False),
               help="Also write one TextGrid per file here, with an interval tier `vowel`.")
 @click.option("--model", type=click.Path(file_okay=False), help="Vowel model directory [the shipped model].")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes (of the local pool, or of a local Dask cluster).")
-@click.option("--tier", help="Measure one vowel per non-empty interval of this tier of the TextGrid beside each file.")
+@click.option("--mode", type=click.Choice(["auto", "align", "model"]), default="auto", show_default=True,
+              help="align: align each file's transcript and report every vowel; model: the transcript-free "
+                   "vowel model; auto: align the files that have a transcript (--transcript, or a .phn, "
+                   ".lab or .txt beside them), the model for the others.")
+@click.option("--transcript", help="With one audio file: its transcript (a file, or the words in quotes).")
+@click.option("--words", help="Align mode: keep only the vowels of these words (comma-separated: bad,bag).")
+@click.option("--stressed-only", is_flag=True, help="Align mode: keep only vowels with stress 1 or 2.")
+@click.option("--dictionary", type=click.Path(dir_okay=False),
+              help="Align mode: a pronouncing dictionary (MFA format) on top of the CMU dictionary.")
+@click.option("--tier", help="Model mode: measure one vowel per non-empty interval of this tier of the TextGrid "
+                             "beside each file. Align mode: the words tier of that TextGrid to align.")
 @click.option("--pad", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="With --tier: widen each interval by this many seconds on both sides.")
 @cluster_options
-def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad, engine, scheduler, resume):
-    """Measure vowel onsets, offsets and durations in CVC recordings; no transcript needed.
+def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, stressed_only, dictionary, tier, pad,
+           engine, scheduler, resume):
+    """Measure vowel onsets, offsets and durations: from a transcript when there is one, with
+    the transcript-free vowel model otherwise.
 
-    INPUTS are audio files or directories (searched recursively). Each file is taken as one CVC
-    recording (the vowel is searched in the whole file) unless --tier names a tier of the
-    TextGrid beside it. Bad files are reported at the end and make the exit status non-zero;
-    the others are still measured.
+    INPUTS are audio files or directories (searched recursively). A file with a transcript
+    (--transcript, or a .phn, .lab or .txt of the same stem beside it) is aligned and every vowel
+    of the alignment becomes a row, with its word, stress and confidence (--words and
+    --stressed-only keep the target vowels). A file without one is taken as one CVC recording
+    (the vowel is searched in the whole file) unless --tier names a tier of the TextGrid beside
+    it. Bad files are reported at the end and make the exit status non-zero; the others are
+    still measured.
 
     With --scheduler tcp://HOST:PORT (or --engine dask for a local Dask cluster) each file is a
     Dask task; the workers read the recordings and the model (and write --textgrid-dir)
@@ -39,8 +56,10 @@ def vowels(inputs, output, textgrid_dir, model, jobs, tier, pad, engine, schedul
 
     run(api.check_output_not_input, output, *inputs)
     progress = LazyBar("measuring")
+    word_list = None if words is None else [w for w in words.split(",") if w.strip()]
     report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress,
-                 engine=engine, scheduler=scheduler, resume=resume)
+                 engine=engine, scheduler=scheduler, resume=resume, mode=mode, transcript=transcript,
+                 words=word_list, stressed_only=stressed_only, dictionary=dictionary)
     progress.close()
     run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "

@@ -44,7 +44,7 @@ def speaker_of(path: Path) -> str:
     return _DIALECT_PREFIX.sub("", path.parent.name.lower())
 
 
-def _transcript_beside(audio: Path, suffixes: tuple) -> Path | None:
+def transcript_beside(audio: Path, suffixes: tuple) -> Path | None:
     """The first file ``audio.<suffix>`` that exists, for ``suffixes`` in order; the suffix as
     given, in upper case, or as Praat writes it (``.TextGrid``)."""
     for suffix in suffixes:
@@ -65,7 +65,7 @@ def find_utterances(root: str | os.PathLike, transcript_suffixes=(".phn",)) -> l
         raise FileNotFoundError(f"{root}: corpus directory not found")
     found = []
     for audio in find_audio_files(root):
-        transcript = _transcript_beside(audio, transcript_suffixes)
+        transcript = transcript_beside(audio, transcript_suffixes)
         if transcript is None:
             continue
         rel = audio.relative_to(root)

@@ -238,11 +238,12 @@ def transcript_kind(source, kind: str = "auto") -> str:
     return "phones" if _looks_like_phones(str(source)) else "words"
 
 
-def read_word_segments(source) -> list[TranscriptSegment]:
+def read_word_segments(source, tier: str | None = None) -> list[TranscriptSegment]:
     """The segments of an orthographic transcript: a ``.lab``/``.txt`` file or an inline string
     (one segment, the whole recording), or a TextGrid whose interval tiers hold utterance
     transcripts (one segment per non-empty interval; the speaker is the tier's name when there
-    are several tiers, as Montreal Forced Aligner reads them).
+    are several tiers, as Montreal Forced Aligner reads them); ``tier``: that interval tier of
+    the TextGrid alone.
 
     A ``.txt`` file whose first two words are whole numbers is taken as TIMIT's (its leading
     sample range is dropped). Raises :class:`TranscriptError` naming the file for an unreadable or non-UTF-8 file, a
@@ -263,6 +264,11 @@ def read_word_segments(source) -> list[TranscriptSegment]:
     names = tier_names(grid, interval=True)
     if not names:
         raise TranscriptError(f"{path}: no interval tier to read utterances from")
+    if tier is not None:
+        if tier not in names:
+            raise TranscriptError(f"{path}: no interval tier {tier!r} (interval tiers: "
+                                  f"{', '.join(map(repr, names))})")
+        names = [tier]
     segments = []
     for name in names:
         cursor = -math.inf
