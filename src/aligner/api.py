@@ -1113,6 +1113,9 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
         raise ValueError(f"mode must be auto, align or model, got {mode!r}")
     if pad < 0:
         raise ValueError(f"pad must be >= 0 seconds, got {pad}")
+    if pad > 0 and tier is None:
+        raise AlignerError(f"pad ({pad:g} s) widens the intervals of a tier: give the tier (--tier NAME) or drop "
+                           f"the pad")
     from aligner.vowels.model import VowelModel
 
     engine = resolve_engine(engine, scheduler)

@@ -23,3 +23,7 @@ class ModelError(AlignerError):
 
 class FeatureError(AlignerError):
     """Features are malformed (wrong shape, NaN where none may be)."""
+
+
+class OutputError(AlignerError):
+    """An output could not be written (full disk, read-only or missing permission, ...)."""

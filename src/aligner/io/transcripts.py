@@ -51,7 +51,13 @@ def _looks_like_path(text: str) -> bool:
     if len(tokens) != 1:
         return False
     token = tokens[0]
-    return "/" in token or os.sep in token or token.lower().endswith(_TRANSCRIPT_SUFFIXES)
+    return ("/" in token or os.sep in token or token.lower().endswith(_TRANSCRIPT_SUFFIXES)
+            or _FILE_NAME.match(token) is not None)
+
+
+#: one token ending in a file extension of 2-10 letters or digits (``demo.phnoes``, ``a.wav``)
+_FILE_NAME = re.compile(r"^\S+\.[A-Za-z][A-Za-z0-9]{1,9}$")
+MISSING_TRANSCRIPT = "{}: transcript not found; check the file name (a transcript given inline is the text itself)"
 
 
 _INT = re.compile(r"^[+-]?[0-9]+$")
@@ -104,7 +110,7 @@ def read_transcript(
         pairs = _tokens_with_lines(text, strict_phn=path.suffix.lower() == ".phn", source=name)
     elif isinstance(source, str):
         if _looks_like_path(source):
-            raise TranscriptError(f"{source}: transcript not found")
+            raise TranscriptError(MISSING_TRANSCRIPT.format(source))
         name, from_file = _describe_inline(source), False
         pairs = _tokens_with_lines(source, strict_phn=False, source=name)
     else:
@@ -226,6 +232,8 @@ def transcript_kind(source, kind: str = "auto") -> str:
         return kind
     if isinstance(source, (list, tuple)):
         return "phones"
+    if isinstance(source, str) and not _is_path(source) and _looks_like_path(source):
+        raise TranscriptError(MISSING_TRANSCRIPT.format(source))
     if _is_path(source):
         path = Path(source)
         suffix = path.suffix.lower()

@@ -229,18 +229,40 @@ class VowelModel:
                     raise ValueError(f"{k} must be {n} finite numbers")
             pr = p["prior"]
             prior = DurationPrior(float(pr["mean"]), float(pr["std"]), float(pr["log_mean"]), float(pr["log_std"]))
-            min_dur, max_dur = int(p["min_dur"]), int(p["max_dur"])
+            min_dur, max_dur = _whole(p["min_dur"], "min_dur", 1, 2000), _whole(p["max_dur"], "max_dur", 1, 2000)
             if not 1 <= min_dur <= max_dur:
                 raise ValueError(f"duration limits {min_dur}-{max_dur} frames are inconsistent")
+            for w in widths:
+                _whole(w, "widths", 1, 400)
+            outside_width = _whole(p["outside_width"], "outside_width", 1, 400)
+            edge_margin = _whole(p.get("edge_margin", 1), "edge_margin", 0, 400)
+            for name, value in (("prior mean", prior.mean), ("prior std", prior.std),
+                                ("prior log_mean", prior.log_mean), ("prior log_std", prior.log_std)):
+                if not np.isfinite(value):
+                    raise ValueError(f"{name} must be a finite number, got {value!r}")
             classifier = FrameClassifier.from_arrays(arrays["classifier"])
             vl = p.get("vowel_like", {})
+            min_voicing, min_vowel_sum = float(vl.get("min_voicing", 0.4)), float(vl.get("min_vowel_sum", 0.2))
+            if not (0.0 <= min_voicing <= 1.0 and 0.0 <= min_vowel_sum <= 1.0):
+                raise ValueError(f"vowel_like thresholds {min_voicing}, {min_vowel_sum} outside 0..1")
+            tau_on, tau_off = float(p.get("tau_on", 0.0)), float(p.get("tau_off", 0.0))
+            if not (np.isfinite(tau_on) and np.isfinite(tau_off) and tau_on >= 0 and tau_off >= 0):
+                raise ValueError(f"tau_on, tau_off must be finite and >= 0, got {tau_on}, {tau_off}")
             return cls(classifier, vectors["weights"], columns, min_dur, max_dur, prior, vectors["center"],
-                       vectors["scale"], widths, int(p["outside_width"]), int(p.get("edge_margin", 1)),
-                       float(vl.get("min_voicing", 0.4)), float(vl.get("min_vowel_sum", 0.2)),
-                       int(vl.get("min_frames", 2)), float(p.get("tau_on", 0.0)), float(p.get("tau_off", 0.0)),
+                       vectors["scale"], widths, outside_width, edge_margin, min_voicing, min_vowel_sum,
+                       _whole(vl.get("min_frames", 2), "vowel_like min_frames", 0, 10**6), tau_on, tau_off,
                        manifest.get("training", {}))
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{directory}: not a usable vowel model ({exc})") from None
+
+
+def _whole(value, name: str, lo: int, hi: int) -> int:
+    """``value`` as an int within ``lo .. hi`` (a model parameter), else ValueError naming it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if not lo <= int(value) <= hi:
+        raise ValueError(f"{name} = {int(value)} is outside {lo}..{hi}")
+    return int(value)
 
 
 def duration_limits(durations: Sequence[int], low_quantile: float = 0.0, slack: float = 0.25) -> tuple[int, int]:
