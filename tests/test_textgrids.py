@@ -65,7 +65,9 @@ def test_failed_replace_leaves_old_file_and_no_temp(tmp_path, monkeypatch):
         raise OSError("disk on fire")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError, match="disk on fire"):
+    from aligner.errors import OutputError
+
+    with pytest.raises(OutputError, match=r"out.txt: cannot write it \(disk on fire\)"):
         atomic_write_text(path, "new\n")
     assert path.read_text() == "old\n"
     assert leftovers(tmp_path) == []
