@@ -218,3 +218,22 @@ def test_an_hour_that_cannot_fit_its_transcript_is_refused_from_the_header(tmp_p
         api.align(path, "h#")
     with pytest.raises(AlignmentError, match=r"far too long for the transcript"):
         api.align_words(path, "hello there")
+
+
+@needs_timit
+def test_a_long_recording_is_reviewed_block_by_block(monkeypatch):
+    """Confidences computed in blocks of phones (memory bounded) equal the one-pass values."""
+    import aligner.alignment.model as AM
+
+    model = api.load_model()
+    samples, labels = _joined(4)
+    frames = M.mfcc_features(samples)
+    scores = model.classifier.scores(frames)
+    classes = get_phone_set("timit61").class_indices(labels)
+    y, starts = model.decode_phones(frames, scores, classes, labels, len(samples) / 16000)
+    whole, match = model.review(frames, scores, classes, labels, y, starts)
+    monkeypatch.setattr(AM, "REVIEW_BLOCK_FRAMES", 100)
+    monkeypatch.setattr(AM, "REVIEW_BLOCK_PHONES", 40)
+    blocks, block_match = model.review(frames, scores, classes, labels, y, starts)
+    np.testing.assert_allclose(blocks, whole, atol=1e-9)
+    assert 0.0 <= block_match <= 1.0 and block_match <= match + 0.5

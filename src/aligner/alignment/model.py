@@ -26,6 +26,10 @@ from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_clo
 from aligner.alignment.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, dp_cells,
                                    make_alignment_input)
 
+#: recordings longer than this (frames) are reviewed in blocks of phones (:meth:`AlignmentModel.review`)
+REVIEW_BLOCK_FRAMES = 60_000
+REVIEW_BLOCK_PHONES = 2000
+REVIEW_OVERLAP_PHONES = 20
 #: longest phone the decoder considers by default (frames; 10 ms each), except silence
 MAX_PHONE_FRAMES = 60
 #: longest silence the decoder considers (frames)
@@ -228,16 +232,36 @@ class AlignmentModel:
         start's probability of lying within 20 ms of an annotator's (the first is 1.0), and the
         probability that the transcript belongs to the audio (None without an utterance check).
         ``(None, None)`` for a model without a confidence model.
-        (:mod:`aligner.alignment.confidence`.)"""
+        (:mod:`aligner.alignment.confidence`.) A recording longer than
+        :data:`REVIEW_BLOCK_FRAMES` is reviewed in blocks of :data:`REVIEW_BLOCK_PHONES` phones
+        (each with :data:`REVIEW_OVERLAP_PHONES` more on either side, on its own frames: memory
+        stays bounded); its transcript match is then the lowest block's."""
         if self.confidence is None:
             return None, None
         from aligner.alignment.confidence import boundary_confidences, utterance_evidence
 
-        conf = boundary_confidences(self, frames, scores, classes, y, starts_s, self.confidence, symbols)
-        if self.utterance_check is None:
-            return conf, None
-        evidence = utterance_evidence(self, frames, scores, classes, y, conf, symbols)
-        return conf, float(self.utterance_check.score(evidence[None, :])[0])
+        classes, y, starts_s = np.asarray(classes), np.asarray(y), np.asarray(starts_s, np.float64)
+        symbols = None if symbols is None else list(symbols)
+        T, K = len(frames), len(y)
+        spans = [(0, K, 0, K)]  # (keep_lo, keep_hi, lo, hi) phone ranges
+        if T > REVIEW_BLOCK_FRAMES:  # a long recording: blocks of phones on their own frames
+            spans = [(a, min(K, a + REVIEW_BLOCK_PHONES), max(0, a - REVIEW_OVERLAP_PHONES),
+                      min(K, a + REVIEW_BLOCK_PHONES + REVIEW_OVERLAP_PHONES))
+                     for a in range(0, K, REVIEW_BLOCK_PHONES)]
+        conf, matches = np.empty(K), []
+        for keep_lo, keep_hi, lo, hi in spans:
+            f_lo, f_hi = int(y[lo]), int(y[hi]) if hi < K else T
+            part_y, part_s = y[lo:hi] - f_lo, starts_s[lo:hi] - f_lo * FRAME_SHIFT / SAMPLE_RATE
+            part_sym = None if symbols is None else symbols[lo:hi]
+            part = boundary_confidences(self, frames[f_lo:f_hi], scores[f_lo:f_hi], classes[lo:hi], part_y, part_s,
+                                        self.confidence, part_sym)
+            conf[keep_lo:keep_hi] = part[keep_lo - lo:keep_hi - lo]
+            if self.utterance_check is not None:
+                evidence = utterance_evidence(self, frames[f_lo:f_hi], scores[f_lo:f_hi], classes[lo:hi], part_y,
+                                              part, part_sym)
+                matches.append(float(self.utterance_check.score(evidence[None, :])[0]))
+        conf[0] = 1.0
+        return conf, (min(matches) if matches else None)
 
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
               name: str = "<utterance>", split_stops: bool | None = None) -> list:
