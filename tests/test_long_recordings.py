@@ -237,3 +237,32 @@ def test_a_long_recording_is_reviewed_block_by_block(monkeypatch):
     blocks, block_match = model.review(frames, scores, classes, labels, y, starts)
     np.testing.assert_allclose(blocks, whole, atol=1e-9)
     assert 0.0 <= block_match <= 1.0 and block_match <= match + 0.5
+
+
+def test_a_long_file_is_read_block_by_block_as_load_audio_reads_it(tmp_path):
+    """FileSamples (a long recording read on demand) gives load_audio's samples, DC removed,
+    channels mixed, and the same MFCC; files it cannot stream (other rates) are left to load_audio."""
+    import soundfile as sf
+
+    from aligner.io.audio import file_samples, load_audio
+
+    rng = np.random.default_rng(5)
+    stereo = (0.2 * rng.standard_normal((70000, 2)) + 0.05).astype(np.float32)
+    path = tmp_path / "s.wav"
+    sf.write(path, stereo, 16000, subtype="FLOAT")
+    whole, lazy = load_audio(path), file_samples(path)
+    assert len(lazy) == len(whole) and lazy.shape == whole.shape
+    np.testing.assert_allclose(lazy[10:60000], whole[10:60000], atol=1e-6)
+    assert abs(lazy[123] - whole[123]) < 1e-6
+    np.testing.assert_allclose(M.mfcc_features(lazy), M.mfcc_features(whole), atol=1e-4)
+    sf.write(tmp_path / "r.wav", stereo, 22050, subtype="FLOAT")
+    assert file_samples(tmp_path / "r.wav") is None
+
+
+def test_standardisation_by_blocks_equals_the_one_block_values(monkeypatch):
+    rng = np.random.default_rng(6)
+    y = rng.standard_normal(16000 * 20).astype(np.float32) * np.sin(np.linspace(0, 90, 16000 * 20))
+    whole = M.mfcc_features(y)
+    monkeypatch.setattr(M, "NORMALISE_BLOCK_FRAMES", 100)
+    monkeypatch.setattr(M, "MFCC_BLOCK_FRAMES", 37)
+    np.testing.assert_allclose(M.mfcc_features(y), whole, atol=1e-5)

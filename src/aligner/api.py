@@ -50,6 +50,23 @@ def load_model(model: str | os.PathLike | AlignmentModel | None = None) -> Align
     return _load_model_cached(str(path.resolve()))
 
 
+#: a recording longer than this (seconds) is read from its file block by block, not loaded whole
+STREAM_SECONDS = 600.0
+
+
+def _samples_any_length(audio, sr: int | None, name: str | None) -> tuple:
+    """:func:`_samples`, except that a long 16 kHz recording given by path comes back as a
+    :class:`~aligner.io.audio.FileSamples` (read on demand, not held in memory)."""
+    if isinstance(audio, (str, os.PathLike)):
+        from aligner.io.audio import audio_duration, file_samples
+
+        if audio_duration(audio) > STREAM_SECONDS:
+            source = file_samples(audio)
+            if source is not None:
+                return source, name or str(audio)
+    return _samples(audio, sr, name)
+
+
 def _samples(audio, sr: int | None, name: str | None) -> tuple[np.ndarray, str]:
     """``(16 kHz mono float32 samples, name for messages)`` of a path, or of samples in memory
     with their rate ``sr`` (required then)."""
@@ -117,7 +134,7 @@ def align_phones_reviewed(audio, phones, model=None, phone_set: str = "auto", na
         name = str(audio)
     try:
         _check_fits_header(m, audio, symbols, pset, split_stops, name)
-        samples, name = _samples(audio, sr, name)
+        samples, name = _samples_any_length(audio, sr, name)
         intervals, conf, match = m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops)
     except AlignmentError as exc:
         msg = str(exc)
@@ -149,7 +166,7 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
         name = str(audio)
     try:
         _check_fits_header(m, audio, symbols, pset, split_stops, name)
-        samples, name = _samples(audio, sr, name)
+        samples, name = _samples_any_length(audio, sr, name)
         return m.align(samples, symbols, pset, name=name, split_stops=split_stops)
     except AlignmentError as exc:
         msg = str(exc)
@@ -294,9 +311,10 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         _check_words_fit(m, prons, end - start, label)
         work.append((seg, start, end, label, labels, prons))
     if samples is None:
-        samples, name = _samples(audio, sr, name)
+        samples, name = _samples_any_length(audio, sr, name)
     for seg, start, end, label, labels, prons in work:
-        cut = samples[int(round(start * SAMPLE_RATE)):int(round(end * SAMPLE_RATE))]
+        a, b = int(round(start * SAMPLE_RATE)), int(round(end * SAMPLE_RATE))
+        cut = samples if (a, b) == (0, len(samples)) else samples[a:b]  # a whole long file stays on disk
         frames = mfcc_features(cut, SAMPLE_RATE)
         scores = m.classifier.scores(frames)
         try:

@@ -29,6 +29,8 @@ PREEMPHASIS = 0.97
 DELTA_WIDTH = 2  # regression half-width of the (HTK-style) delta, in frames
 #: frames analysed at once (20 s); longer recordings are analysed block by block
 MFCC_BLOCK_FRAMES = 2000
+#: recordings of more frames (over an hour) get their deltas and standardisation block by block
+NORMALISE_BLOCK_FRAMES = 400_000
 
 # floors that keep silent or digital-zero audio finite (power is in full-scale units^2)
 _POWER_FLOOR = 1e-10
@@ -117,12 +119,51 @@ def _static_features(y: np.ndarray, a: int, b: int, warp: float, sample_rate: in
     return np.column_stack([cep, log_energy])
 
 
+def _normalised_by_blocks(static: np.ndarray) -> np.ndarray:
+    """:func:`mfcc_features`' deltas and per-column standardisation of (T, 14) static features,
+    block by block (two passes: sums, then the output), so a long recording never holds its
+    (T, 42) features in float64. Equal to the one-block computation up to rounding."""
+    T = static.shape[0]
+    ctx = 2 * DELTA_WIDTH  # frames of context the delta-deltas need on either side
+
+    def block(a, b):
+        lo, hi = max(0, a - ctx), min(T, b + ctx)
+        part = static[lo:hi]
+        d1 = _deltas(part)
+        d2 = _deltas(d1)
+        # the edges of a block inside the recording are not the recording's edges: recompute them
+        # from enough context (lo..hi), then keep a..b
+        return np.hstack([part, d1, d2])[a - lo:b - lo]
+
+    # deltas near an inner block edge need the true neighbours: edge padding at lo/hi only
+    # differs from the whole-recording value within DELTA_WIDTH of lo/hi, which ctx keeps out of a..b
+    total = np.zeros(3 * (N_MFCC + 1))
+    total_sq = np.zeros(3 * (N_MFCC + 1))
+    step = MFCC_BLOCK_FRAMES * 8
+    for a in range(0, T, step):
+        f = block(a, min(T, a + step))
+        total += f.sum(axis=0)
+        total_sq += (f * f).sum(axis=0)
+    mean = total / T
+    std = np.sqrt(np.maximum(total_sq / T - mean * mean, 0.0))
+    out = np.empty((T, 3 * (N_MFCC + 1)), np.float32)
+    for a in range(0, T, step):
+        b = min(T, a + step)
+        f = block(a, b)
+        f -= mean
+        f /= np.maximum(std, _STD_FLOOR)
+        f[:, std < _STD_FLOOR] = 0.0
+        out[a:b] = f
+    return out
+
+
 def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, warp: float = 1.0) -> np.ndarray:
     """The (T, 42) float32 acoustic vectors ``s_t`` of a mono 16 kHz recording.
 
     Parameters
     ----------
-    audio : 1-D array of samples (any float/int scale; the normalisation removes it).
+    audio : 1-D array of samples (any float/int scale; the normalisation removes it), or a
+        :class:`aligner.io.audio.FileSamples` (a long recording read from its file block by block).
     sample_rate : in Hz; must be 16000 (frame sizes are fixed in samples).
     warp : vocal tract length perturbation factor (1.0 = none). Only for augmenting
         classifier training data (e.g. extra copies at 0.9 and 1.1); never at alignment time.
@@ -143,7 +184,7 @@ def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, warp: float
     if int(sample_rate) != SAMPLE_RATE:
         raise FeatureError(
             f"mfcc_features needs {SAMPLE_RATE} Hz audio, got {sample_rate} Hz; resample first")
-    y = np.asarray(audio)
+    y = audio if hasattr(audio, "close") and hasattr(audio, "shape") else np.asarray(audio)  # FileSamples: as is
     if y.ndim != 1:
         raise FeatureError(f"mfcc_features needs mono 1-D audio, got shape {y.shape}")
     if y.shape[0] < WINDOW:
@@ -160,6 +201,8 @@ def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, warp: float
         static[a:b] = _static_features(y, a, b, warp, sample_rate)
     if not np.all(np.isfinite(y[FRAME_SHIFT * (T - 1) + WINDOW:])):  # the samples after the last frame
         raise FeatureError("audio holds NaN or infinite samples")
+    if T > NORMALISE_BLOCK_FRAMES:
+        return _normalised_by_blocks(static)
     d1 = _deltas(static)
     d2 = _deltas(d1)
     feats = np.hstack([static, d1, d2])

@@ -177,6 +177,117 @@ def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owne
     return np.ascontiguousarray(mono, dtype=np.float32)
 
 
+#: samples read at once by :class:`FileSamples` (about 4 s at 16 kHz)
+_STREAM_BLOCK = 1 << 16
+
+
+class FileSamples:
+    """A long recording's samples read from its file on demand: float32 mono at 16 kHz, full
+    scale +-1, the mean (DC) removed as :func:`load_audio` removes it, without holding the
+    recording in memory. Supports ``len()``, ``shape``, ``ndim``, ``dtype`` and indexing by an
+    int or a slice (step 1), which is how :func:`aligner.features.mfcc.mfcc_features` reads it.
+
+    Build with :func:`file_samples`, which checks the file as :func:`load_audio` does (one pass
+    over it, block by block).
+    """
+
+    ndim = 1
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, path: Path, n_samples: int, channels: int, offset: float):
+        self.path, self.n, self.channels, self.offset = Path(path), int(n_samples), int(channels), float(offset)
+        self._file = None
+
+    @property
+    def shape(self) -> tuple:
+        return (self.n,)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        if self._file is None:
+            self._file = sf.SoundFile(os.fsencode(self.path))
+        self._file.seek(start)
+        data = self._file.read(stop - start, dtype="float32", always_2d=True)
+        mono = data[:, 0] if self.channels == 1 else data.mean(axis=1, dtype=np.float32)
+        if abs(self.offset) >= DC_NEGLIGIBLE:
+            mono = mono - np.float32(self.offset)
+        return np.ascontiguousarray(mono, dtype=np.float32)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.n)
+            if step != 1:
+                raise ValueError("FileSamples reads contiguous slices only")
+            return self._read(start, max(start, stop))
+        i = int(index)
+        i = i + self.n if i < 0 else i
+        if not 0 <= i < self.n:
+            raise IndexError(f"sample {index} outside 0..{self.n - 1}")
+        return self._read(i, i + 1)[0]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def file_samples(path: str | os.PathLike, min_seconds: float = 0.05) -> FileSamples | None:
+    """A :class:`FileSamples` for a recording at 16 kHz that soundfile reads, checked as
+    :func:`load_audio` checks (no samples, NaN or infinite samples, too short, silent) in one pass
+    over the file; None when it needs resampling or a SPHERE repair (load it whole then)."""
+    path = Path(path)
+    _check_exists(path)
+    if _read_damaged_sphere_header_only(path):
+        return None
+    try:
+        info = sf.info(os.fsencode(path))
+    except (sf.SoundFileError, RuntimeError) as exc:
+        raise _unreadable(path, exc) from None
+    except OSError as exc:
+        raise AudioError(f"{path}: cannot read audio file ({exc.strerror or exc})") from None
+    if info.samplerate != SAMPLE_RATE or info.frames <= 0:
+        return None
+    total, lo, hi, n_bad, n = 0.0, np.inf, -np.inf, 0, 0
+    try:
+        with sf.SoundFile(os.fsencode(path)) as f:
+            while True:
+                data = f.read(_STREAM_BLOCK, dtype="float32", always_2d=True)
+                if not len(data):
+                    break
+                n_bad += int(np.count_nonzero(~np.isfinite(data)))
+                mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+                total += float(np.sum(mono, dtype=np.float64))
+                lo, hi, n = min(lo, float(np.min(mono))), max(hi, float(np.max(mono))), n + len(mono)
+    except (sf.SoundFileError, RuntimeError) as exc:
+        raise _unreadable(path, exc) from None
+    if n == 0:
+        raise AudioError(f"{path}: audio file holds no samples")
+    if n_bad:
+        raise AudioError(f"{path}: audio holds {n_bad} NaN or infinite sample values")
+    if n / SAMPLE_RATE < min_seconds:
+        raise AudioError(f"{path}: audio lasts {n / SAMPLE_RATE:.4f} s ({n} samples at {SAMPLE_RATE} Hz), "
+                         f"shorter than the minimum {min_seconds} s")
+    offset = total / n
+    peak = max(hi - offset, offset - lo)
+    if peak < SILENCE_PEAK:
+        dc = f", around a constant offset of {offset:.2g}" if abs(offset) >= SILENCE_PEAK else ""
+        raise AudioError(f"{path}: audio is silent (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale{dc})")
+    return FileSamples(path, n, info.channels, offset)
+
+
+def _read_damaged_sphere_header_only(path: Path) -> bool:
+    """True for a NIST SPHERE file whose payload lost bytes (it is repaired by loading it whole)."""
+    header = read_sphere_header_file(path)
+    if header is None:
+        return False
+    try:
+        return looks_newline_damaged(header, missing_bytes(header, path.stat().st_size))
+    except OSError:
+        return False
+
+
 def samples_at_model_rate(y: np.ndarray, sr: int, name: str = "<samples>",
                           sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Samples given in memory, librosa's ``(y, sr)`` convention, as float32 mono at ``sample_rate``.
