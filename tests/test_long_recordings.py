@@ -266,3 +266,24 @@ def test_standardisation_by_blocks_equals_the_one_block_values(monkeypatch):
     monkeypatch.setattr(M, "NORMALISE_BLOCK_FRAMES", 100)
     monkeypatch.setattr(M, "MFCC_BLOCK_FRAMES", 37)
     np.testing.assert_allclose(M.mfcc_features(y), whole, atol=1e-5)
+
+
+def test_long_recording_classifier_and_refiner_blocks_are_identical(monkeypatch):
+    """Smoothing, log-softmax and the refiner's boundary features in blocks give the values of one block."""
+    import aligner.alignment.refinement as R
+
+    rng = np.random.default_rng(9)
+    y16 = (0.1 * rng.standard_normal(16000 * 12)).astype(np.float32) * np.sin(np.linspace(0, 60, 16000 * 12))
+    model = api.load_model()
+    frames = M.mfcc_features(y16)
+    scores = model.classifier.scores(frames)
+    K = 150
+    starts = np.sort(rng.choice(np.arange(1, len(frames) - 1), K - 1, replace=False))
+    y = np.concatenate(([0], starts))
+    classes = rng.integers(0, 39, K)
+    mu, sd = np.full(K, 8.0), np.full(K, 4.0)
+    whole = model.refiner.start_times(scores, frames, classes, y, mu, sd, len(y16) / 16000)
+    monkeypatch.setattr(FC, "SMOOTH_BLOCK_FRAMES", 173)
+    monkeypatch.setattr(R, "REFINE_BLOCK_PHONES", 17)
+    assert np.array_equal(model.classifier.scores(frames), scores)
+    assert np.array_equal(model.refiner.start_times(scores, frames, classes, y, mu, sd, len(y16) / 16000), whole)

@@ -51,10 +51,21 @@ EXACT_DP_BUDGET_CELLS = 100_000_000
 
 
 @njit(cache=True, nogil=True)
-def _windowed_viterbi(agree, classes, log_stay, log_leave, window):
+def _frame_max(scores, t):
+    best = scores[t, 0]
+    for p in range(1, scores.shape[1]):
+        if scores[t, p] > best:
+            best = scores[t, p]
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _windowed_viterbi(scores, classes, log_stay, log_leave, window):
     """Start frame of every phone (K,) on the best HMM path, or an empty array if the window
-    lost every path that ends in the last phone at the last frame."""
-    T = agree.shape[0]
+    lost every path that ends in the last phone at the last frame. The emission of phone k at
+    frame t is the agreement ``scores[t, p_k] - max_p scores[t, p]`` (computed here: no copy of
+    a long recording's scores)."""
+    T = scores.shape[0]
     K = classes.shape[0]
     W = min(window, K)
     n_bytes = (W + 7) // 8
@@ -63,8 +74,9 @@ def _windowed_viterbi(agree, classes, log_stay, log_leave, window):
     neg = -np.inf
     v = np.full(W, neg)
     nv = np.empty(W)
-    v[0] = agree[0, classes[0]]
+    v[0] = scores[0, classes[0]] - _frame_max(scores, 0)
     for t in range(1, T):
+        top = _frame_max(scores, t)
         prev_lo = lo[t - 1]
         best, best_i = neg, 0
         for i in range(W):
@@ -86,7 +98,7 @@ def _windowed_viterbi(agree, classes, log_stay, log_leave, window):
             if leave > stay:
                 row[i >> 3] |= np.uint8(1 << (i & 7))
                 stay = leave
-            nv[i] = stay + agree[t, classes[k]] if stay > neg else neg
+            nv[i] = stay + (scores[t, classes[k]] - top) if stay > neg else neg
         v, nv = nv, v
     i = K - 1 - lo[T - 1]
     starts = np.zeros(K, np.int64)
@@ -118,12 +130,12 @@ def first_pass_starts(scores: np.ndarray, phone_classes: np.ndarray, dur_mean: n
     K = classes.shape[0]
     if K > T:
         raise AlignmentError(f"{name}: {K} phones need at least {K} frames, got {T}")
-    agree = np.ascontiguousarray(scores - scores.max(axis=1, keepdims=True), np.float32)
+    scores = np.ascontiguousarray(scores)
     mu = np.maximum(np.asarray(dur_mean, np.float64), 1.5)
     log_leave = np.log(1.0 / mu)
     log_stay = np.log1p(-1.0 / mu)
     while True:
-        starts = _windowed_viterbi(agree, classes, log_stay, log_leave, int(window))
+        starts = _windowed_viterbi(scores, classes, log_stay, log_leave, int(window))
         if len(starts) == K or window >= K:
             break
         window *= 2

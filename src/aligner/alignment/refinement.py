@@ -64,6 +64,8 @@ N_REFINER_FEATURES = N_BASIC_FEATURES + len(ENERGY_OFFSETS) + 2 + 2 + 2
 
 
 _STEP_BLOCK = 65536  # frames per block of the spectral-change computation
+#: recordings of more phones are refined in blocks of this many boundaries (bounded memory)
+REFINE_BLOCK_PHONES = 20_000
 
 
 def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarray,
@@ -179,8 +181,25 @@ class BoundaryRefiner:
                     duration_s: float | None = None) -> np.ndarray:
         """Refined phone start times in **seconds** (K,): the first is 0, the rest strictly increase
         (and stay below ``duration_s`` when given). Arguments as for :func:`boundary_features`."""
-        features = boundary_features(scores, frames, classes, y, dur_mean, dur_std)
-        return refined_start_times(y, self.shifts_ms(features), duration_s)
+        K = len(y)
+        if K <= REFINE_BLOCK_PHONES:
+            features = boundary_features(scores, frames, classes, y, dur_mean, dur_std)
+            return refined_start_times(y, self.shifts_ms(features), duration_s)
+        # a long recording: blocks of boundaries, each computed with two phones of context on
+        # either side (the features of a boundary read its two phones and frames near it only)
+        classes, y = np.asarray(classes), np.asarray(y)
+        dur_mean, dur_std = np.asarray(dur_mean), np.asarray(dur_std)
+        shifts = np.empty(K - 1)
+        for a in range(1, K, REFINE_BLOCK_PHONES):
+            b = min(K, a + REFINE_BLOCK_PHONES)
+            lo, hi = max(0, a - 2), min(K, b + 2)
+            part = boundary_features(scores, frames, classes[lo:hi], y[lo:hi], dur_mean[lo:hi], dur_std[lo:hi])
+            if lo > 0:
+                part[0, -2] = 0.0  # the block's first boundary is not the recording's
+            if hi < K:
+                part[-1, -1] = 0.0
+            shifts[a - 1:b - 1] = self.shifts_ms(part[a - lo - 1:b - lo - 1])
+        return refined_start_times(y, shifts, duration_s)
 
     # -- persistence -------------------------------------------------------------------
     def to_arrays(self) -> dict:

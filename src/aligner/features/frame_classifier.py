@@ -95,11 +95,22 @@ def _log_softmax(z: np.ndarray) -> np.ndarray:
     return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
 
 
+#: recordings of more frames are smoothed block by block (no (T, C) float64 cumulative sums)
+SMOOTH_BLOCK_FRAMES = 100_000
+
+
 def _smooth(dec: np.ndarray, radius: int) -> np.ndarray:
     """Moving average of (T, C) values over ``2 radius + 1`` frames (the window shrinks at the edges)."""
     T = dec.shape[0]
     if radius <= 0 or T < 2:
         return dec
+    if T > SMOOTH_BLOCK_FRAMES:  # a long recording: each block with its radius of context
+        out = np.empty_like(dec)
+        for a in range(0, T, SMOOTH_BLOCK_FRAMES):
+            b = min(T, a + SMOOTH_BLOCK_FRAMES)
+            lo, hi = max(0, a - radius), min(T, b + radius)
+            out[a:b] = _smooth_block(dec[lo:hi], radius, lo, T)[a - lo:b - lo]
+        return out
     cs = np.vstack([np.zeros((1, dec.shape[1]), np.float64), np.cumsum(dec, axis=0, dtype=np.float64)])
     t = np.arange(T)
     lo = np.maximum(t - radius, 0)
@@ -309,7 +320,12 @@ class FrameClassifier:
     def log_posteriors(self, frames: np.ndarray) -> np.ndarray:
         """(T, n_classes) float32 calibrated natural-log posteriors ``log softmax(temperature * f)``."""
         dec = self.decision_function(frames)
-        return _log_softmax(self.temperature * dec)
+        if dec.shape[0] <= SMOOTH_BLOCK_FRAMES:
+            return _log_softmax(self.temperature * dec)
+        for a in range(0, dec.shape[0], SMOOTH_BLOCK_FRAMES):  # row by row anyway: blocks, in place
+            b = a + SMOOTH_BLOCK_FRAMES
+            dec[a:b] = _log_softmax(self.temperature * dec[a:b])
+        return dec
 
     def scores(self, frames: np.ndarray) -> np.ndarray:
         """(T, n_classes) float32 confidences ``g(s_t, p)`` of (T, n_features) frames.
@@ -378,6 +394,19 @@ class FrameClassifier:
 
 
 # ---------------------------------------------------------------- training helpers
+def _smooth_block(part: np.ndarray, radius: int, offset: int, T: int) -> np.ndarray:
+    """:func:`_smooth` of rows ``offset .. offset + len(part) - 1`` of a (T, C) array, from those
+    rows alone (the window clipped at the recording's edges, not the block's; rows within
+    ``radius`` of the block's own edges are wrong and dropped by the caller)."""
+    n = part.shape[0]
+    cs = np.vstack([np.zeros((1, part.shape[1]), np.float64), np.cumsum(part, axis=0, dtype=np.float64)])
+    t = np.arange(n) + offset
+    lo = np.maximum(t - radius, 0)
+    hi = np.minimum(t + radius + 1, T)
+    local_lo, local_hi = np.clip(lo - offset, 0, n), np.clip(hi - offset, 0, n)
+    return ((cs[local_hi] - cs[local_lo]) / (hi - lo)[:, None]).astype(part.dtype)
+
+
 def _smooth_by_utterance(dec: np.ndarray, utt: np.ndarray, radius: int) -> np.ndarray:
     if radius <= 0:
         return dec
