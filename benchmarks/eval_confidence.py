@@ -6,12 +6,17 @@
    ``python -m benchmarks.eval_alignment_cv --save-models DIR`` writes; each manifest lists its
    ``test_speakers``). Each boundary's evidence (:func:`aligner.alignment.confidence.boundary_evidence`)
    is recorded with whether the decoded (refined) start lies within 20 ms of the hand label.
-   Every utterance is also aligned with the phones of the next utterance of the same speaker
-   (cyclically; a different sentence), a transcript that does not match its audio.
+   Every utterance is also aligned with three transcripts that do not match its audio: the phones
+   of the next utterance of the same speaker (cyclically; a different sentence, "swapped"), its own
+   phones without the last 30 % ("truncated"), and its own phones with those of its longest word
+   replaced by the next utterance's longest word's ("partly_wrong").
 2. Rotation over the speaker folds of those models: the confidence model and the utterance
    check are fitted on the decodes of the other folds' speakers and evaluated on the held-out
-   fold's; with ``--select`` the settings (L2 penalty, calibration) are chosen per rotation by an
-   inner speaker-fold rotation of the training folds only. Figures are pooled over the held-out
+   fold's; with ``--select`` the settings (L2 penalty, calibration, error thresholds of the
+   averaged networks) are chosen per rotation by an inner speaker-fold rotation of the training
+   folds only. The utterance check's flag threshold is a rule fixed in advance: the 1 % quantile of
+   the training folds' correct utterances' out-of-fold (by speaker) match logits; all mismatch
+   kinds of the training folds train it, each kind is reported on the held-out folds. Figures are pooled over the held-out
    folds: AUROC (within 20 ms vs not), expected calibration error (10 equal-width bins), the share
    of the > 20 ms boundaries among the 10 % least confident, mismatch detection and false flags,
    and the time confidence adds to alignment (MFCC + classifier + DP + refiner).
@@ -48,8 +53,12 @@ from aligner.phonetics import get_phone_set
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 DEFAULT_FOLDS = Path(__file__).resolve().parents[2] / "runs" / "folds"
-#: settings tried by --select: (hidden units (0 = logistic regression), L2 penalty, calibration map)
-GRID = [(16, 10.0, "platt"), (16, 30.0, "platt"), (16, 10.0, "isotonic"), (0, 10.0, "platt")]
+#: error thresholds (ms) of the averaged models of the "multi-threshold" settings
+MULTI = (10.0, 20.0, 30.0, 50.0)
+#: settings tried by --select: (hidden units (0 = logistic regression), L2 penalty, calibration map,
+#: error thresholds of the averaged models)
+GRID = [(16, 10.0, "platt", (20.0,)), (16, 10.0, "platt", MULTI), (16, 10.0, "isotonic", MULTI),
+        (16, 30.0, "platt", MULTI)]
 
 
 @dataclass
@@ -69,6 +78,8 @@ class Decode:
     symbols: list = field(repr=False, default=None)
     align_s: float = 0.0  #: MFCC + classifier + DP + refiner, seconds
     evidence_s: float = 0.0  #: boundary evidence, seconds
+    starts: np.ndarray = field(repr=False, default=None)  #: (K,) reported (refined) start times, s
+    kind: str = "true"  #: "true" or the kind of mismatched transcript (MISMATCH_KINDS)
 
 
 def fold_models(folds_dir: Path):
@@ -97,9 +108,49 @@ def align_one(model, samples, labels, phone_set, name):
     return frames, scores, classes, y, starts, time.perf_counter() - t0
 
 
-def build_decodes(data_dir: Path, folds_dir: Path, log=print):
-    """Out-of-fold decodes of every utterance with its true transcript and with the next
-    utterance's phones (same speaker). Returns (true decodes, mismatched decodes, refused names)."""
+def truncated_transcript(labels: list) -> list:
+    """The transcript with its last 30 % of phones dropped (at least one)."""
+    keep = max(1, min(len(labels) - 1, int(np.ceil(0.7 * len(labels)))))
+    return list(labels[:keep])
+
+
+def partly_wrong_transcript(labels: list, phn_starts, phn_ends, wrd, other_labels: list, other_phn_starts,
+                            other_phn_ends, other_wrd) -> list | None:
+    """The transcript with the phones of its longest word (most phones; the earliest on ties)
+    replaced by those of the longest word of another utterance whose phones differ (None if
+    either has no word)."""
+
+    def words(starts, ends, w):
+        out = []
+        for ws, we, _ in zip(*w):
+            idx = [i for i in range(len(starts)) if starts[i] >= ws and ends[i] <= we]
+            if idx:
+                out.append((idx[0], idx[-1] + 1))
+        return out
+
+    mine = words(phn_starts, phn_ends, wrd)
+    theirs = words(other_phn_starts, other_phn_ends, other_wrd)
+    if not mine or not theirs:
+        return None
+    a, b = max(mine, key=lambda ab: (ab[1] - ab[0], -ab[0]))
+    for c, d in sorted(theirs, key=lambda cd: (-(cd[1] - cd[0]), cd[0])):
+        if list(other_labels[c:d]) != list(labels[a:b]):
+            return list(labels[:a]) + list(other_labels[c:d]) + list(labels[b:])
+    return None
+
+
+#: kinds of mismatched transcripts: another sentence of the same speaker, the last 30 % of the
+#: phones dropped, one word's phones replaced by another word's
+MISMATCH_KINDS = ("swapped", "truncated", "partly_wrong")
+
+
+def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS):
+    """Out-of-fold decodes of every utterance with its true transcript and with mismatched ones
+    (:data:`MISMATCH_KINDS`: the next utterance's phones (same speaker), the last 30 % dropped,
+    the longest word's phones replaced by the next utterance's longest word's). Returns (true
+    decodes, {kind: mismatched decodes}, {kind: names refused as not fitting}, fold models)."""
+    from aligner.io.transcripts import read_sample_intervals
+
     models = fold_models(folds_dir)
     model_of = {s: (f, m) for f, (m, speakers) in enumerate(models) for s in speakers}
     phone_set = get_phone_set("timit61")
@@ -108,43 +159,57 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print):
         warnings.simplefilter("ignore", RepairedAudioWarning)
         audio = {u.name: load_audio(u.audio) for u in utts}
     phn = {u.name: read_phn(u.transcript) for u in utts}
+    wrd = {}
+    for u in utts:
+        path = u.transcript.with_suffix(".wrd")
+        wrd[u.name] = read_sample_intervals(path, "word alignment (.wrd)", "word") if path.is_file() else None
     # warm-up (numba caches, first-call overheads) outside the timings
     u0 = utts[0]
     f0, m0 = model_of[u0.speaker]
     fr, sc, cl, y, st, _ = align_one(m0, audio[u0.name], phn[u0.name][2], phone_set, u0.name)
     boundary_evidence(m0, fr, sc, cl, y, st, phn[u0.name][2])
 
-    true, wrong, refused = [], [], []
+    true, wrong, refused = [], {k: [] for k in kinds}, {k: [] for k in kinds}
     by_speaker = {}
     for u in utts:
         by_speaker.setdefault(u.speaker, []).append(u)
     for u in utts:
         fold, model = model_of[u.speaker]
-        starts_ref, _, labels = phn[u.name]
+        starts_ref, ends_ref, labels = phn[u.name]
         frames, scores, classes, y, starts, secs = align_one(model, audio[u.name], labels, phone_set, u.name)
         t0 = time.perf_counter()
         E = boundary_evidence(model, frames, scores, classes, y, starts, labels)
         ev_s = time.perf_counter() - t0
         err = 1000.0 * np.abs(starts[1:] - np.asarray(starts_ref[1:], float) / SAMPLE_RATE)
         true.append(Decode(u.name, u.speaker, fold, E, err <= 1000 * TOLERANCE_S + 1e-6, err, frames, scores,
-                           classes, y, list(labels), secs, ev_s))
-        # a mismatched transcript: the next utterance of the same speaker
+                           classes, y, list(labels), secs, ev_s, starts))
         group = by_speaker[u.speaker]
         other = group[(group.index(u) + 1) % len(group)]
-        other_labels = phn[other.name][2]
-        if list(other_labels) == list(labels):
-            continue
-        try:
-            frames, scores, classes, y, starts, secs = align_one(model, audio[u.name], other_labels, phone_set,
-                                                                 u.name)
-        except AlignmentError:
-            refused.append(u.name)
-            continue
-        E = boundary_evidence(model, frames, scores, classes, y, starts, other_labels)
-        wrong.append(Decode(u.name, u.speaker, fold, E, np.zeros(len(E), bool), np.full(len(E), np.nan),
-                            frames, scores, classes, y, list(other_labels), secs))
-    log(f"{len(true)} utterances decoded out of fold ({sum(len(d.correct) for d in true)} boundaries), "
-        f"{len(wrong)} with a mismatched transcript, {len(refused)} mismatched ones refused as not fitting")
+        o_starts, o_ends, o_labels = phn[other.name]
+        for kind in kinds:
+            if kind == "swapped":
+                bad = list(o_labels)
+            elif kind == "truncated":
+                bad = truncated_transcript(labels)
+            else:
+                bad = None
+                if wrd[u.name] is not None and wrd[other.name] is not None:
+                    bad = partly_wrong_transcript(labels, starts_ref, ends_ref, wrd[u.name], o_labels, o_starts,
+                                                  o_ends, wrd[other.name])
+            if bad is None or list(bad) == list(labels):
+                continue
+            try:
+                frames, scores, classes, y, starts, secs = align_one(model, audio[u.name], bad, phone_set, u.name)
+            except AlignmentError:
+                refused[kind].append(u.name)
+                continue
+            E = boundary_evidence(model, frames, scores, classes, y, starts, bad)
+            wrong[kind].append(Decode(u.name, u.speaker, fold, E, np.zeros(len(E), bool),
+                                      np.full(len(E), np.nan), frames, scores, classes, y, list(bad), secs, 0.0,
+                                      starts, kind))
+    log(f"{len(true)} utterances decoded out of fold ({sum(len(d.correct) for d in true)} boundaries); "
+        "mismatched transcripts: " + ", ".join(f"{k} {len(wrong[k])} (+{len(refused[k])} refused as not fitting)"
+                                               for k in kinds))
     return true, wrong, refused, models
 
 
@@ -196,13 +261,15 @@ def _stack(decodes):
 
 def fit_confidence(decodes, settings) -> BoundaryConfidence:
     E, c, g = _stack(decodes)
-    hidden, alpha, calibration = settings
-    return BoundaryConfidence(hidden=hidden, alpha=alpha, calibration=calibration).fit(E, c, g)
+    hidden, alpha, calibration, thresholds = settings
+    errors = np.concatenate([d.errors_ms for d in decodes])
+    return BoundaryConfidence(hidden=hidden, alpha=alpha, calibration=calibration,
+                              thresholds_ms=thresholds).fit(E, c, g, errors_ms=errors)
 
 
 def select_settings(train, log=None):
-    """The settings of :data:`GRID` with the best pooled AUROC - 10 x ECE over an inner rotation
-    of the training decodes' folds (the held-out fold never enters)."""
+    """The settings of :data:`GRID` with the best pooled AUROC + capture - 10 x ECE over an inner
+    rotation of the training decodes' folds (the held-out fold never enters)."""
     folds = sorted({d.fold for d in train})
     best = None
     for settings in GRID:
@@ -215,7 +282,7 @@ def select_settings(train, log=None):
             ps.append(conf.predict_proba(E))
         c, p = np.concatenate(cs), np.concatenate(ps)
         fig = boundary_figures(c, p)
-        key = fig["auroc"] - 10 * fig["ece10"]
+        key = fig["auroc"] + fig["capture_low10"] - 10 * fig["ece10"]
         if log:
             log(f"    inner {settings}: AUROC {fig['auroc']:.4f} ECE {fig['ece10']:.4f} "
                 f"capture {fig['capture_low10']:.3f}")
@@ -236,6 +303,14 @@ def utt_evidence(decodes, conf: BoundaryConfidence, models):
     return np.array(rows), np.array(secs)
 
 
+def fit_check(ok_decodes, bad_decodes, conf, models) -> UtteranceCheck:
+    """The utterance check fitted on these correct and mismatched decodes (its threshold from their
+    out-of-fold logits by speaker groups; nothing else enters)."""
+    ev_ok, _ = utt_evidence(ok_decodes, conf, models)
+    ev_bad, _ = utt_evidence(bad_decodes, conf, models)
+    return UtteranceCheck().fit(ev_ok, ev_bad, [d.speaker for d in ok_decodes], [d.speaker for d in bad_decodes])
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
@@ -243,6 +318,8 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=16, help="hidden units (0 = logistic regression)")
     ap.add_argument("--alpha", type=float, default=10.0, help="L2 penalty")
     ap.add_argument("--calibration", default="platt", choices=["platt", "isotonic", "none"])
+    ap.add_argument("--thresholds", default="20", help="comma-separated error thresholds (ms) of the averaged "
+                    "models, e.g. 10,20,30,50 (default: 20, the tolerance only)")
     ap.add_argument("--select", action="store_true", help="choose the settings per rotation among GRID by an "
                     "inner speaker-fold rotation of its training folds")
     ap.add_argument("--save", type=Path, help="fit on every out-of-fold decode and write the arrays here")
@@ -256,8 +333,11 @@ def main(argv=None):
         sys.exit(f"error: {args.data}: corpus not found")
     true, wrong, refused, models = build_decodes(args.data, args.folds_dir, log)
     folds = sorted({d.fold for d in true})
+    fixed = (args.hidden, args.alpha, args.calibration, tuple(float(t) for t in args.thresholds.split(",")))
+    kinds = list(wrong)
+    all_wrong = [d for k in kinds for d in wrong[k]]
     cs, ps, per_fold = [], [], []
-    flags_ok, flags_bad, conf_s = [], [], []
+    flags_ok, flags_bad, conf_s = [], {k: [] for k in kinds}, []
     for f in folds:
         train = [d for d in true if d.fold != f]
         test = [d for d in true if d.fold == f]
@@ -265,7 +345,7 @@ def main(argv=None):
             log(f"rotation {f}: choosing settings on folds {[g for g in folds if g != f]}")
             settings = select_settings(train, log)
         else:
-            settings = (args.hidden, args.alpha, args.calibration)
+            settings = fixed
         conf = fit_confidence(train, settings)
         E, c, _ = _stack(test)
         p = conf.predict_proba(E)
@@ -276,41 +356,43 @@ def main(argv=None):
         per_fold.append(fig)
         log(f"held-out fold {f} ({', '.join(models[f][1])}): settings {settings}: AUROC {fig['auroc']:.4f}, "
             f"ECE {fig['ece10']:.4f}, capture {fig['capture_low10']:.3f}")
-        # utterance check: fitted on the training folds' correct and mismatched decodes
-        ev_ok_tr, _ = utt_evidence(train, conf, models)
-        ev_bad_tr, _ = utt_evidence([d for d in wrong if d.fold != f], conf, models)
-        check = UtteranceCheck().fit(ev_ok_tr, ev_bad_tr)
+        # utterance check: fitted, threshold included, on the training folds' correct and
+        # mismatched decodes (every kind) only
+        check = fit_check(train, [d for d in all_wrong if d.fold != f], conf, models)
         ev_ok, secs = utt_evidence(test, conf, models)
-        ev_bad, _ = utt_evidence([d for d in wrong if d.fold == f], conf, models)
         flags_ok.append(check.flag(ev_ok))
-        flags_bad.append(check.flag(ev_bad))
+        for k in kinds:
+            test_bad = [d for d in wrong[k] if d.fold == f]
+            flags_bad[k].append(check.flag(utt_evidence(test_bad, conf, models)[0]) if test_bad
+                                else np.zeros(0, bool))
         conf_s.extend(d.evidence_s + s for d, s in zip(test, secs))
 
     c, p = np.concatenate(cs), np.concatenate(ps)
     pooled = boundary_figures(c, p)
     ok = np.concatenate(flags_ok)
-    bad = np.concatenate(flags_bad)
-    n_bad_total = len(bad) + len(refused)
+    mismatch = {"correct": int(len(ok)), "false_flags": int(ok.sum()), "false_flag_rate": float(ok.mean())}
+    for k in kinds:
+        bad = np.concatenate(flags_bad[k])
+        n_bad_total = len(bad) + len(refused[k])
+        mismatch[k] = {"mismatched": n_bad_total, "refused_as_not_fitting": len(refused[k]),
+                       "flagged": int(bad.sum()),
+                       "detected_rate": float((bad.sum() + len(refused[k])) / max(n_bad_total, 1))}
     align_s = sum(d.align_s for d in true)
     report = {
-        "boundaries": pooled, "per_fold": per_fold,
-        "mismatch": {"mismatched": n_bad_total, "refused_as_not_fitting": len(refused),
-                     "flagged": int(bad.sum()), "detected_rate": float((bad.sum() + len(refused)) / n_bad_total),
-                     "correct": int(len(ok)), "false_flags": int(ok.sum()), "false_flag_rate": float(ok.mean())},
+        "boundaries": pooled, "per_fold": per_fold, "mismatch": mismatch,
         "time": {"align_s": align_s, "confidence_s": float(sum(conf_s)),
                  "overhead": float(sum(conf_s) / align_s)},
     }
     if args.save is not None:
-        settings = select_settings(true) if args.select else (args.hidden, args.alpha, args.calibration)
+        settings = select_settings(true) if args.select else fixed
         conf = fit_confidence(true, settings)
-        ev_ok, _ = utt_evidence(true, conf, models)
-        ev_bad, _ = utt_evidence(wrong, conf, models)
-        check = UtteranceCheck().fit(ev_ok, ev_bad)
+        check = fit_check(true, all_wrong, conf, models)
         args.save.mkdir(parents=True, exist_ok=True)
         np.savez(args.save / "confidence.npz", **conf.to_arrays())
         np.savez(args.save / "utterance_check.npz", **check.to_arrays())
         (args.save / "confidence.json").write_text(json.dumps(
-            {"settings": {"hidden": settings[0], "alpha": settings[1], "calibration": settings[2]},
+            {"settings": {"hidden": settings[0], "alpha": settings[1], "calibration": settings[2],
+                          "thresholds_ms": list(settings[3])},
              "tolerance_s": TOLERANCE_S, "fitted_on": "out-of-fold decodes of "
              f"{len(true)} utterances by {args.folds_dir}", "evaluation": report}, indent=1) + "\n")
         log(f"wrote {args.save}/confidence.npz, utterance_check.npz, confidence.json")
@@ -320,11 +402,13 @@ def main(argv=None):
             add_to_bundle(args.attach, ALIGNMENT_KIND,
                           {"confidence": conf.to_arrays(), "utterance_check": check.to_arrays()},
                           {"confidence": {"settings": {"hidden": settings[0], "alpha": settings[1],
-                                                       "calibration": settings[2]},
+                                                       "calibration": settings[2],
+                                                       "thresholds_ms": list(settings[3])},
                                           "fitted_on": f"out-of-fold decodes of {len(true)} utterances by "
                                                        f"the fold models of {args.folds_dir.name}",
                                           "command": "python -m benchmarks.eval_confidence --folds-dir DIR "
-                                                     "--save DIR --attach MODEL_DIR"}})
+                                                     + ("--select " if args.select else "")
+                                                     + "--save DIR --attach MODEL_DIR"}})
             log(f"added confidence.npz and utterance_check.npz to the model bundle {args.attach}")
     if args.json:
         print(json.dumps(report))
@@ -335,8 +419,10 @@ def main(argv=None):
     print(f"  AUROC (within 20 ms vs not)        {pooled['auroc']:.4f}   (target >= 0.85)")
     print(f"  ECE, 10 bins                        {pooled['ece10']:.4f}   (target <= 0.03)")
     print(f"  >20 ms errors in the 10 % least confident  {100 * pooled['capture_low10']:.1f} %  (target >= 45 %)")
-    print(f"mismatched transcripts: {m['detected_rate'] * 100:.1f} % detected ({m['flagged']} flagged + "
-          f"{m['refused_as_not_fitting']} refused as not fitting, of {m['mismatched']})  (target >= 95 %)")
+    for k in kinds:
+        print(f"mismatched transcripts, {k}: {m[k]['detected_rate'] * 100:.1f} % detected ({m[k]['flagged']} "
+              f"flagged + {m[k]['refused_as_not_fitting']} refused as not fitting, of {m[k]['mismatched']})"
+              f"  (target >= 95 %)")
     print(f"correct transcripts flagged: {m['false_flags']} of {m['correct']} "
           f"({100 * m['false_flag_rate']:.1f} %)  (target <= 2 %)")
     print(f"time: alignment {t['align_s']:.2f} s, confidence {t['confidence_s']:.3f} s: "

@@ -126,6 +126,46 @@ def test_calibrator_monotone_and_round_trips(hidden, calibration):
     np.testing.assert_allclose(back.predict_proba(E), p)
 
 
+def test_multi_threshold_model_averages_and_round_trips():
+    E, c, g = _fake_evidence(600)
+    rng = np.random.default_rng(1)
+    errors = np.where(c, rng.uniform(0, 20, len(c)), rng.uniform(20.5, 80, len(c)))
+    conf = BoundaryConfidence(hidden=4, alpha=1.0, thresholds_ms=(10, 20, 40)).fit(E, c, g, errors_ms=errors)
+    arrays = conf.to_arrays()
+    assert arrays["hidden_weights"].shape[0] == 3 and list(arrays["thresholds_ms"]) == [10, 20, 40]
+    p = conf.predict_proba(E)
+    assert np.corrcoef(conf.decision_function(E), E[:, 0])[0, 1] > 0.5
+    back = BoundaryConfidence.from_arrays(dict(arrays))
+    np.testing.assert_allclose(back.predict_proba(E), p)
+    with pytest.raises(ValueError, match="errors"):
+        BoundaryConfidence(thresholds_ms=(10, 20)).fit(E, c, g)
+
+
+def test_an_old_format_is_refused_with_one_line():
+    E, c, g = _fake_evidence(400)
+    arrays = BoundaryConfidence(hidden=4, alpha=1.0).fit(E, c, g).to_arrays()
+    old = _damaged(arrays, "format_version", np.array(1))
+    del old["thresholds_ms"]
+    with pytest.raises(ModelError, match="format 1") as exc:
+        BoundaryConfidence.from_arrays(old)
+    assert "\n" not in str(exc.value)
+
+
+def test_utterance_threshold_comes_from_training_out_of_fold_scores():
+    rng = np.random.default_rng(2)
+    ok = np.c_[rng.normal(-0.8, 0.3, 200), rng.uniform(0.7, 0.95, 200), rng.uniform(0, 0.2, 200), rng.normal(0.6, 0.2, 200)]
+    bad = np.c_[rng.normal(-2.0, 0.6, 200), rng.uniform(0.3, 0.8, 200), rng.uniform(0.1, 0.8, 200), rng.normal(1.0, 0.3, 200)]
+    groups = np.arange(200) % 10
+    chk = UtteranceCheck(false_flag_rate=0.02).fit(ok, bad, groups, groups)
+    assert 0.0 < chk.flag(ok).mean() <= 0.06
+    assert chk.flag(bad).mean() > 0.8
+    arrays = chk.to_arrays()
+    back = UtteranceCheck.from_arrays(arrays)
+    assert back.false_flag_rate == 0.02 and back.threshold_logit == chk.threshold_logit
+    # a check saved before the rate was stored (one setting) still loads
+    assert UtteranceCheck.from_arrays(_damaged(arrays, "settings", np.array([1.0]))).false_flag_rate == 0.01
+
+
 def _damaged(arrays, key, value):
     out = dict(arrays)
     out[key] = value

@@ -45,7 +45,8 @@ Boundary confidence
     :data:`MAX_MOVE` :data:`NEIGHBOUR_MOVES`^2) per utterance, no second DP. At an exact DP optimum every drop is >= 0.
 
     :class:`BoundaryConfidence` maps the evidence to probabilities: standardised columns, a
-    small L2-penalised network (or a logistic regression), then a calibration map fitted on out-of-fold predictions
+    small L2-penalised network (or a logistic regression; optionally one per error threshold, e.g. 10, 20, 30
+    and 50 ms, their logits averaged), then a calibration map fitted on out-of-fold predictions
     of the training material (speaker groups): Platt scaling of the logit (2 numbers) or isotonic
     regression (a monotone piecewise-linear map stored as its knots). Everything it learns is a
     plain float array (:meth:`BoundaryConfidence.to_arrays`), checked on load
@@ -58,8 +59,9 @@ Transcript mismatch
     does not belong to the audio forces phones onto frames the classifier reads as something
     else, so the agreement drops. :class:`UtteranceCheck` turns them into one score (a logistic
     regression fitted on correct and deliberately mismatched transcripts of training utterances)
-    and flags an utterance whose score falls below a threshold set on the correct training
-    utterances.
+    and flags an utterance whose score falls below a threshold set from the training material
+    alone: the ``false_flag_rate`` quantile (1 %) of the out-of-fold (speaker-group) scores of the
+    correct training utterances.
 
 Typical use (a fitted ``BoundaryConfidence`` ``conf`` and ``AlignmentModel`` ``model``)::
 
@@ -113,7 +115,8 @@ N_CLASSES = 39
 #: smoothed error logits of the broad-class pair, of the left class and of the right class, and
 #: one-hot codes of the left and the right broad class
 N_DESIGN = N_NUMERIC + 3 + 2 * N_BROAD
-_FORMAT_VERSION = 1
+#: version 2: one network per error threshold (``thresholds_ms``), weights stacked per threshold
+_FORMAT_VERSION = 2
 _CALIBRATIONS = ("none", "platt", "isotonic")
 
 
@@ -417,6 +420,12 @@ class BoundaryConfidence:
     arrays), or to a logistic regression with ``hidden=0``. A calibration map of its logit is
     then fitted on out-of-fold predictions over the ``groups`` given to :meth:`fit`.
 
+    With several ``thresholds_ms`` one such model is fitted per threshold (target: the boundary's
+    error is at most that many ms; :meth:`fit` then needs the errors) and the raw logit is their
+    mean: the neighbouring thresholds (10, 30, 50 ms) carry ranking information the 20 ms label
+    alone throws away (an error of 19 ms and one of 21 ms are labelled apart, one of 21 ms and
+    one of 80 ms alike). The calibration map always targets :data:`TOLERANCE_S`.
+
     Parameters
     ----------
     hidden : ReLU units; 0 = logistic regression.
@@ -426,12 +435,17 @@ class BoundaryConfidence:
     prior : pseudo-count of the smoothing of each pair's and class's rate towards the overall rate.
     cal_folds : group folds of the out-of-fold predictions for the calibration map.
     seed : seeds the network's initialisation.
+    thresholds_ms : error thresholds (ms) of the averaged models; ``(20,)`` = the tolerance only.
     """
 
     def __init__(self, hidden: int = 16, alpha: float = 10.0, calibration: str = "platt",
-                 prior: float = 20.0, cal_folds: int = 3, seed: int = 0):
+                 prior: float = 20.0, cal_folds: int = 3, seed: int = 0, thresholds_ms=(1000.0 * TOLERANCE_S,)):
         if calibration not in _CALIBRATIONS:
             raise ValueError(f"calibration must be one of {_CALIBRATIONS}, got {calibration!r}")
+        th = np.atleast_1d(np.asarray(thresholds_ms, np.float64))
+        if th.ndim != 1 or len(th) == 0 or not np.all(np.isfinite(th)) or np.any(th <= 0):
+            raise ValueError(f"thresholds_ms must be positive numbers, got {thresholds_ms!r}")
+        self.thresholds_ms = tuple(float(t) for t in th)
         self.hidden = int(hidden)
         self.alpha = float(alpha)
         self.calibration = calibration
@@ -470,8 +484,9 @@ class BoundaryConfidence:
         hits = np.bincount(index, weights=correct.astype(np.float64), minlength=size)
         return _logit((hits + self.prior * correct.mean()) / (count + self.prior))
 
-    def _fit_raw(self, E: np.ndarray, c: np.ndarray) -> dict:
-        """The uncalibrated model's arrays, fitted on evidence E and labels c."""
+    def _fit_raw(self, E: np.ndarray, c: np.ndarray, labels: np.ndarray) -> dict:
+        """The uncalibrated model's arrays, fitted on evidence E (n, N_EVIDENCE), the tolerance
+        labels c (n,) (the class-rate tables) and one label column per threshold (n, M)."""
         _, left, right, pair = self._split(E)
         p = {"pair_logit": self._rate_logits(pair, c, N_BROAD * N_BROAD),
              "left_logit": self._rate_logits(left, c, N_CLASSES),
@@ -482,51 +497,77 @@ class BoundaryConfidence:
         scale[scale < 1e-9] = 1.0
         p["scale"] = scale
         Z = (X - p["mean"]) / scale
-        if self.hidden == 0:
-            from sklearn.linear_model import LogisticRegression
+        M, h = labels.shape[1], self.hidden
+        p["hidden_weights"], p["hidden_bias"] = np.zeros((M, N_DESIGN, h)), np.zeros((M, h))
+        p["output_weights"], p["output_bias"] = np.zeros((M, h if h else N_DESIGN)), np.zeros(M)
+        for i in range(M):
+            target = labels[:, i].astype(int)
+            if target.min() == target.max():
+                raise ValueError(f"no boundary on one side of the {self.thresholds_ms[i]:g} ms threshold")
+            if h == 0:
+                from sklearn.linear_model import LogisticRegression
 
-            lr = LogisticRegression(C=1.0 / self.alpha, max_iter=3000).fit(Z, c.astype(int))
-            p["hidden_weights"], p["hidden_bias"] = np.zeros((N_DESIGN, 0)), np.zeros(0)
-            p["output_weights"] = lr.coef_[0].astype(np.float64)
-            p["output_bias"] = np.float64(lr.intercept_[0])
-            return p
-        import warnings
+                lr = LogisticRegression(C=1.0 / self.alpha, max_iter=3000).fit(Z, target)
+                p["output_weights"][i] = lr.coef_[0]
+                p["output_bias"][i] = lr.intercept_[0]
+                continue
+            import warnings
 
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.neural_network import MLPClassifier
+            from sklearn.exceptions import ConvergenceWarning
+            from sklearn.neural_network import MLPClassifier
 
-        net = MLPClassifier(hidden_layer_sizes=(self.hidden,), alpha=self.alpha, max_iter=500,
-                            random_state=self.seed)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            net.fit(Z, c.astype(int))
-        p["hidden_weights"] = np.asarray(net.coefs_[0], np.float64)
-        p["hidden_bias"] = np.asarray(net.intercepts_[0], np.float64)
-        p["output_weights"] = np.asarray(net.coefs_[1], np.float64)[:, 0]
-        p["output_bias"] = np.float64(net.intercepts_[1][0])
+            net = MLPClassifier(hidden_layer_sizes=(h,), alpha=self.alpha, max_iter=500, random_state=self.seed)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                net.fit(Z, target)
+            p["hidden_weights"][i] = net.coefs_[0]
+            p["hidden_bias"][i] = net.intercepts_[0]
+            p["output_weights"][i] = net.coefs_[1][:, 0]
+            p["output_bias"][i] = net.intercepts_[1][0]
         return p
 
     @staticmethod
     def _raw_logit(E: np.ndarray, p: dict) -> np.ndarray:
+        """Mean over the thresholds' models of their logits."""
         Z = (BoundaryConfidence._design(E, p) - p["mean"]) / p["scale"]
-        if p["hidden_weights"].shape[1]:
-            Z = np.maximum(Z @ p["hidden_weights"] + p["hidden_bias"], 0.0)
-        return Z @ p["output_weights"] + float(p["output_bias"])
+        total = np.zeros(len(Z))
+        M = p["output_bias"].shape[0]
+        for i in range(M):
+            H = np.maximum(Z @ p["hidden_weights"][i] + p["hidden_bias"][i], 0.0) if p["hidden_weights"].shape[2] \
+                else Z
+            total += H @ p["output_weights"][i] + p["output_bias"][i]
+        return total / M
 
-    def fit(self, evidence, correct, groups=None) -> "BoundaryConfidence":
+    def _labels(self, c: np.ndarray, errors_ms) -> np.ndarray:
+        """(n, M) labels: error <= each threshold (the tolerance labels ``c`` for 20 ms without errors)."""
+        tol_ms = 1000.0 * TOLERANCE_S
+        if errors_ms is None:
+            if any(abs(t - tol_ms) > 1e-9 for t in self.thresholds_ms):
+                raise ValueError("thresholds other than the tolerance need the boundaries' errors (errors_ms)")
+            return np.repeat(c[:, None], len(self.thresholds_ms), axis=1)
+        e = np.asarray(errors_ms, np.float64)
+        if e.shape != c.shape or not np.all(np.isfinite(e)):
+            raise ValueError(f"errors_ms must hold {len(c)} finite errors")
+        return e[:, None] <= np.asarray(self.thresholds_ms)[None, :] + 1e-6
+
+    def fit(self, evidence, correct, groups=None, errors_ms=None) -> "BoundaryConfidence":
         """Fit on boundary evidence (n, :data:`N_EVIDENCE`) (or a list of per-utterance blocks)
         and whether each boundary was within tolerance (n,) bool; ``groups`` (n,) (e.g. the
         speaker of each boundary) split the out-of-fold predictions the calibration map is
-        fitted on (None: boundaries are dealt round robin)."""
+        fitted on (None: boundaries are dealt round robin); ``errors_ms`` (n,) the boundaries'
+        absolute errors, needed for ``thresholds_ms`` other than the tolerance."""
         E = np.vstack(evidence) if isinstance(evidence, (list, tuple)) else np.asarray(evidence, np.float64)
         c = (np.concatenate(correct) if isinstance(correct, (list, tuple)) else np.asarray(correct)).astype(bool)
+        if isinstance(errors_ms, (list, tuple)):
+            errors_ms = np.concatenate(errors_ms)
         if E.ndim != 2 or E.shape[0] != c.shape[0] or E.shape[0] == 0:
             raise ValueError(f"evidence ({E.shape}) and labels ({c.shape}) must match and be non-empty")
         if c.all() or not c.any():
             raise ValueError("need both correct and incorrect boundaries to fit a confidence model")
         if not np.all(np.isfinite(E)):
             raise ValueError("boundary evidence holds NaN or infinite values")
-        params = self._fit_raw(E, c)
+        labels = self._labels(c, errors_ms)
+        params = self._fit_raw(E, c, labels)
         params["platt"] = np.array([1.0, 0.0])
         params["cal_x"], params["cal_y"] = np.zeros(0), np.zeros(0)
         if self.calibration != "none":
@@ -540,7 +581,7 @@ class BoundaryConfidence:
                 tr, te = fold != f, fold == f
                 if c[tr].all() or not c[tr].any():
                     raise ValueError("a calibration fold holds one kind of boundary only; give more groups")
-                oof[te] = self._raw_logit(E[te], self._fit_raw(E[tr], c[tr]))
+                oof[te] = self._raw_logit(E[te], self._fit_raw(E[tr], c[tr], labels[tr]))
             if self.calibration == "platt":
                 from sklearn.linear_model import LogisticRegression
 
@@ -583,6 +624,7 @@ class BoundaryConfidence:
             raise ModelError("the boundary confidence model is not fitted")
         out = {k: np.asarray(self._params[k], np.float64) for k in self._ARRAYS}
         out["format_version"] = np.array(_FORMAT_VERSION, np.int64)
+        out["thresholds_ms"] = np.asarray(self.thresholds_ms, np.float64)
         out["settings"] = np.array([self.hidden, self.alpha, _CALIBRATIONS.index(self.calibration), self.prior,
                                     self.cal_folds, self.seed, MAX_MOVE, NEIGHBOUR_MOVES, TOLERANCE_S,
                                     N_EVIDENCE], np.float64)
@@ -594,8 +636,13 @@ class BoundaryConfidence:
         mis-shaped, non-finite or inconsistent array, or one made for other evidence."""
         try:
             version = int(np.asarray(arrays["format_version"]))
-            if version > _FORMAT_VERSION:
-                raise ValueError(f"format {version} is newer than this aligner reads ({_FORMAT_VERSION})")
+            if version != _FORMAT_VERSION:
+                raise ValueError(f"format {version}, this aligner reads format {_FORMAT_VERSION} only; refit it with "
+                                 "python -m benchmarks.eval_confidence --save DIR")
+            thresholds = np.asarray(arrays["thresholds_ms"], np.float64)
+            if thresholds.ndim != 1 or len(thresholds) == 0 or not np.all(np.isfinite(thresholds)) \
+                    or np.any(thresholds <= 0):
+                raise ValueError("thresholds_ms must be 1-d positive numbers")
             settings = np.asarray(arrays["settings"], np.float64)
             if settings.shape != (10,) or not np.all(np.isfinite(settings)):
                 raise ValueError("settings must be 10 finite numbers")
@@ -607,14 +654,14 @@ class BoundaryConfidence:
             if hidden < 0 or hidden != int(hidden) or alpha <= 0 or prior < 0 \
                     or cal != int(cal) or not 0 <= cal < len(_CALIBRATIONS):
                 raise ValueError("invalid settings")
-            conf = cls(int(hidden), alpha, _CALIBRATIONS[int(cal)], prior, int(folds), int(seed))
+            conf = cls(int(hidden), alpha, _CALIBRATIONS[int(cal)], prior, int(folds), int(seed), thresholds)
             p = {k: np.asarray(arrays[k], np.float64) for k in cls._ARRAYS}
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"boundary confidence arrays unusable ({exc})") from None
-        h = conf.hidden
+        h, M = conf.hidden, len(conf.thresholds_ms)
         expect = {"pair_logit": (N_BROAD * N_BROAD,), "left_logit": (N_CLASSES,), "right_logit": (N_CLASSES,),
-                  "mean": (N_DESIGN,), "scale": (N_DESIGN,), "hidden_weights": (N_DESIGN, h),
-                  "hidden_bias": (h,), "output_weights": (h,) if h else (N_DESIGN,), "output_bias": (),
+                  "mean": (N_DESIGN,), "scale": (N_DESIGN,), "hidden_weights": (M, N_DESIGN, h),
+                  "hidden_bias": (M, h), "output_weights": (M, h) if h else (M, N_DESIGN), "output_bias": (M,),
                   "platt": (2,)}
         problems = [f"{k} has shape {p[k].shape}, expected {v}" for k, v in expect.items() if p[k].shape != v]
         if p["cal_x"].ndim != 1 or p["cal_x"].shape != p["cal_y"].shape:
@@ -688,35 +735,60 @@ class UtteranceCheck:
 
     ``score = sigmoid(coef . standardised evidence + intercept)`` (:func:`utterance_evidence`),
     a logistic regression of P(transcript matches) fitted on correct and mismatched training
-    utterances. An utterance is flagged when its logit is below ``threshold_logit``: midway
-    between the lowest logit of a correct and the highest of a mismatched training utterance
-    when the two groups are separated, else 0 (P = 0.5).
+    utterances. An utterance is flagged when its logit is below ``threshold_logit``, the
+    ``false_flag_rate`` quantile of the correct training utterances' out-of-fold logits (each
+    predicted by a regression fitted without its group, e.g. its speaker): a rule fixed in
+    advance that sees the training material only.
     """
 
-    def __init__(self, C: float = 1.0):
+    def __init__(self, C: float = 1.0, false_flag_rate: float = 0.01):
+        if not 0.0 < false_flag_rate < 1.0:
+            raise ValueError(f"false_flag_rate must lie in (0, 1), got {false_flag_rate}")
         self.C = float(C)
+        self.false_flag_rate = float(false_flag_rate)
         self.mean = self.scale = self.coef = None
         self.intercept = 0.0
         self.threshold_logit = 0.0
 
-    def fit(self, evidence_ok: np.ndarray, evidence_bad: np.ndarray) -> "UtteranceCheck":
-        """``evidence_ok`` (n, 4) of correctly transcribed utterances, ``evidence_bad`` (m, 4) of
-        mismatched ones."""
+    @staticmethod
+    def _regression(X, c, C):
         from sklearn.linear_model import LogisticRegression
 
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+        scale[scale < 1e-9] = 1.0
+        lr = LogisticRegression(C=C, max_iter=2000).fit((X - mean) / scale, c)
+        return mean, scale, lr.coef_[0].astype(np.float64), float(lr.intercept_[0])
+
+    def fit(self, evidence_ok: np.ndarray, evidence_bad: np.ndarray, groups_ok=None, groups_bad=None,
+            n_folds: int = 5) -> "UtteranceCheck":
+        """``evidence_ok`` (n, 4) of correctly transcribed utterances, ``evidence_bad`` (m, 4) of
+        mismatched ones; ``groups_ok``/``groups_bad`` (e.g. speakers) split the out-of-fold logits
+        the threshold is set from (None: utterances dealt round robin into ``n_folds``)."""
         ok = np.asarray(evidence_ok, np.float64)
         bad = np.asarray(evidence_bad, np.float64)
+        if len(ok) < 2 or len(bad) < 2:
+            raise ValueError("need at least 2 correct and 2 mismatched utterances")
         X = np.vstack([ok, bad])
         c = np.r_[np.ones(len(ok)), np.zeros(len(bad))]
-        self.mean = X.mean(axis=0)
-        self.scale = X.std(axis=0)
-        self.scale[self.scale < 1e-9] = 1.0
-        lr = LogisticRegression(C=self.C, max_iter=2000).fit((X - self.mean) / self.scale, c)
-        self.coef = lr.coef_[0].astype(np.float64)
-        self.intercept = float(lr.intercept_[0])
-        z_ok, z_bad = self.logit(ok), self.logit(bad)
-        gap = z_ok.min() > z_bad.max()
-        self.threshold_logit = float(0.5 * (z_ok.min() + z_bad.max())) if gap else 0.0
+        self.mean, self.scale, self.coef, self.intercept = self._regression(X, c, self.C)
+        g_ok = np.arange(len(ok)) if groups_ok is None else np.asarray(groups_ok)
+        g_bad = np.arange(len(bad)) if groups_bad is None else np.asarray(groups_bad)
+        g = np.r_[g_ok, g_bad]
+        names = list(dict.fromkeys(g_ok.tolist()))
+        k = min(max(n_folds, 2), len(names))
+        fold_of = {name: i % k for i, name in enumerate(names)}
+        fold = np.array([fold_of.get(v, -1) for v in g.tolist()])
+        oof = []
+        for f in range(k):
+            tr, te = fold != f, (fold == f) & (c == 1)
+            if not te.any():
+                continue
+            if c[tr].min() == c[tr].max():
+                raise ValueError("an out-of-fold split holds one kind of utterance only; give more groups")
+            mean, scale, coef, icpt = self._regression(X[tr], c[tr], self.C)
+            oof.append(((X[te] - mean) / scale) @ coef + icpt)
+        self.threshold_logit = float(np.quantile(np.concatenate(oof), self.false_flag_rate))
         return self
 
     def logit(self, evidence: np.ndarray) -> np.ndarray:
@@ -744,15 +816,15 @@ class UtteranceCheck:
             raise ModelError("the utterance check is not fitted")
         return {"mean": self.mean, "scale": self.scale, "coef": self.coef,
                 "intercept": np.float64(self.intercept), "threshold_logit": np.float64(self.threshold_logit),
-                "settings": np.array([self.C], np.float64)}
+                "settings": np.array([self.C, self.false_flag_rate], np.float64)}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "UtteranceCheck":
         try:
             settings = np.asarray(arrays["settings"], np.float64)
-            if settings.shape != (1,):
-                raise ValueError("settings must hold 1 number")
-            chk = cls(float(settings[0]))
+            if settings.shape not in ((1,), (2,)):
+                raise ValueError("settings must hold 1 or 2 numbers")
+            chk = cls(float(settings[0]), float(settings[1]) if len(settings) == 2 else 0.01)
             chk.mean = np.asarray(arrays["mean"], np.float64)
             chk.scale = np.asarray(arrays["scale"], np.float64)
             chk.coef = np.asarray(arrays["coef"], np.float64)
