@@ -586,12 +586,16 @@ def _check_dask_settings(engine: str, scheduler, jobs: int, model, model_class) 
 
 
 def warm_up(model: AlignmentModel) -> None:
-    """Compile (or load from numba's cache) the decoder once, on a tiny synthetic utterance."""
+    """Compile (or load from numba's cache) the decoder once, on a tiny synthetic utterance,
+    with its review (the boundary confidences' numba functions) when the model has a
+    confidence model, as every corpus file is aligned: forked workers then inherit all of it
+    and no file pays a cache load."""
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
     from aligner.phonetics import get_phone_set
 
-    model.align(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>")
+    model.align_with_review(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>",
+                            review=model.confidence is not None)
 
 
 def warm_up_words(model: AlignmentModel) -> None:
@@ -1081,11 +1085,15 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
 
 
 def warm_up_vowels(model) -> None:
-    """Compile (or load from numba's cache) the vowel decoder once, on synthetic audio."""
+    """Compile (or load from numba's cache) the vowel decoder once, on synthetic audio.
+
+    The acoustics of 0.4 s of noise, then the decoder on them directly: noise has no
+    vowel-like frames, so :meth:`~aligner.vowels.model.VowelModel.measure` would stop before
+    the decoder and leave its load to the first real file (in every forked worker)."""
     rng = np.random.default_rng(0)
-    samples = (0.1 * rng.standard_normal(SAMPLE_RATE)).astype(np.float32)
+    samples = (0.1 * rng.standard_normal(2 * SAMPLE_RATE // 5)).astype(np.float32)
     try:
-        model.measure(samples, name="<warm-up>")
+        model.decode_frames(model.acoustics(samples), name="<warm-up>")
     except AlignerError:
         pass
 

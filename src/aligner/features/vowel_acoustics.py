@@ -64,10 +64,7 @@ sum, four cepstral columns), which gives the 116-dim feature map of
 
 from __future__ import annotations
 
-
-import librosa
 import numpy as np
-import scipy.fft
 
 from aligner.errors import FeatureError
 from aligner.frames import SAMPLE_RATE
@@ -80,6 +77,8 @@ from aligner.frames import vowel_frames_to_seconds as frames_to_seconds  # noqa:
 from aligner.phonetics import CLASSES39, GLIDE_CLASSES, NASAL_CLASSES, VOWEL_CLASSES
 from aligner.features.mfcc import FRAME_SHIFT as CLASSIFIER_SHIFT
 from aligner.features.mfcc import WINDOW as CLASSIFIER_WINDOW
+from aligner.features.frame_classifier import _blas_threads
+from aligner.features.mel import htk_mel_filterbank
 from aligner.features.mfcc import _deltas, mfcc_features
 
 #: spectral analysis window, samples (25 ms)
@@ -123,14 +122,66 @@ _GLIDE_IDX = _class_index(GLIDE_CLASSES)
 _SIL_IDX = CLASSES39.index("sil")
 
 
+# The two matrix products below run on one BLAS thread (as the frame classifier's do): for a
+# short token OpenBLAS's second thread costs far more than it saves (on a busy 2-core machine
+# the mel product took 6.8 ms per token with two threads, 0.14 ms with one; the same values).
 _MEL_BASIS: list = []
 
 
 def _mel_basis() -> np.ndarray:
-    """(40, 257) HTK mel filterbank, 20 Hz - 8 kHz (``librosa.filters.mel``), built once."""
+    """(40, 257) float32 HTK mel filterbank, 20 Hz - 8 kHz, built once: the matrix of
+    ``librosa.filters.mel(sr=16000, n_fft=512, n_mels=40, fmin=20.0, htk=True)``
+    (:mod:`aligner.features.mel`, identical to it without importing librosa)."""
     if not _MEL_BASIS:
-        _MEL_BASIS.append(librosa.filters.mel(sr=SAMPLE_RATE, n_fft=N_FFT, n_mels=40, fmin=20.0, htk=True))
+        _MEL_BASIS.append(htk_mel_filterbank(SAMPLE_RATE, N_FFT, 40, 20.0))
     return _MEL_BASIS[0]
+
+
+#: cepstral coefficients computed (c0 .. c4; columns 14-17 are c1 .. c4)
+N_CEPSTRA = 5
+_DCT_BASIS: list = []
+
+
+def _dct_basis() -> np.ndarray:
+    """(5, 40) orthonormal DCT-II basis: ``_dct_basis() @ log_mel`` is
+    ``scipy.fft.dct(log_mel, type=2, norm="ortho", axis=0)[:5]`` (what ``librosa.feature.mfcc``
+    computes, to rounding) without importing scipy.fft or librosa."""
+    if not _DCT_BASIS:
+        n_mels = _mel_basis().shape[0]
+        n = np.arange(n_mels)
+        k = np.arange(N_CEPSTRA)[:, None]
+        basis = np.cos(np.pi * k * (2 * n + 1) / (2 * n_mels)) * np.sqrt(2.0 / n_mels)
+        basis[0] *= np.sqrt(0.5)
+        _DCT_BASIS.append(np.ascontiguousarray(basis))
+    return _DCT_BASIS[0]
+
+
+def _spectral_flatness(S: np.ndarray) -> np.ndarray:
+    """``librosa.feature.spectral_flatness(S=S, power=1.0, amin=_LOG_FLOOR)[0]`` of a (bins, n)
+    power spectrogram, with librosa's arithmetic (so the same values), without librosa."""
+    S_thresh = np.maximum(_LOG_FLOOR, S)
+    gmean = np.exp(np.mean(np.log(S_thresh), axis=-2, keepdims=True))
+    amean = np.mean(S_thresh, axis=-2, keepdims=True)
+    return (gmean / amean)[0]
+
+
+def _zero_crossing_rate(y: np.ndarray, frame_length: int, hop_length: int) -> np.ndarray:
+    """``librosa.feature.zero_crossing_rate(y, frame_length=, hop_length=, center=False)[0]``
+    without librosa: per frame, the fraction of its samples whose sign (``signbit``, samples
+    within +-1e-10 counting as 0, i.e. positive) differs from the previous sample's (the first
+    sample of a frame never counts), as librosa's numba stencil computes it."""
+    frames = np.lib.stride_tricks.sliding_window_view(y, frame_length)[::hop_length]
+    negative = np.signbit(np.where(np.abs(frames) <= 1e-10, 0.0, frames))
+    crossings = np.zeros(frames.shape, dtype=bool)
+    crossings[:, 1:] = negative[:, 1:] != negative[:, :-1]
+    return np.mean(crossings.T, axis=-2)
+
+
+def _power_to_db(S: np.ndarray) -> np.ndarray:
+    """``librosa.power_to_db(S, amin=_LOG_FLOOR, top_db=None)`` (ref 1.0) without librosa."""
+    log_spec = 10.0 * np.log10(np.maximum(_LOG_FLOOR, S))
+    log_spec -= 10.0 * np.log10(np.maximum(_LOG_FLOOR, 1.0))
+    return log_spec
 
 
 def _zscore(v: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
@@ -162,8 +213,9 @@ def _frames(y: np.ndarray, length: int, T: int, padded: tuple | None = None) -> 
 
 
 _PITCH_LAGS = (int(SAMPLE_RATE / PITCH_MAX_HZ), int(SAMPLE_RATE / PITCH_MIN_HZ))  # 40 .. 266 samples
-# linear (not circular) autocorrelation up to the longest lag needs n >= window + lag
-_PITCH_NFFT = scipy.fft.next_fast_len(PITCH_WINDOW + _PITCH_LAGS[1] + 1, real=True)
+# linear (not circular) autocorrelation up to the longest lag needs n >= window + lag (907):
+# 960 = 2^6 3 5, scipy.fft.next_fast_len(907, real=True)
+_PITCH_NFFT = 960
 _PITCH_CACHE: dict = {}
 
 
@@ -171,7 +223,7 @@ def _pitch_window():
     """(Hann window, its own normalised autocorrelation at lags 40..266), built once."""
     if not _PITCH_CACHE:
         window = np.hanning(PITCH_WINDOW)
-        wac = scipy.fft.irfft(np.abs(scipy.fft.rfft(window, n=_PITCH_NFFT)) ** 2, n=_PITCH_NFFT)
+        wac = np.fft.irfft(np.abs(np.fft.rfft(window, n=_PITCH_NFFT)) ** 2, n=_PITCH_NFFT)
         lo, hi = _PITCH_LAGS
         _PITCH_CACHE["window"] = window
         _PITCH_CACHE["wac"] = wac[lo:hi + 1] / wac[0]
@@ -184,9 +236,9 @@ def _autocorrelation_pitch(frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     T = frames.shape[0]
     frames = frames - frames.mean(axis=1, keepdims=True)
     window, wac = _pitch_window()
-    spec = scipy.fft.rfft(frames * window, n=_PITCH_NFFT, axis=1)
+    spec = np.fft.rfft(frames * window, n=_PITCH_NFFT, axis=1)
     lo, hi = _PITCH_LAGS
-    ac = scipy.fft.irfft(spec.real ** 2 + spec.imag ** 2, n=_PITCH_NFFT, axis=1)[:, :hi + 1]
+    ac = np.fft.irfft(spec.real ** 2 + spec.imag ** 2, n=_PITCH_NFFT, axis=1)[:, :hi + 1]
     # divide by the window's own autocorrelation (Boersma 1993) so a periodic signal peaks near 1
     r0 = ac[:, :1]
     norm = ac[:, lo:hi + 1] / np.maximum(r0, _LOG_FLOOR) / wac
@@ -232,20 +284,22 @@ def _frame_quantities(short: np.ndarray, frames: np.ndarray, pitch_frames: np.nd
     n = frames.shape[0]
     raw = np.empty((n, 8))
     raw[:, 0] = np.log10(np.maximum((short ** 2).mean(axis=1), _LOG_FLOOR))
-    spectrum = scipy.fft.rfft(frames * np.hanning(WINDOW), n=N_FFT, axis=1)
+    spectrum = np.fft.rfft(frames * np.hanning(WINDOW), n=N_FFT, axis=1)
     power = spectrum.real ** 2 + spectrum.imag ** 2  # (n, 257)
     freqs = np.fft.rfftfreq(N_FFT, 1.0 / SAMPLE_RATE)
     raw[:, 1] = np.log10(power.sum(axis=1) + _LOG_FLOOR)
     raw[:, 2] = np.log10(power[:, freqs <= 1000].sum(axis=1) + _LOG_FLOOR)
     raw[:, 3] = np.log10(power[:, freqs >= 3000].sum(axis=1) + _LOG_FLOOR)
-    flatness = librosa.feature.spectral_flatness(S=power.T, power=1.0, amin=_LOG_FLOOR)[0]
+    flatness = _spectral_flatness(power.T)
     raw[:, 4] = np.log(np.maximum(flatness, _LOG_FLOOR))
     centred = frames - frames.mean(axis=1, keepdims=True)
     r0 = (centred ** 2).sum(axis=1)
     r1 = (centred[:, 1:] * centred[:, :-1]).sum(axis=1)
     raw[:, 5] = np.where(r0 > _LOG_FLOOR, r1 / np.maximum(r0, _LOG_FLOOR), 0.0)
     raw[:, 6], raw[:, 7] = _autocorrelation_pitch(pitch_frames)
-    return raw, _mel_basis() @ power.T
+    with _blas_threads(1):
+        mel = _mel_basis() @ power.T
+    return raw, mel
 
 
 def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
@@ -295,14 +349,14 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
     zcr = np.empty(min(T, 1 + (padded.shape[0] - WINDOW) // HOP))
     for a in range(0, zcr.shape[0], BLOCK_FRAMES):
         b = min(zcr.shape[0], a + BLOCK_FRAMES)
-        zcr[a:b] = librosa.feature.zero_crossing_rate(padded[a * HOP:(b - 1) * HOP + WINDOW], frame_length=WINDOW,
-                                                      hop_length=HOP, center=False)[0]
+        zcr[a:b] = _zero_crossing_rate(padded[a * HOP:(b - 1) * HOP + WINDOW], WINDOW, HOP)
     del padded
     out[:, 8] = _zscore(np.pad(zcr, (0, T - zcr.shape[0]), mode="edge"))
 
     out[:, 9:14] = classifier_columns(classifier, y.astype(np.float32), T)
 
-    mfcc = librosa.feature.mfcc(S=librosa.power_to_db(mel, amin=_LOG_FLOOR, top_db=None), n_mfcc=5)[1:5]  # (4, T)
+    with _blas_threads(1):
+        mfcc = (_dct_basis() @ _power_to_db(mel))[1:5]  # (4, T): librosa.feature.mfcc(S=dB, n_mfcc=5)[1:5]
     for j in range(4):
         out[:, 14 + j] = _zscore(mfcc[j])
     out[:, 18:22] = _deltas(out[:, 14:18], DELTA_WIDTH)

@@ -61,7 +61,8 @@ def library_versions() -> dict:
 def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict) -> Path:
     """Write a bundle: ``arrays`` maps file stem -> {name: ndarray}, ``params`` stem -> JSON-able dict.
 
-    Each file is written atomically and the manifest last, so an interrupted save leaves a
+    Each file is written atomically and durably (fsynced: a model is worth keeping through a power
+    cut) and the manifest last, so an interrupted save leaves a
     bundle that fails to load with a clear error rather than one that loads wrong.
     """
     directory = Path(directory)
@@ -74,11 +75,11 @@ def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict
         buffer = io.BytesIO()
         np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
         path = directory / f"{stem}.npz"
-        atomic_write_bytes(path, buffer.getvalue())
+        atomic_write_bytes(path, buffer.getvalue(), durable=True)
         files[path.name] = _sha256(path)
     for stem, obj in params.items():
         path = directory / f"{stem}.json"
-        atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+        atomic_write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n", durable=True)
         files[path.name] = _sha256(path)
     manifest = {
         "kind": kind,
@@ -88,7 +89,8 @@ def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict
         "training": training,
         "files": files,
     }
-    atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n",
+                      durable=True)
     return directory
 
 
@@ -105,10 +107,11 @@ def add_to_bundle(directory, kind: str, arrays: dict, training_note: dict) -> Pa
         buffer = io.BytesIO()
         np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
         path = directory / f"{stem}.npz"
-        atomic_write_bytes(path, buffer.getvalue())
+        atomic_write_bytes(path, buffer.getvalue(), durable=True)
         manifest["files"][path.name] = _sha256(path)
     manifest["training"] = {**manifest.get("training", {}), **training_note}
-    atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n",
+                      durable=True)
     return directory
 
 

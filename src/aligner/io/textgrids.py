@@ -5,18 +5,33 @@ All times here are in seconds, except TIMIT ``.phn`` files, which count samples.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple, Sequence, Union
 
 import numpy as np
-import textgrid as _textgrid
 
 from aligner.frames import SAMPLE_RATE
 from aligner.errors import TranscriptError
 from aligner.io.atomic import atomic_write_text
 from aligner.io.transcripts import read_phn
+
+# textgrid (third-party) is needed only to read TextGrids: imported on first use (LazyLoader),
+# not by every command that merely writes one (issue 15)
+if "textgrid" in sys.modules:
+    _textgrid = sys.modules["textgrid"]
+else:
+    _spec = importlib.util.find_spec("textgrid")
+    if _spec is None or _spec.loader is None:
+        raise ImportError("aligner needs the 'textgrid' package: pip install textgrid")
+    _spec.loader = importlib.util.LazyLoader(_spec.loader)
+    _textgrid = importlib.util.module_from_spec(_spec)
+    sys.modules["textgrid"] = _textgrid
+    _spec.loader.exec_module(_textgrid)
+    del _spec
 
 __all__ = ["write_textgrid", "read_interval_tier", "read_alignment", "TIME_TOLERANCE"]
 
