@@ -109,3 +109,33 @@ def test_an_option_that_would_be_ignored_is_refused(tmp_path):
     assert code == 1
     assert "give the tier (--tier NAME) or drop the pad" in one_line_error(output)
     assert not (tmp_path / "v.csv").exists()
+
+
+def test_a_warning_is_one_line_naming_the_file(tmp_path):
+    """The SPHERE repair warning (and every other warning) prints as one line, not as a raw
+    Python warning with its source line."""
+    from conftest import TIMIT
+    from aligner.io.sphere_repair import looks_newline_damaged, missing_bytes, read_sphere_header_file
+
+    if not TIMIT.is_dir():
+        pytest.skip(f"TIMIT sample not found at {TIMIT}")
+    damaged = None
+    for wav in sorted(TIMIT.rglob("*.wav")):
+        header = read_sphere_header_file(wav)
+        if header is not None and looks_newline_damaged(header, missing_bytes(header, wav.stat().st_size)):
+            damaged = wav
+            break
+    if damaged is None:
+        pytest.skip("no newline-damaged recording in the sample")
+    copy = tmp_path / "d.wav"
+    shutil.copy(damaged, copy)
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from aligner.cli import main; main()", "align", str(copy),
+                           str(damaged.with_suffix(".phn")), "-o", str(tmp_path / "d.TextGrid")],
+                          capture_output=True, text=True)
+    code, output = done.returncode, done.stdout + done.stderr
+    assert code == 0, output
+    lines = [line for line in output.splitlines() if "repaired" in line]
+    assert lines and all(line.startswith("warning: ") and str(copy) in line for line in lines)
+    assert "RepairedAudioWarning" not in output and "warnings.warn" not in output

@@ -182,8 +182,10 @@ def main():
     Without --model, commands use the shipped model trained on the TIMIT sample.
     """
     from aligner.batch import terminate_like_interrupt
+    from aligner.cli.common import warnings_as_lines
 
     terminate_like_interrupt()  # SIGTERM stops a batch as Ctrl-C does: workers shut down
+    warnings_as_lines()  # "warning: FILE: what happened", one line (worker processes inherit it)
 
 
 for _command in (align, align_corpus, oovs, evaluate, train, train_vowels, vowels, plot):

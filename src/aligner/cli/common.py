@@ -18,6 +18,21 @@ def echo(message="", err: bool = False, nl: bool = True) -> None:
     click.echo(printable(message), err=err, nl=nl)  # the one raw echo
 
 
+def warnings_as_lines() -> None:
+    """Show Python warnings (a repaired recording, a TextGrid longer than its audio, ...) as one
+    line ``warning: MESSAGE`` on stderr, without the source line Python prints."""
+    import warnings
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        try:
+            click.echo(printable(f"warning: {text}"), err=True)
+        except Exception:
+            pass
+
+    warnings.showwarning = show
+
+
 def fail(message: str, code: int = 1):
     echo(f"error: {message}", err=True)
     sys.exit(code)
