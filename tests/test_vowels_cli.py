@@ -89,14 +89,28 @@ def test_measure_finds_synthetic_vowels(model):
         assert m.duration_s == pytest.approx(m.offset_s - m.onset_s)
 
 
-def test_no_vowel_like_frames_is_an_error(model):
+def test_no_voiced_frames_is_an_error(model):
     noise = (0.1 * np.random.default_rng(1).standard_normal(8000)).astype(np.float32)
-    with pytest.raises(AlignmentError, match="no vowel-like frames"):
+    with pytest.raises(AlignmentError, match="noise.wav: no voiced frames .*silence or noise"):
         model.measure(noise, name="noise.wav")
     hiss_only = synthetic_cvc(((0.2, 0.4),))
     hiss_only[int(0.2 * SR):int(0.4 * SR)] = 0.002 * np.random.default_rng(2).standard_normal(int(0.2 * SR))
-    with pytest.raises(AlignmentError, match="no vowel-like frames"):
+    with pytest.raises(AlignmentError, match="no voiced frames"):
         model.measure(hiss_only)
+
+
+def test_voiced_but_not_vowel_like_is_measured_and_flagged(model):
+    """A cut whose voiced frames never look like a vowel in the same frame is not refused: its
+    best candidate comes back flagged low_confidence (issue 17)."""
+    import dataclasses as dc
+
+    cut = synthetic_cvc(((0.2, 0.4),))
+    assert model.measure(cut).flag == ""
+    strict = dc.replace(model, min_vowel_sum=1.01)  # no frame can pass the vowel gate
+    got = strict.measure(cut, name="cut.wav")
+    assert got.flag == "low_confidence" and 0.0 <= got.onset_s < got.offset_s
+    with pytest.raises(AlignmentError, match="no vowel-like frames"):
+        strict.check_vowel_like(strict.acoustics(cut), "cut.wav")
 
 
 def test_cut_shorter_than_minimum_vowel(model):
@@ -154,7 +168,7 @@ def test_csv_header_rows_and_textgrids(cvc_dir, tmp_path):
     code, output = run("vowels", cvc_dir, "-o", out, "--textgrid-dir", grids, "--jobs", "2")
     assert code == 0, output
     rows = read_csv(out)
-    assert list(rows[0]) == ["file", "onset_s", "offset_s", "duration_s", "score"]
+    assert list(rows[0]) == ["file", "onset_s", "offset_s", "duration_s", "score", "flag"]
     assert [r["file"] for r in rows] == ["a.wav", "sub/b.wav"]
     for r, (on, off) in zip(rows, ((0.20, 0.40), (0.25, 0.37))):
         assert abs(float(r["onset_s"]) - on) < 0.015 and abs(float(r["offset_s"]) - off) < 0.015
@@ -175,7 +189,7 @@ def test_tier_windows_one_row_per_interval(tmp_path):
     code, output = run("vowels", wav, "-o", out, "--tier", "word", "--pad", "0.05")
     assert code == 0, output
     rows = read_csv(out)
-    assert list(rows[0]) == ["file", "onset_s", "offset_s", "duration_s", "score", "label",
+    assert list(rows[0]) == ["file", "onset_s", "offset_s", "duration_s", "score", "flag", "label",
                              "window_start_s", "window_end_s"]
     assert [r["label"] for r in rows] == ["bad", "bag"]
     assert float(rows[0]["window_start_s"]) == pytest.approx(0.10)
@@ -207,7 +221,7 @@ def test_bad_files_reported_batch_goes_on_nonzero_exit(cvc_dir, tmp_path):
     assert code == 1
     assert "2 failed:" in output
     assert "broken.wav: not a readable audio file" in output
-    assert "noise.wav: no vowel-like frames" in output
+    assert "noise.wav: no voiced frames" in output
     assert [r["file"] for r in read_csv(out)] == ["a.wav", "sub/b.wav"]
 
 
@@ -224,7 +238,7 @@ def test_api_returns_records_and_failures(cvc_dir, tmp_path):
     assert failed == [] and len(records) == 1
     assert report.textgrids == [tmp_path / "tg" / "a.TextGrid"]  # a file given by absolute path
     assert records[0].file == str(cvc_dir / "a.wav") and records[0].label == ""
-    assert api.vowels_csv(records).splitlines()[0] == "file,onset_s,offset_s,duration_s,score"
+    assert api.vowels_csv(records).splitlines()[0] == "file,onset_s,offset_s,duration_s,score,flag"
 
 
 # -- real data --------------------------------------------------------------------------------

@@ -878,6 +878,9 @@ class VowelRecord:
     vowel: str = ""  #: aligned: the phone symbol, stress digit removed
     stress: str = ""  #: aligned: the dictionary's stress digit (0, 1, 2), "" if none
     confidence: Optional[float] = None  #: aligned: the lower of its two boundaries' confidences
+    #: ``low_confidence`` when the vowel model found voiced but no vowel-like frames (measured all
+    #: the same); "" otherwise
+    flag: str = ""
 
 
 @dataclass
@@ -979,7 +982,8 @@ def _measure_one(job) -> tuple:
                 msg = str(m)
                 failures.append((name, msg if place in msg else f"{place}: {msg}"))
                 continue
-            records.append(VowelRecord(name, m.onset_s, m.offset_s, m.duration_s, m.score, label, start, end))
+            records.append(VowelRecord(name, m.onset_s, m.offset_s, m.duration_s, m.score, label, start, end,
+                                       flag=m.flag))
         written = None
         if textgrid is not None and records:
             intervals, cursor = [], 0.0
@@ -1203,19 +1207,20 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     return report
 
 
-VOWEL_CSV_FIELDS = ("file", "onset_s", "offset_s", "duration_s", "score")
+VOWEL_CSV_FIELDS = ("file", "onset_s", "offset_s", "duration_s", "score", "flag")
 VOWEL_CSV_TIER_FIELDS = ("label", "window_start_s", "window_end_s")
 
 
 VOWEL_CSV_ALIGNED_FIELDS = ("file", "speaker", "word", "word_start_s", "word_end_s", "vowel", "stress", "onset_s",
-                            "offset_s", "duration_s", "confidence", "score", "mode")
+                            "offset_s", "duration_s", "confidence", "score", "mode", "flag")
 
 
 def vowels_csv(records, with_windows: bool = False) -> str:
     """The CSV text of vowel records, the one writer of both ways of measuring.
 
-    Transcript-free records alone: header ``file,onset_s,offset_s,duration_s,score`` (times in
-    seconds, 4 decimals; score 4 significant digits), plus ``label,window_start_s,window_end_s``
+    Transcript-free records alone: header ``file,onset_s,offset_s,duration_s,score,flag`` (times in
+    seconds, 4 decimals; score 4 significant digits; flag ``low_confidence`` or empty), plus
+    ``label,window_start_s,window_end_s``
     when ``with_windows``. As soon as one record comes from an alignment (``mode="align"``):
     :data:`VOWEL_CSV_ALIGNED_FIELDS` for every row (a transcript-free row leaves ``vowel``,
     ``stress`` and ``confidence`` empty and gives its search window as its word).
@@ -1239,11 +1244,11 @@ def vowels_csv(records, with_windows: bool = False) -> str:
             score = "" if aligned else f"{r.score:.4g}"
             writer.writerow([r.file, r.speaker, r.word if aligned else r.label, t(word_start), t(word_end),
                              r.vowel, r.stress, t(r.onset_s), t(r.offset_s), t(r.duration_s), confidence,
-                             score, r.mode])
+                             score, r.mode, r.flag])
         return buffer.getvalue()
     writer.writerow(VOWEL_CSV_FIELDS + (VOWEL_CSV_TIER_FIELDS if with_windows else ()))
     for r in records:
-        row = [r.file, f"{r.onset_s:.4f}", f"{r.offset_s:.4f}", f"{r.duration_s:.4f}", f"{r.score:.4g}"]
+        row = [r.file, f"{r.onset_s:.4f}", f"{r.offset_s:.4f}", f"{r.duration_s:.4f}", f"{r.score:.4g}", r.flag]
         if with_windows:
             row += [r.label, f"{r.window_start_s:.4f}", f"{r.window_end_s:.4f}"]
         writer.writerow(row)

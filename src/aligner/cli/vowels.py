@@ -11,9 +11,9 @@ from aligner.cli.options import cluster_options
 @click.command("vowels")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="CSV to write: file,onset_s,offset_s,duration_s,score (+ label,window_start_s,window_end_s "
+              help="CSV to write: file,onset_s,offset_s,duration_s,score,flag (+ label,window_start_s,window_end_s "
                    "with --tier) from the vowel model; file,speaker,word,word_start_s,word_end_s,vowel,stress,"
-                   "onset_s,offset_s,duration_s,confidence,score,mode when any file is aligned.")
+                   "onset_s,offset_s,duration_s,confidence,score,mode,flag when any file is aligned.")
 @click.option("--textgrid-dir", type=click.Path(file_okay=False),
               help="Also write one TextGrid per file here, with an interval tier `vowel`.")
 @click.option("--model", type=click.Path(file_okay=False), help="Vowel model directory [the shipped model].")

@@ -47,6 +47,9 @@ class VowelMeasurement:
     score: float  #: the decoder's objective ``w . phi(x, y_hat)`` (higher = more confident)
     onset_frame: int  #: first vowel frame (5 ms frames of the whole recording)
     offset_frame: int  #: last vowel frame
+    #: "" or ``low_confidence``: the window's voiced frames never looked like a vowel in the same
+    #: frame (:meth:`VowelModel.vowel_like_flag`); the best candidate is measured all the same
+    flag: str = ""
 
     @property
     def duration_s(self) -> float:
@@ -111,13 +114,28 @@ class VowelModel:
 
     def check_vowel_like(self, features: np.ndarray, name: str = "<cut>") -> None:
         """Raise :class:`AlignmentError` if ``features`` (T, 22) hold no vowel-like frames."""
+        if self.vowel_like_flag(features, name):
+            voicing, vowel_sum = features[:, 7], features[:, 11]
+            raise AlignmentError(
+                f"{name}: no vowel-like frames (voicing >= {self.min_voicing:g} and vowel probability >= "
+                f"{self.min_vowel_sum:g} in no {self.min_vowel_like_frames} frames of 5 ms; highest voicing "
+                f"{float(voicing.max()):.2f}, highest vowel probability {float(vowel_sum.max()):.2f})")
+
+    def vowel_like_flag(self, features: np.ndarray, name: str = "<cut>") -> str:
+        """``""`` when ``features`` (T, 22) hold vowel-like frames (voiced and vowel-like in the
+        same frame), ``"low_confidence"`` when they hold voiced frames but none of those;
+        raises :class:`AlignmentError` (naming ``name``) when nothing is voiced: silence or
+        noise, where no vowel can be measured."""
         voicing, vowel_sum = features[:, 7], features[:, 11]
         n = int(np.count_nonzero((voicing >= self.min_voicing) & (vowel_sum >= self.min_vowel_sum)))
-        if n < self.min_vowel_like_frames:
+        if n >= self.min_vowel_like_frames:
+            return ""
+        if int(np.count_nonzero(voicing >= self.min_voicing)) < max(self.min_vowel_like_frames, 1):
             raise AlignmentError(
-                f"{name}: no vowel-like frames ({n} frames of 5 ms with voicing >= {self.min_voicing:g} and "
-                f"vowel probability >= {self.min_vowel_sum:g}; highest voicing {float(voicing.max()):.2f}, "
-                f"highest vowel probability {float(vowel_sum.max()):.2f})")
+                f"{name}: no voiced frames (voicing >= {self.min_voicing:g} in fewer than "
+                f"{max(self.min_vowel_like_frames, 1)} frames of 5 ms; highest voicing {float(voicing.max()):.2f}): "
+                f"silence or noise, no vowel to measure")
+        return "low_confidence"
 
     def decode_frames(self, features: np.ndarray, name: str = "<cut>", first: int = 0, last: int | None = None):
         """``((t_b, t_e), score)`` for (T, 22) frames, the vowel searched within frames ``first..last``.
@@ -142,7 +160,8 @@ class VowelModel:
         """Measure the vowel in 16 kHz ``samples``, or within ``window = (start_s, end_s)`` of them.
 
         Raises :class:`~aligner.errors.AlignmentError` when no vowel of ``min_dur..max_dur`` fits or
-        the window holds no vowel-like frames (:meth:`check_vowel_like`),
+        the window holds no voiced frames (:meth:`vowel_like_flag`; voiced frames that never look
+        like a vowel give the best candidate, flagged ``low_confidence``),
         :class:`~aligner.errors.FeatureError` for audio shorter than 25 ms or a window outside the
         recording.
         """
@@ -178,10 +197,10 @@ class VowelModel:
                         raise FeatureError(f"{name}: search window {start_s:.3f}-{end_s:.3f} s starts after "
                                            f"the end of the audio ({duration:.3f} s)")
                     first, last = seconds_to_frames(max(start_s, 0.0), min(end_s, duration))
-                self.check_vowel_like(features[first:last + 1], name)
+                flag = self.vowel_like_flag(features[first:last + 1], name)
                 (t_b, t_e), value = self.decode_frames(features, name, first, last)
                 on, off = frames_to_seconds(t_b, t_e)
-                out.append(VowelMeasurement(on, min(off, duration), float(value), t_b, t_e))
+                out.append(VowelMeasurement(on, min(off, duration), float(value), t_b, t_e, flag))
             except AlignerError as exc:
                 out.append(exc)
         return out
