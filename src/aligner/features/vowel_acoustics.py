@@ -64,6 +64,8 @@ sum, four cepstral columns), which gives the 116-dim feature map of
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from aligner.errors import FeatureError
@@ -333,9 +335,20 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
     pitch_all = _frames(y, PITCH_WINDOW, T, padded)
     raw = np.empty((T, 8))
     mel = np.empty((40, T))
-    for a in range(0, T, BLOCK_FRAMES):
+    def fill(a):
         b = min(T, a + BLOCK_FRAMES)
         raw[a:b], mel[:, a:b] = _frame_quantities(short_all[a:b], frames_all[a:b], pitch_all[a:b])
+
+    starts = range(0, T, BLOCK_FRAMES)
+    workers = min(len(starts), os.cpu_count() or 1, 2)
+    if workers > 1 and T > 4 * BLOCK_FRAMES:  # a long session: the blocks on two threads (FFTs free the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(fill, starts))
+    else:
+        for a in starts:
+            fill(a)
     for j in range(5):  # short-term, total, low and high energy, Wiener entropy
         out[:, j] = _zscore(raw[:, j])
     out[:, 5] = _zscore(raw[:, 5])
