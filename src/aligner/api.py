@@ -127,18 +127,7 @@ def align_phones_reviewed(audio, phones, model=None, phone_set: str = "auto", na
     """:func:`align` as an :class:`Alignment` (one ``phones`` tier) with its review: every
     phone start's confidence and the transcript check, when the model has them."""
     m = load_model(model)
-    if isinstance(phones, (list, tuple)):
-        phones = " ".join(phones)
-    symbols, pset = read_transcript(phones, phone_set)
-    if name is None and isinstance(audio, (str, os.PathLike)):
-        name = str(audio)
-    try:
-        _check_fits_header(m, audio, symbols, pset, split_stops, name)
-        samples, name = _samples_any_length(audio, sr, name)
-        intervals, conf, match = m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops)
-    except AlignmentError as exc:
-        msg = str(exc)
-        raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
+    intervals, conf, match = _align_phones(m, audio, phones, phone_set, name, split_stops, sr, review=True)
     confidences = {} if conf is None else {PHONE_TIER: [float(c) for c in conf]}
     return Alignment([(PHONE_TIER, intervals)], intervals[-1].end_s, confidences=confidences,
                      transcript_match=match, transcript_flagged=_flagged(m, match))
@@ -158,7 +147,13 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     symbol (:mod:`aligner.alignment.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
     whose stops include their closure; not for ``timit61``, which writes closures).
     """
-    m = load_model(model)
+    return _align_phones(load_model(model), audio, phones, phone_set, name, split_stops, sr, review=False)[0]
+
+
+def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops, sr, review: bool) -> tuple:
+    """:func:`align`'s work: ``(intervals, confidences or None, transcript match or None)``.
+    The transcript must fit the audio (checked from a file's header before its samples are
+    read); an alignment error names the recording."""
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, phone_set)
@@ -167,7 +162,7 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     try:
         _check_fits_header(m, audio, symbols, pset, split_stops, name)
         samples, name = _samples_any_length(audio, sr, name)
-        return m.align(samples, symbols, pset, name=name, split_stops=split_stops)
+        return m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops, review=review)
     except AlignmentError as exc:
         msg = str(exc)
         raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None

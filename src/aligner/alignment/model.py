@@ -20,7 +20,7 @@ from aligner.errors import ModelError
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, n_frames, phone_start_times
 from aligner.io.textgrids import Interval
-from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle
+from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_number
 from aligner.phonetics import CLASSES39, PhoneSet
 from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
 from aligner.alignment.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, dp_cells,
@@ -362,10 +362,10 @@ class AlignmentModel:
             if durations.mean.shape != (len(CLASSES39),):
                 raise ValueError("duration statistics have the wrong shape")
             classifier = FrameClassifier.from_arrays(arrays["classifier"])
-            min_frames = _int_in(p["min_frames"], "min_frames", 1, int(durations.max_frames.min()))
-            if _int_in(p.get("frame_shift_samples", FRAME_SHIFT), "frame_shift_samples", 1, 10**6) != FRAME_SHIFT:
+            min_frames = whole_number(p["min_frames"], "min_frames", 1, int(durations.max_frames.min()))
+            if whole_number(p.get("frame_shift_samples", FRAME_SHIFT), "frame_shift_samples", 1, 10**6) != FRAME_SHIFT:
                 raise ValueError(f"frame_shift_samples {p['frame_shift_samples']} is not this aligner's {FRAME_SHIFT}")
-            if _int_in(p.get("sample_rate", SAMPLE_RATE), "sample_rate", 1, 10**7) != SAMPLE_RATE:
+            if whole_number(p.get("sample_rate", SAMPLE_RATE), "sample_rate", 1, 10**7) != SAMPLE_RATE:
                 raise ValueError(f"sample_rate {p['sample_rate']} is not this aligner's {SAMPLE_RATE}")
             refiner = BoundaryRefiner.from_arrays(arrays["refiner"]) if "refiner" in arrays else None
             confidence = utterance_check = None
@@ -380,15 +380,6 @@ class AlignmentModel:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
         return cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
                    confidence, utterance_check)
-
-
-def _int_in(value, name: str, lo: int, hi: int) -> int:
-    """``value`` as an int within ``lo .. hi`` (a model parameter), else ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    if not lo <= int(value) <= hi:
-        raise ValueError(f"{name} = {int(value)} is outside {lo}..{hi}")
-    return int(value)
 
 
 def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list[Interval]:

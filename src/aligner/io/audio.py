@@ -241,12 +241,7 @@ def file_samples(path: str | os.PathLike, min_seconds: float = 0.05) -> FileSamp
     _check_exists(path)
     if _read_damaged_sphere_header_only(path):
         return None
-    try:
-        info = sf.info(os.fsencode(path))
-    except (sf.SoundFileError, RuntimeError) as exc:
-        raise _unreadable(path, exc) from None
-    except OSError as exc:
-        raise AudioError(f"{path}: cannot read audio file ({exc.strerror or exc})") from None
+    info = _header(path)
     if info.samplerate != SAMPLE_RATE or info.frames <= 0:
         return None
     total, lo, hi, n_bad, n = 0.0, np.inf, -np.inf, 0, 0
@@ -319,10 +314,15 @@ def audio_duration(path: str | os.PathLike) -> float:
     """
     path = Path(path)
     _check_exists(path)
+    info = _header(path)
+    return info.frames / info.samplerate
+
+
+def _header(path: Path):
+    """soundfile's header information of ``path``; :class:`AudioError` naming it if unreadable."""
     try:
-        info = sf.info(os.fsencode(path))
+        return sf.info(os.fsencode(path))
     except (sf.SoundFileError, RuntimeError) as exc:
         raise _unreadable(path, exc) from None
     except OSError as exc:
         raise AudioError(f"{path}: cannot read audio file ({exc.strerror or exc})") from None
-    return info.frames / info.samplerate

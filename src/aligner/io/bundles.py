@@ -58,6 +58,29 @@ def library_versions() -> dict:
             "numba": numba.__version__, "librosa": librosa.__version__, "scikit-learn": sklearn.__version__}
 
 
+def whole_number(value, name: str, lo: int, hi: int) -> int:
+    """A model parameter ``value`` as an int within ``lo .. hi``, else ValueError naming it and
+    the value (loaders turn it into a one-line :class:`ModelError` naming the model)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if not lo <= int(value) <= hi:
+        raise ValueError(f"{name} = {int(value)} is outside {lo}..{hi}")
+    return int(value)
+
+
+def _write_arrays(directory: Path, stem: str, named: dict) -> Path:
+    """Write ``directory/stem.npz`` (atomically, durably) from ``{name: ndarray}``; refuses
+    object arrays (they would need pickle to load)."""
+    for key, value in named.items():
+        if np.asarray(value).dtype == object:
+            raise ValueError(f"{stem}.npz: array {key!r} has dtype object, which needs pickle")
+    buffer = io.BytesIO()
+    np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
+    path = directory / f"{stem}.npz"
+    atomic_write_bytes(path, buffer.getvalue(), durable=True)
+    return path
+
+
 def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict) -> Path:
     """Write a bundle: ``arrays`` maps file stem -> {name: ndarray}, ``params`` stem -> JSON-able dict.
 
@@ -69,13 +92,7 @@ def save_bundle(directory, kind: str, arrays: dict, params: dict, training: dict
     directory.mkdir(parents=True, exist_ok=True)
     files = {}
     for stem, named in arrays.items():
-        for key, value in named.items():
-            if np.asarray(value).dtype == object:
-                raise ValueError(f"{stem}.npz: array {key!r} has dtype object, which needs pickle")
-        buffer = io.BytesIO()
-        np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
-        path = directory / f"{stem}.npz"
-        atomic_write_bytes(path, buffer.getvalue(), durable=True)
+        path = _write_arrays(directory, stem, named)
         files[path.name] = _sha256(path)
     for stem, obj in params.items():
         path = directory / f"{stem}.json"
@@ -101,13 +118,7 @@ def add_to_bundle(directory, kind: str, arrays: dict, training_note: dict) -> Pa
     directory = Path(directory)
     _, _, manifest = load_bundle(directory, kind)  # verifies what is there
     for stem, named in arrays.items():
-        for key, value in named.items():
-            if np.asarray(value).dtype == object:
-                raise ValueError(f"{stem}.npz: array {key!r} has dtype object, which needs pickle")
-        buffer = io.BytesIO()
-        np.savez(buffer, **{k: np.asarray(v) for k, v in named.items()})
-        path = directory / f"{stem}.npz"
-        atomic_write_bytes(path, buffer.getvalue(), durable=True)
+        path = _write_arrays(directory, stem, named)
         manifest["files"][path.name] = _sha256(path)
     manifest["training"] = {**manifest.get("training", {}), **training_note}
     atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n",

@@ -30,7 +30,7 @@ from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignerError, AlignmentError, FeatureError, ModelError
 from aligner.features.vowel_acoustics import (COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS, SAMPLE_RATE,
                                        frames_to_seconds, seconds_to_frames, vowel_acoustics)
-from aligner.io.bundles import VOWEL_KIND, load_bundle, save_bundle
+from aligner.io.bundles import VOWEL_KIND, load_bundle, save_bundle, whole_number
 from aligner.vowels.task import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
                            make_vowel_input, n_vowel_features, vowel_feature_names)
 
@@ -248,13 +248,14 @@ class VowelModel:
                     raise ValueError(f"{k} must be {n} finite numbers")
             pr = p["prior"]
             prior = DurationPrior(float(pr["mean"]), float(pr["std"]), float(pr["log_mean"]), float(pr["log_std"]))
-            min_dur, max_dur = _whole(p["min_dur"], "min_dur", 1, 2000), _whole(p["max_dur"], "max_dur", 1, 2000)
+            min_dur = whole_number(p["min_dur"], "min_dur", 1, 2000)
+            max_dur = whole_number(p["max_dur"], "max_dur", 1, 2000)
             if not 1 <= min_dur <= max_dur:
                 raise ValueError(f"duration limits {min_dur}-{max_dur} frames are inconsistent")
             for w in widths:
-                _whole(w, "widths", 1, 400)
-            outside_width = _whole(p["outside_width"], "outside_width", 1, 400)
-            edge_margin = _whole(p.get("edge_margin", 1), "edge_margin", 0, 400)
+                whole_number(w, "widths", 1, 400)
+            outside_width = whole_number(p["outside_width"], "outside_width", 1, 400)
+            edge_margin = whole_number(p.get("edge_margin", 1), "edge_margin", 0, 400)
             for name, value in (("prior mean", prior.mean), ("prior std", prior.std),
                                 ("prior log_mean", prior.log_mean), ("prior log_std", prior.log_std)):
                 if not np.isfinite(value):
@@ -269,19 +270,10 @@ class VowelModel:
                 raise ValueError(f"tau_on, tau_off must be finite and >= 0, got {tau_on}, {tau_off}")
             return cls(classifier, vectors["weights"], columns, min_dur, max_dur, prior, vectors["center"],
                        vectors["scale"], widths, outside_width, edge_margin, min_voicing, min_vowel_sum,
-                       _whole(vl.get("min_frames", 2), "vowel_like min_frames", 0, 10**6), tau_on, tau_off,
+                       whole_number(vl.get("min_frames", 2), "vowel_like min_frames", 0, 10**6), tau_on, tau_off,
                        manifest.get("training", {}))
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{directory}: not a usable vowel model ({exc})") from None
-
-
-def _whole(value, name: str, lo: int, hi: int) -> int:
-    """``value`` as an int within ``lo .. hi`` (a model parameter), else ValueError naming it."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    if not lo <= int(value) <= hi:
-        raise ValueError(f"{name} = {int(value)} is outside {lo}..{hi}")
-    return int(value)
 
 
 def duration_limits(durations: Sequence[int], low_quantile: float = 0.0, slack: float = 0.25) -> tuple[int, int]:
