@@ -113,12 +113,20 @@ class DurationStats:
         classes = np.asarray(classes, np.int64)
         mean, std, mx = self.mean[classes].copy(), self.std[classes].copy(), self.max_frames[classes].copy()
         if symbols is not None and len(self.symbols):
-            index = {k: i for i, k in enumerate(self.symbols.tolist())}
+            index = self._symbol_index()
             for k, sym in enumerate(symbols):
                 i = index.get(duration_key(sym))
                 if i is not None:
                     mean[k], std[k], mx[k] = self.symbol_mean[i], self.symbol_std[i], self.symbol_max_frames[i]
         return mean, std, mx
+
+    def _symbol_index(self) -> dict:
+        """symbol key -> its row in the per-symbol arrays (built once per table)."""
+        cached = self.__dict__.get("_index")
+        if cached is None or cached[0] is not self.symbols:
+            cached = (self.symbols, {k: i for i, k in enumerate(self.symbols.tolist())})
+            self.__dict__["_index"] = cached
+        return cached[1]
 
     def to_arrays(self) -> dict:
         return {"mean": self.mean, "std": self.std, "max_frames": self.max_frames,
