@@ -228,7 +228,6 @@ def corpus_throughput(repeats: int, tmp: Path) -> dict:
 
 
 def vowel_throughput(repeats: int, tmp: Path) -> dict:
-    sys.path.insert(0, str(REPO))
     from benchmarks.bench_vowels_speed import write_tokens
 
     from aligner import api

@@ -83,39 +83,38 @@ def _check_fits_header(m: AlignmentModel, audio, symbols, pset, split_stops, nam
     that cannot fit the recording (too many phones, or too few to cover it)."""
     if not isinstance(audio, (str, os.PathLike)):
         return
-    from aligner.alignment.task import check_fits
     from aligner.frames import n_frames
     from aligner.io.audio import audio_duration
 
-    T = n_frames(int(audio_duration(audio) * SAMPLE_RATE))
-    _, internal, classes = m._decoding_sequence(symbols, pset, split_stops, T)
-    check_fits(T, len(classes), m.durations.for_phones(classes, internal)[2], m.min_frames, name)
+    m.check_transcript_fits(n_frames(int(audio_duration(audio) * SAMPLE_RATE)), symbols, pset, split_stops, name)
 
 
 def _check_words_fit(m: AlignmentModel, prons, seconds: float, label: str) -> None:
     """Refuse words whose pronunciations cannot fit ``seconds`` of audio: too many phones even
     in their shortest pronunciations, or too few to cover it with pauses at their longest."""
     from aligner.alignment.task import check_fits
+    from aligner.alignment.words import EDGE_SYMBOL, PAUSE_SYMBOL
     from aligner.frames import n_frames
+    from aligner.phonetics import CLASSES39, SILENCE
 
     T = n_frames(int(seconds * SAMPLE_RATE))
     if T < 1 or not prons:
         return
     fewest = sum(min(len(p) for p in alternatives) for alternatives in prons)
-    if fewest * m.min_frames > T:
-        check_fits(T, fewest, np.full(fewest, T), m.min_frames, label)
-    # the most the words can cover: every phone and a pause between (and around) the words at
-    # their longest (stops and affricates decode as two phones)
-    from aligner.alignment.words import EDGE_SYMBOL, PAUSE_SYMBOL
-    from aligner.phonetics import CLASSES39, SILENCE
-
+    # the most the words can cover: a pause between (and around) the words and every phone at
+    # its longest (stops and affricates decode as two phones)
     sil = np.array([CLASSES39.index(SILENCE)])
     pause = int(m.durations.for_phones(sil, [PAUSE_SYMBOL])[2][0])
     edge = int(m.durations.for_phones(sil, [EDGE_SYMBOL])[2][0])
+    longest = int(m.durations.max_frames.max())
     most = 2 * edge + pause * (len(prons) - 1)
-    most += sum(2 * max(len(p) for p in alternatives) * int(m.durations.max_frames.max()) for alternatives in prons)
+    most += longest * sum(2 * max(len(p) for p in alternatives) for alternatives in prons)
+    check_fits(T, fewest, np.full(fewest, T), m.min_frames, label)  # the phones needed at least
     if most < T:
-        check_fits(T, 1, np.array([most]), m.min_frames, label)
+        raise AlignmentError(
+            f"{label}: {len(prons)} words cover at most {most} frames even with pauses, got {T} frames: the "
+            f"audio ({T / 100:.2f} s) is far too long for the transcript; check that it belongs to this "
+            f"recording, or cut the recording")
 
 
 def _flagged(m: AlignmentModel, match: Optional[float]) -> bool:
@@ -979,17 +978,7 @@ def _measure_one(job) -> tuple:
                 continue
             records.append(VowelRecord(name, m.onset_s, m.offset_s, m.duration_s, m.score, label, start, end,
                                        flag=m.flag))
-        written = None
-        if textgrid is not None and records:
-            intervals, cursor = [], 0.0
-            for r in sorted(records, key=lambda r: r.onset_s):
-                start = max(r.onset_s, cursor)
-                if r.offset_s - start > 1e-4:
-                    intervals.append((start, r.offset_s, r.label or VOWEL_TIER))
-                    cursor = r.offset_s
-            write_textgrid(textgrid, [(VOWEL_TIER, intervals)], xmax=duration)
-            written = textgrid
-        return records, failures, written
+        return records, failures, _vowel_textgrid(textgrid, records, duration)
     except AlignerError as exc:
         msg = str(exc)
         return records, failures + [(name, msg if str(audio) in msg or name in msg else f"{name}: {msg}")], None
@@ -1007,7 +996,6 @@ def _vowel_textgrid(textgrid, records, duration: float) -> Optional[Path]:
         if r.offset_s - start > 1e-4:
             intervals.append((start, r.offset_s, r.vowel or r.label or VOWEL_TIER))
             cursor = r.offset_s
-    Path(textgrid).parent.mkdir(parents=True, exist_ok=True)
     write_textgrid(textgrid, [(VOWEL_TIER, intervals)], xmax=duration)
     return Path(textgrid)
 

@@ -124,13 +124,12 @@ def first_pass_starts(scores: np.ndarray, phone_classes: np.ndarray, dur_mean: n
     window lost the end; raises :class:`AlignmentError` naming ``name`` if K phones cannot
     fit T frames.
     """
-    scores = np.asarray(scores, np.float32)
+    scores = np.ascontiguousarray(scores, np.float32)
     T = scores.shape[0]
     classes = np.ascontiguousarray(phone_classes, np.int64)
     K = classes.shape[0]
     if K > T:
         raise AlignmentError(f"{name}: {K} phones need at least {K} frames, got {T}")
-    scores = np.ascontiguousarray(scores)
     mu = np.maximum(np.asarray(dur_mean, np.float64), 1.5)
     log_leave = np.log(1.0 / mu)
     log_stay = np.log1p(-1.0 / mu)
@@ -150,14 +149,6 @@ def needs_long_path(n_dp_cells: int) -> bool:
     return n_dp_cells > EXACT_DP_BUDGET_CELLS
 
 
-def exact_dp_cells(T: int, K: int, max_len: np.ndarray, min_frames: int) -> int:
-    """An upper bound of the exact DP's (phone, start, length) states for K phones over T
-    frames: each phone's feasible starts span at most ``T - K min_frames + 1`` frames."""
-    widths = np.minimum(np.asarray(max_len, np.int64), T) - int(min_frames) + 1
-    n_starts = max(T - K * int(min_frames) + 1, 1)
-    return int(widths.sum()) * n_starts
-
-
 def _chunks(K: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
     """``(keep_lo, keep_hi, dec_lo, dec_hi)`` phone ranges: the phones each chunk keeps and the
     (wider) range it decodes."""
@@ -165,6 +156,30 @@ def _chunks(K: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
     bounds = np.linspace(0, K, n + 1).round().astype(int)
     return [(int(a), int(b), max(0, int(a) - overlap), min(K, int(b) + overlap))
             for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def join_chunks(n: int, size: int, overlap: int, decode, same) -> list:
+    """Decode ``n`` items (phones, words) in overlapping chunks and join them: a list of ``n``.
+
+    ``decode(lo, hi)`` returns items ``lo .. hi - 1`` (one chunk with its overlap, :func:`_chunks`);
+    neighbouring chunks are joined at an item of their overlap for which ``same(earlier's,
+    later's)`` holds, nearest the nominal cut and at least ``overlap // 4`` items from either
+    chunk's forced edge; at the nominal cut when there is none (the caller mends that join).
+    """
+    out: list = [None] * n
+    prev, prev_lo, prev_hi = None, 0, 0
+    margin = max(1, overlap // 4)
+    for keep_lo, _, dec_lo, dec_hi in _chunks(n, size, overlap):
+        cur = decode(dec_lo, dec_hi)
+        join = keep_lo
+        if prev is not None:
+            agree = [k for k in range(dec_lo + margin, prev_hi - margin + 1)
+                     if same(prev[k - prev_lo], cur[k - dec_lo])]
+            if agree:
+                join = min(agree, key=lambda k: abs(k - keep_lo))
+        out[join:dec_hi] = list(cur[join - dec_lo:])
+        prev, prev_lo, prev_hi = cur, dec_lo, dec_hi
+    return out
 
 
 def align_long(decode_chunk, scores: np.ndarray, phone_classes: np.ndarray, dur_mean: np.ndarray,
@@ -187,9 +202,8 @@ def align_long(decode_chunk, scores: np.ndarray, phone_classes: np.ndarray, dur_
     rough = first_pass if first_pass is not None else first_pass_starts(scores, phone_classes, dur_mean,
                                                                         name=name)
     edges = np.append(rough, T)
-    out = np.empty(K, np.int64)
-    prev_starts, prev_lo, prev_hi = None, 0, 0
-    for keep_lo, keep_hi, dec_lo, dec_hi in _chunks(K, chunk_phones, overlap):
+
+    def decode(dec_lo, dec_hi):
         f_lo, f_hi = int(edges[dec_lo]), int(edges[dec_hi])
         centres = rough[dec_lo:dec_hi] - f_lo
         width = band
@@ -203,20 +217,10 @@ def align_long(decode_chunk, scores: np.ndarray, phone_classes: np.ndarray, dur_
                 if local is None:
                     raise AlignmentError(f"{name}: no segmentation of phones {dec_lo}-{dec_hi - 1} fits "
                                          f"frames {f_lo}-{f_hi - 1}")
-                break
+                return local + f_lo
             width *= 2
-        starts = local + f_lo
-        join = keep_lo
-        if prev_starts is not None:
-            # join where both chunks put the same start, nearest the nominal cut, away from
-            # either chunk's forced edge
-            margin = max(1, overlap // 4)
-            agree = [k for k in range(dec_lo + margin, prev_hi - margin + 1)
-                     if prev_starts[k - prev_lo] == starts[k - dec_lo]]
-            if agree:
-                join = min(agree, key=lambda k: abs(k - keep_lo))
-        out[join:dec_hi] = starts[join - dec_lo:]
-        prev_starts, prev_lo, prev_hi = starts, dec_lo, dec_hi
+
+    out = np.array(join_chunks(K, chunk_phones, overlap, decode, lambda a, b: a == b), np.int64)
     # a join without agreement can leave a start at or before its predecessor: push forward
     for k in range(1, K):
         if out[k] <= out[k - 1]:

@@ -287,11 +287,7 @@ class AlignmentModel:
                           name: str = "<utterance>", split_stops: bool | None = None, review: bool = True) -> tuple:
         """:meth:`align` and its review: ``(intervals, confidences (K,) or None, transcript-match
         probability or None)`` (:meth:`align_reviewed`)."""
-        # the transcript must fit the audio: checked before any feature is computed
-        expanded, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops,
-                                                                      n_frames(len(samples)))
-        _, _, max_frames = self.durations.for_phones(classes, internal_symbols)
-        check_fits(n_frames(len(samples)), len(classes), max_frames, self.min_frames, name)
+        self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         frames = mfcc_features(samples, SAMPLE_RATE)
         scores = self.classifier.scores(frames)
         return self.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
@@ -325,6 +321,15 @@ class AlignmentModel:
             if conf is not None:
                 conf = conf[np.searchsorted(expanded.owner, np.arange(expanded.n_output))]
         return times_to_intervals(starts_s, symbols, duration_s), conf, match
+
+    def check_transcript_fits(self, n_frames_: int, symbols: list, phone_set: PhoneSet, split_stops: bool | None,
+                              name: str = "<utterance>") -> None:
+        """Raise :class:`~aligner.errors.AlignmentError` (one line naming ``name``) unless the
+        phones the DP would decode for ``symbols`` can cover ``n_frames_`` frames; O(K), so it
+        runs before any feature is computed (:func:`~aligner.alignment.task.check_fits`)."""
+        _, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops, n_frames_)
+        _, _, max_frames = self.durations.for_phones(classes, internal_symbols)
+        check_fits(n_frames_, len(classes), max_frames, self.min_frames, name)
 
     def _decoding_sequence(self, symbols: list, phone_set: PhoneSet, split_stops: bool | None,
                            n_frames_: int) -> tuple:

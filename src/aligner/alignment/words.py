@@ -197,21 +197,10 @@ def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAli
     entries) and join neighbours at a word of the overlap that both start at the same time,
     nearest the nominal cut (else at the cut, the earlier word's end moved to the later
     word's start)."""
-    from aligner.alignment.long_recordings import _chunks
+    from aligner.alignment.long_recordings import join_chunks
 
-    entries: list = [None] * n_words
-    prev, prev_lo, prev_hi = None, 0, 0
-    for keep_lo, _, dec_lo, dec_hi in _chunks(n_words, size, overlap):
-        cur = decode_chunk(dec_lo, dec_hi)
-        join = keep_lo
-        if prev is not None:
-            margin = max(1, overlap // 4)
-            same = [w for w in range(dec_lo + margin, prev_hi - margin + 1)
-                    if abs(prev[w - prev_lo][0].start_s - cur[w - dec_lo][0].start_s) < 1e-9]
-            if same:
-                join = min(same, key=lambda w: abs(w - keep_lo))
-        entries[join:dec_hi] = cur[join - dec_lo:]
-        prev, prev_lo, prev_hi = cur, dec_lo, dec_hi
+    entries = join_chunks(n_words, size, overlap, decode_chunk,
+                          lambda a, b: abs(a[0].start_s - b[0].start_s) < 1e-9)
     out = WordAlignment()
     reviewed = all(e[3] is not None for e in entries)
     if reviewed:

@@ -111,11 +111,7 @@ def _smooth(dec: np.ndarray, radius: int) -> np.ndarray:
             lo, hi = max(0, a - radius), min(T, b + radius)
             out[a:b] = _smooth_block(dec[lo:hi], radius, lo, T)[a - lo:b - lo]
         return out
-    cs = np.vstack([np.zeros((1, dec.shape[1]), np.float64), np.cumsum(dec, axis=0, dtype=np.float64)])
-    t = np.arange(T)
-    lo = np.maximum(t - radius, 0)
-    hi = np.minimum(t + radius + 1, T)
-    return ((cs[hi] - cs[lo]) / (hi - lo)[:, None]).astype(dec.dtype)
+    return _smooth_block(dec, radius, 0, T)
 
 
 class FrameClassifier:

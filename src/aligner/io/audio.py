@@ -143,6 +143,12 @@ def load_audio(
 DC_NEGLIGIBLE = 2.0 ** -20
 
 
+def _mono(data: np.ndarray) -> np.ndarray:
+    """(samples, channels) float32 -> (samples,) float32: the one channel itself (a view), or
+    the channels' mean."""
+    return data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+
+
 def _count_non_finite(data: np.ndarray, block: int = 1 << 20) -> int:
     """NaN and infinite values in ``data``, counted block by block (no full-size temporary)."""
     flat = data.reshape(-1)
@@ -154,7 +160,7 @@ def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owne
     around the signal's mean, so that a constant offset with nothing on it (no speech energy)
     is refused too. The mean (a constant DC offset) is subtracted. ``owned``: ``data`` belongs
     to the caller of this function alone and may be changed in place."""
-    mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+    mono = _mono(data)
     offset = float(np.mean(mono, dtype=np.float64))
     peak = max(float(np.max(mono)) - offset, offset - float(np.min(mono)))  # no copy of a long recording
     if peak < SILENCE_PEAK:
@@ -194,8 +200,8 @@ class FileSamples:
     ndim = 1
     dtype = np.dtype(np.float32)
 
-    def __init__(self, path: Path, n_samples: int, channels: int, offset: float):
-        self.path, self.n, self.channels, self.offset = Path(path), int(n_samples), int(channels), float(offset)
+    def __init__(self, path: Path, n_samples: int, offset: float):
+        self.path, self.n, self.offset = Path(path), int(n_samples), float(offset)
         self._file = None
 
     @property
@@ -210,7 +216,7 @@ class FileSamples:
             self._file = sf.SoundFile(os.fsencode(self.path))
         self._file.seek(start)
         data = self._file.read(stop - start, dtype="float32", always_2d=True)
-        mono = data[:, 0] if self.channels == 1 else data.mean(axis=1, dtype=np.float32)
+        mono = _mono(data)
         if abs(self.offset) >= DC_NEGLIGIBLE:
             mono = mono - np.float32(self.offset)
         return np.ascontiguousarray(mono, dtype=np.float32)
@@ -252,7 +258,7 @@ def file_samples(path: str | os.PathLike, min_seconds: float = 0.05) -> FileSamp
                 if not len(data):
                     break
                 n_bad += int(np.count_nonzero(~np.isfinite(data)))
-                mono = data[:, 0] if data.shape[1] == 1 else data.mean(axis=1, dtype=np.float32)
+                mono = _mono(data)
                 total += float(np.sum(mono, dtype=np.float64))
                 lo, hi, n = min(lo, float(np.min(mono))), max(hi, float(np.max(mono))), n + len(mono)
     except (sf.SoundFileError, RuntimeError) as exc:
@@ -269,7 +275,7 @@ def file_samples(path: str | os.PathLike, min_seconds: float = 0.05) -> FileSamp
     if peak < SILENCE_PEAK:
         dc = f", around a constant offset of {offset:.2g}" if abs(offset) >= SILENCE_PEAK else ""
         raise AudioError(f"{path}: audio is silent (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale{dc})")
-    return FileSamples(path, n, info.channels, offset)
+    return FileSamples(path, n, offset)
 
 
 def _read_damaged_sphere_header_only(path: Path) -> bool:

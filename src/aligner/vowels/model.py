@@ -112,15 +112,6 @@ class VowelModel:
         """(T, 22) acoustic frames of 16 kHz ``samples`` (:func:`vowel_acoustics`)."""
         return vowel_acoustics(samples, self.classifier)
 
-    def check_vowel_like(self, features: np.ndarray, name: str = "<cut>") -> None:
-        """Raise :class:`AlignmentError` if ``features`` (T, 22) hold no vowel-like frames."""
-        if self.vowel_like_flag(features, name):
-            voicing, vowel_sum = features[:, 7], features[:, 11]
-            raise AlignmentError(
-                f"{name}: no vowel-like frames (voicing >= {self.min_voicing:g} and vowel probability >= "
-                f"{self.min_vowel_sum:g} in no {self.min_vowel_like_frames} frames of 5 ms; highest voicing "
-                f"{float(voicing.max()):.2f}, highest vowel probability {float(vowel_sum.max()):.2f})")
-
     def vowel_like_flag(self, features: np.ndarray, name: str = "<cut>") -> str:
         """``""`` when ``features`` (T, 22) hold vowel-like frames (voiced and vowel-like in the
         same frame), ``"low_confidence"`` when they hold voiced frames but none of those;
