@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
+from numba import njit
 
 #: modes of a pause slot
 PAUSE_MODES = ("optional", "required", "none")
@@ -105,12 +106,16 @@ class PhoneGraph:
             raise ValueError("phone graph: malformed pred_ptr")
         if np.any(np.diff(self.pred_ptr) < 0):
             raise ValueError("phone graph: pred_ptr must not decrease")
-        for n in range(N):
-            p = self.preds(n)
-            if np.any(p < 0) or np.any(p >= n):
-                raise ValueError(f"phone graph: node {n} has a predecessor not before it (topological order)")
-            if len(np.unique(p)) != len(p):
-                raise ValueError(f"phone graph: node {n} lists a predecessor twice")
+        node_of_edge = np.repeat(np.arange(N), np.diff(self.pred_ptr))
+        bad = (self.pred_idx < 0) | (self.pred_idx >= node_of_edge)
+        if bad.any():
+            n = int(node_of_edge[np.argmax(bad)])
+            raise ValueError(f"phone graph: node {n} has a predecessor not before it (topological order)")
+        edge_key = node_of_edge * N + self.pred_idx
+        unique_keys, counts = np.unique(edge_key, return_counts=True)
+        if np.any(counts > 1):
+            n = int(unique_keys[np.argmax(counts > 1)] // N)
+            raise ValueError(f"phone graph: node {n} lists a predecessor twice")
         if not self.is_start.any() or not self.is_final.any():
             raise ValueError("phone graph: needs at least one start and one final node")
         if np.any(self.max_frames < 1):
@@ -154,17 +159,7 @@ class PhoneGraph:
 
     def phone_count_range(self) -> tuple:
         """(fewest, most) phones on a start-to-final path."""
-        lo = np.full(self.n_nodes, np.iinfo(np.int64).max // 2, np.int64)
-        hi = np.full(self.n_nodes, -1, np.int64)
-        for n in range(self.n_nodes):
-            p = self.preds(n)
-            if self.is_start[n]:
-                lo[n], hi[n] = 1, max(hi[n], 1)
-            if len(p):
-                reach = hi[p] >= 1
-                if reach.any():
-                    lo[n] = min(lo[n], int(lo[p][reach].min()) + 1)
-                    hi[n] = max(hi[n], int(hi[p][reach].max()) + 1)
+        lo, hi = _phone_counts(self.pred_ptr, self.pred_idx, self.is_start)
         fin = self.is_final & (hi >= 1)
         if not fin.any():
             raise ValueError("phone graph: no path from a start node to a final node")
@@ -240,6 +235,25 @@ class PhoneGraph:
         if g == self.n_words:
             return bool(np.any(self.is_final & ~self.is_pause))
         return any(np.any(self.preds(n) < p) for n in range(p + 1, self.n_nodes) if self.word_start[n] == g)
+
+
+@njit(cache=True, nogil=True)
+def _phone_counts(pred_ptr, pred_idx, is_start):
+    """Per node, the fewest and most phones on a path from a start node up to it (-1: none)."""
+    N = pred_ptr.shape[0] - 1
+    never = np.iinfo(np.int64).max // 2
+    lo = np.full(N, never, np.int64)
+    hi = np.full(N, -1, np.int64)
+    for n in range(N):
+        if is_start[n]:
+            lo[n] = 1
+            hi[n] = 1
+        for i in range(pred_ptr[n], pred_ptr[n + 1]):
+            m = pred_idx[i]
+            if hi[m] >= 1:
+                lo[n] = min(lo[n], lo[m] + 1)
+                hi[n] = max(hi[n], hi[m] + 1)
+    return lo, hi
 
 
 def _as_segment(alt, stats: Callable | None) -> Segment:
@@ -334,10 +348,15 @@ def build_word_graph(
             raise ValueError(f"word {i}: no pronunciation")
         ends = []
         for a, s in enumerate(segs):
-            prev = add(s, 0, frontier, can_start, i, a, i, -1)
-            for j in range(1, len(s)):
-                prev = add(s, j, [prev], False, i, a, -1, -1)
-            ends.append(prev)
+            first = add(s, 0, frontier, can_start, i, a, i, -1)
+            k = len(s) - 1  # the rest of the alternative: a chain after its first phone
+            if k:
+                cls.extend(s.classes[1:]); mean.extend(s.mean[1:]); std.extend(s.std[1:])  # noqa: E702
+                mx.extend(s.max_frames[1:]); labels.extend(s.labels[1:])  # noqa: E702
+                preds.extend([n] for n in range(first, first + k))
+                start.extend([False] * k); word.extend([i] * k); alt.extend([a] * k)  # noqa: E702
+                wstart.extend([-1] * k); pslot.extend([-1] * k); ispause.extend([False] * k)  # noqa: E702
+            ends.append(first + k)
         frontier, can_start = ends, False
         if i < W - 1:
             gap(between_modes[i], pause, i + 1)

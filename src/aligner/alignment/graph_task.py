@@ -253,32 +253,38 @@ def _feasible_hulls(pred_ptr, pred_idx, is_start, is_final, T, max_len, min_len)
     return s_lo, s_hi, e_lo, e_hi, ok
 
 
-def _assign_slots(graph: PhoneGraph) -> tuple:
-    """Value layer of every node: reuse a layer once every successor of its node is done."""
-    N = graph.n_nodes
-    last_use = np.arange(N)
+@njit(cache=True, nogil=True)
+def _slots(pred_ptr, pred_idx, is_final):
+    N = pred_ptr.shape[0] - 1
+    last_use = np.arange(N)  # the last node that reads n's layer (N: the end, for final nodes)
     for n in range(N):
-        for m in graph.preds(n):
-            last_use[m] = max(last_use[m], n)
-    last_use[graph.is_final] = N
+        for i in range(pred_ptr[n], pred_ptr[n + 1]):
+            m = pred_idx[i]
+            if n > last_use[m]:
+                last_use[m] = n
+        if is_final[n]:
+            last_use[n] = N
     slot = np.empty(N, np.int64)
-    free: list = []
-    live: list = []  # (last_use, slot)
+    held_until = np.empty(N, np.int64)  # per layer: last_use of the node holding it
     n_slots = 0
     for n in range(N):
-        keep = []
-        for lu, s in live:
-            (free.append(s) if lu < n else keep.append((lu, s)))
-        live = keep
-        if free:
-            free.sort()
-            s = free.pop(0)
-        else:
+        s = -1
+        for j in range(n_slots):  # the lowest layer no longer read
+            if held_until[j] < n:
+                s = j
+                break
+        if s < 0:
             s = n_slots
             n_slots += 1
         slot[n] = s
-        live.append((int(last_use[n]), s))
+        held_until[s] = last_use[n]
     return slot, n_slots
+
+
+def _assign_slots(graph: PhoneGraph) -> tuple:
+    """Value layer of every node: reuse a layer once every successor of its node is done."""
+    slot, n_slots = _slots(graph.pred_ptr, graph.pred_idx, graph.is_final)
+    return slot, int(n_slots)
 
 
 def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, sigma_floor: float = 1.0,

@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from aligner.alignment.graph import Segment, build_word_graph
+from aligner.alignment.graph_band import WORD_BAND_FRAMES, decode_banded
 from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
 from aligner.alignment.stop_closures import ExpandedTranscript, expand_stop_closures
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
@@ -119,9 +120,41 @@ def _alternative(model, expanded) -> Segment:
     return Segment.make(expanded.classes, mean, std, mx, labels=expanded.symbols)
 
 
+#: pronunciations whose graph segments are kept per model (a corpus repeats its words)
+SEGMENT_CACHE_SIZE = 50_000
+
+
+def _pronunciation_segments(model, phones: tuple, rules: tuple, arpabet) -> list:
+    """``[(expansion, Segment), ...]`` of one pronunciation (:func:`_expansions` with the
+    model's duration statistics), cached on the model's duration table."""
+    cache = _segment_cache(model)
+    key = (phones, rules)
+    out = cache.get(key)
+    if out is None:
+        out = cache[key] = [(exp, _alternative(model, exp)) for exp in _expansions(phones, arpabet, rules)]
+    return out
+
+
+def _segment_cache(model) -> dict:
+    """The graph segments built from ``model``'s duration table (emptied when the table's
+    arrays are replaced or it holds :data:`SEGMENT_CACHE_SIZE` entries)."""
+    table = model.durations
+    cached = table.__dict__.get("_word_segments")
+    if cached is None or cached[0] is not table.mean or len(cached[1]) > SEGMENT_CACHE_SIZE:
+        cached = (table.mean, {})
+        table.__dict__["_word_segments"] = cached
+    return cached[1]
+
+
 def _pause(model, symbol: str) -> Segment:
-    mean, std, mx = model.durations.for_phones(np.array([_SIL]), [symbol])
-    return Segment.make([_SIL], mean, std, mx, labels=[symbol])
+    """The one-phone segment of a pause with the duration statistics of ``symbol``."""
+    cache = _segment_cache(model)
+    key = ("pause", symbol)
+    seg = cache.get(key)
+    if seg is None:
+        mean, std, mx = model.durations.for_phones(np.array([_SIL]), [symbol])
+        seg = cache[key] = Segment.make([_SIL], mean, std, mx, labels=[symbol])
+    return seg
 
 
 #: words kept from each chunk when a long recording is aligned in chunks
@@ -154,17 +187,19 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     from aligner.alignment.task import check_fits, dp_cells
 
     arpabet = get_phone_set("arpabet")
-    canonical = [expand_stop_closures(list(alternatives[0]), arpabet) for alternatives in pronunciations]
-    classes = np.concatenate([c.classes for c in canonical]) if canonical else np.zeros(0, np.int64)
-    symbols = [sym for c in canonical for sym in c.symbols]
-    mean, _, max_frames = model.durations.for_phones(classes, symbols)
+    # the first pronunciations as the dictionary writes them (the first expansion of each)
+    canonical = [_pronunciation_segments(model, tuple(alternatives[0]), tuple(rules), arpabet)[0][1]
+                 for alternatives in pronunciations]
+    max_frames = np.concatenate([seg.max_frames for seg in canonical]) if canonical else np.zeros(0, np.int64)
     T = len(frames)
     if len(labels) < 2 or not needs_long_path(dp_cells(T, max_frames, model.min_frames)):
         return _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name,
                                  phone_bonus, rules, pause_bonus, review)
+    classes = np.concatenate([seg.classes for seg in canonical])
+    mean = np.concatenate([seg.mean for seg in canonical])
     check_fits(T, len(classes), max_frames, model.min_frames, name)
     rough = first_pass_starts(scores, classes, mean, name=name)
-    first_phone = np.cumsum([0] + [len(c.symbols) for c in canonical[:-1]])
+    first_phone = np.cumsum([0] + [len(seg) for seg in canonical[:-1]])
     edges = np.append(rough[first_phone], T)
 
     def decode_chunk(w_lo, w_hi):
@@ -226,22 +261,24 @@ def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAli
 
 
 def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
-                      rules, pause_bonus, review=False) -> WordAlignment:
-    """:func:`align_words_scored` by one exact DP over all T frames."""
+                      rules, pause_bonus, review=False, band=WORD_BAND_FRAMES) -> WordAlignment:
+    """:func:`align_words_scored` by one graph DP over all T frames, within ``band`` frames of a
+    first pass (:mod:`aligner.alignment.graph_band`; ``band=0``: the exact DP over all states)."""
     arpabet = get_phone_set("arpabet")
     words, expansions = [], []
     for alternatives in pronunciations:
         segs, exps = [], []
         for phones in alternatives:
-            for exp in _expansions(phones, arpabet, rules):
-                segs.append(_alternative(model, exp))
+            for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
+                segs.append(seg)
                 exps.append((tuple(phones), exp))
         words.append(segs)
         expansions.append(exps)
     graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL), leading_pause=_pause(model, EDGE_SYMBOL),
                              trailing_pause=_pause(model, EDGE_SYMBOL))
     x = make_graph_input(scores, frames, graph, model.min_frames, name=name)
-    path = GraphAlignmentTask(phone_bonus=phone_bonus, pause_bonus=pause_bonus).decode(x, model.weights)
+    task = GraphAlignmentTask(phone_bonus=phone_bonus, pause_bonus=pause_bonus)
+    path = decode_banded(task, x, model.weights, band) if band else task.decode(x, model.weights)
     nodes = path.nodes
     if model.refiner is None:
         starts_s = phone_start_times(path.starts)
