@@ -1,8 +1,10 @@
 """Alignment from words: pronunciations -> a pronunciation graph -> words and phones tiers.
 
-The decoder (:mod:`aligner.alignment.graph_task`) chooses, exactly, one pronunciation per word
-(the dictionary's variants, or a G2P guess) and whether a pause lies between two words and at
-either end of the utterance; the 7 weights are the alignment model's own. Stops and affricates
+The decoder (:mod:`aligner.alignment.graph_task`) chooses one pronunciation per word (the
+dictionary's variants, or a G2P guess) and whether a pause lies between two words and at either
+end of the utterance; the 7 weights are the alignment model's own. At inference the graph DP
+runs within a band around a first pass (:mod:`aligner.alignment.graph_band`): the exact DP's
+path whenever that path lies inside the band. Stops and affricates
 are decoded as TIMIT closure + release (as for ARPAbet phone transcripts,
 :mod:`aligner.alignment.stop_closures`) and merged back into the dictionary's symbol; the boundary
 refiner moves every decoded boundary off the 10 ms grid as for phone transcripts.
