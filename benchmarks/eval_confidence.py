@@ -14,8 +14,9 @@
    check are fitted on the decodes of the other folds' speakers and evaluated on the held-out
    fold's; with ``--select`` the settings (L2 penalty, calibration, error thresholds of the
    averaged networks) are chosen per rotation by an inner speaker-fold rotation of the training
-   folds only. The utterance check's flag threshold is a rule fixed in advance: the 1 % quantile of
-   the training folds' correct utterances' out-of-fold (by speaker) match logits; all mismatch
+   folds only. The utterance check's flag threshold is a rule fixed in advance: the 1 % lower tail
+   of a normal distribution fitted to the training folds' correct utterances' out-of-fold (by
+   speaker) match logits (:class:`~aligner.alignment.confidence.UtteranceCheck`); all mismatch
    kinds of the training folds train it, each kind is reported on the held-out folds. Figures are pooled over the held-out
    folds: AUROC (within 20 ms vs not), expected calibration error (10 equal-width bins), the share
    of the > 20 ms boundaries among the 10 % least confident, mismatch detection and false flags,
@@ -41,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.confidence import (TOLERANCE_S, BoundaryConfidence, UtteranceCheck, boundary_evidence,
-                                          utterance_evidence)
+from aligner.alignment.confidence import (TOLERANCE_S, UTTERANCE_EVIDENCE_NAMES, BoundaryConfidence, UtteranceCheck,
+                                          boundary_evidence, utterance_evidence)
 from aligner.errors import AlignmentError
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE
@@ -55,10 +56,12 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-
 DEFAULT_FOLDS = Path(__file__).resolve().parents[2] / "runs" / "folds"
 #: error thresholds (ms) of the averaged models of the "multi-threshold" settings
 MULTI = (10.0, 20.0, 30.0, 50.0)
+#: thresholds of the averaged models that weigh the gross errors more (none below the tolerance)
+COARSE = (20.0, 30.0, 50.0, 80.0)
 #: settings tried by --select: (hidden units (0 = logistic regression), L2 penalty, calibration map,
 #: error thresholds of the averaged models)
 GRID = [(16, 10.0, "platt", (20.0,)), (16, 10.0, "platt", MULTI), (16, 10.0, "isotonic", MULTI),
-        (16, 30.0, "platt", MULTI)]
+        (16, 30.0, "platt", MULTI), (16, 3.0, "platt", (20.0,)), (16, 3.0, "platt", COARSE)]
 
 
 @dataclass
@@ -292,7 +295,7 @@ def select_settings(train, log=None):
 
 
 def utt_evidence(decodes, conf: BoundaryConfidence, models):
-    """(n, 4) utterance evidence and the confidence time (s) of each decode."""
+    """(n, 7) utterance evidence and the confidence time (s) of each decode."""
     rows, secs = [], []
     for d in decodes:
         model = models[d.fold][0]
@@ -393,6 +396,8 @@ def main(argv=None):
         (args.save / "confidence.json").write_text(json.dumps(
             {"settings": {"hidden": settings[0], "alpha": settings[1], "calibration": settings[2],
                           "thresholds_ms": list(settings[3])},
+             "utterance_check": {"columns": list(UTTERANCE_EVIDENCE_NAMES[:check.n_columns]),
+                                 "threshold_rule": check.rule, "false_flag_rate": check.false_flag_rate},
              "tolerance_s": TOLERANCE_S, "fitted_on": "out-of-fold decodes of "
              f"{len(true)} utterances by {args.folds_dir}", "evaluation": report}, indent=1) + "\n")
         log(f"wrote {args.save}/confidence.npz, utterance_check.npz, confidence.json")

@@ -5,9 +5,9 @@ import io
 import numpy as np
 import pytest
 
-from aligner.alignment.confidence import (MARGIN_CAP, MAX_MOVE, N_EVIDENCE, N_NUMERIC, BoundaryConfidence,
-                                          UtteranceCheck, boundary_confidences, boundary_evidence, move_drops,
-                                          utterance_evidence)
+from aligner.alignment.confidence import (MARGIN_CAP, MAX_MOVE, N_EVIDENCE, N_NUMERIC,
+                                          UTTERANCE_EVIDENCE_NAMES, BoundaryConfidence, UtteranceCheck,
+                                          boundary_confidences, boundary_evidence, move_drops, utterance_evidence)
 from aligner.alignment.model import AlignmentModel, DurationStats
 from aligner.alignment.task import AlignmentTask
 from aligner.errors import ModelError
@@ -164,6 +164,71 @@ def test_utterance_threshold_comes_from_training_out_of_fold_scores():
     assert back.false_flag_rate == 0.02 and back.threshold_logit == chk.threshold_logit
     # a check saved before the rate was stored (one setting) still loads
     assert UtteranceCheck.from_arrays(_damaged(arrays, "settings", np.array([1.0]))).false_flag_rate == 0.01
+
+
+def _utterance_rows(n, seed, bad=False):
+    """Synthetic utterance evidence (n, 7): mismatched rows have lower agreement columns."""
+    rng = np.random.default_rng(seed)
+    shift = 1.5 if bad else 0.0
+    return np.c_[rng.normal(-0.8 - shift, 0.3, n), rng.uniform(0.7, 0.95, n), rng.uniform(0, 0.2, n),
+                 rng.normal(0.6, 0.2, n), rng.normal(-2.0 - 2 * shift, 0.5, n), rng.normal(-2.5 - 2 * shift, 0.5, n),
+                 rng.normal(-1.5 - 2 * shift, 0.4, n)]
+
+
+def test_utterance_evidence_has_local_agreement_columns():
+    model = _Model()
+    frames, scores, classes = _utterance(5, T=120, K=12)
+    y = _decode(model, frames, scores, classes)
+    p = np.ones(len(y))
+    ev = utterance_evidence(model, frames, scores, classes, y, p)
+    assert ev.shape == (len(UTTERANCE_EVIDENCE_NAMES),) == (7,) and np.all(np.isfinite(ev))
+    assert np.all(ev[[0, 4, 5, 6]] <= 0.0)
+    # one stretch of phones wrong: the local columns drop more than the utterance mean
+    wrong = classes.copy()
+    wrong[4:7] = (wrong[4:7] + 7) % len(CLASSES39)
+    y2 = _decode(model, frames, scores, wrong)
+    ev2 = utterance_evidence(model, frames, scores, wrong, y2, p)
+    assert ev2[4] < ev[4] and ev2[5] < ev[5]
+    assert ev[0] - ev2[0] < ev[4] - ev2[4]
+    # a single phone and a recording shorter than the window still give finite columns
+    one = utterance_evidence(model, frames[:10], scores[:10], classes[:1], np.array([0]), np.ones(1))
+    assert np.all(np.isfinite(one)) and one[4] == one[5] == pytest.approx(one[0])
+
+
+@pytest.mark.parametrize("rule", ["gaussian", "quantile"])
+def test_utterance_threshold_rules_round_trip(rule):
+    ok, bad = _utterance_rows(200, 0), _utterance_rows(200, 1, bad=True)
+    groups = np.arange(200) % 10
+    chk = UtteranceCheck(false_flag_rate=0.01, rule=rule).fit(ok, bad, groups, groups)
+    assert chk.flag(ok).mean() <= 0.05 and chk.flag(bad).mean() > 0.9
+    back = UtteranceCheck.from_arrays(chk.to_arrays())
+    assert back.rule == rule and back.threshold_logit == chk.threshold_logit and back.n_columns == 7
+    np.testing.assert_array_equal(back.flag(bad), chk.flag(bad))
+    with pytest.raises(ValueError, match="rule"):
+        UtteranceCheck(rule="median")
+
+
+def test_a_four_column_check_still_loads_and_reads_the_first_four_columns():
+    """Checks saved before the local agreement columns (format 1: no format_version, 4 columns,
+    1-2 settings, quantile rule) keep scoring the full evidence as they did."""
+    ok, bad = _utterance_rows(100, 2), _utterance_rows(100, 3, bad=True)
+    old = UtteranceCheck(rule="quantile").fit(ok[:, :4], bad[:, :4]).to_arrays()
+    assert int(old["format_version"]) == 1
+    del old["format_version"]
+    old["settings"] = old["settings"][:2]
+    back = UtteranceCheck.from_arrays(old)
+    assert back.rule == "quantile" and back.n_columns == 4
+    np.testing.assert_allclose(back.logit(bad), back.logit(bad[:, :4]))
+    # a 7-column check needs the 7 columns; a newer format is refused in one line
+    new = UtteranceCheck().fit(ok, bad).to_arrays()
+    with pytest.raises(ValueError, match="7 columns"):
+        UtteranceCheck.from_arrays(new).logit(bad[:, :4])
+    for damaged, match in [(_damaged(new, "format_version", np.array(3)), "format 3"),
+                           (_damaged(new, "coef", new["coef"][:4]), "format 2"),
+                           (_damaged(new, "settings", np.array([1.0, 0.01, 5.0])), "rule")]:
+        with pytest.raises(ModelError, match=match) as exc:
+            UtteranceCheck.from_arrays(damaged)
+        assert "\n" not in str(exc.value)
 
 
 def _damaged(arrays, key, value):

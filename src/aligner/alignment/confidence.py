@@ -55,13 +55,20 @@ Boundary confidence
 Transcript mismatch
     :func:`utterance_evidence` summarises a decoded utterance: the mean per-frame agreement of
     the decoded phones (a log likelihood ratio against the best class of each frame, <= 0), the
-    mean boundary confidence and the share of boundaries below 0.5 confidence. A transcript that
-    does not belong to the audio forces phones onto frames the classifier reads as something
-    else, so the agreement drops. :class:`UtteranceCheck` turns them into one score (a logistic
-    regression fitted on correct and deliberately mismatched transcripts of training utterances)
-    and flags an utterance whose score falls below a threshold set from the training material
-    alone: the ``false_flag_rate`` quantile (1 %) of the out-of-fold (speaker-group) scores of the
-    correct training utterances.
+    mean boundary confidence, the share of boundaries below 0.5 confidence, the mean absolute
+    duration z-score, and three local statistics of the agreement that a mismatch confined to
+    one word still moves (its mean over all frames barely does): the lowest mean of the
+    per-phone mean agreements of :data:`RUN_PHONES` consecutive phones, the mean of the
+    :data:`WORST_PHONES` lowest per-phone mean agreements, and the lowest mean agreement over
+    :data:`WINDOW_FRAMES` consecutive frames. A transcript that does not belong to the audio
+    forces phones onto frames the classifier reads as something else, so the agreement drops.
+    :class:`UtteranceCheck` turns them into one score (a logistic regression fitted on correct
+    and deliberately mismatched transcripts of training utterances) and flags an utterance whose
+    score falls below a threshold set from the training material alone: by default the
+    ``false_flag_rate`` (1 %) lower tail of a normal distribution fitted (mean, standard
+    deviation) to the out-of-fold (speaker-group) logits of the correct training utterances.
+    The fitted tail is steadier than their empirical 1 % quantile, which rests on the one or two
+    lowest of some hundred logits (rule ``"quantile"``, the first checks' rule, is kept).
 
 Typical use (a fitted ``BoundaryConfidence`` ``conf`` and ``AlignmentModel`` ``model``)::
 
@@ -345,11 +352,10 @@ def boundary_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: np
     # classifier evidence around the boundary
     b = y[1:]
     left, right = classes[:-1], classes[1:]
-    t = np.clip(b[:, None] + DIFF_OFFSETS[None, :], 0, T - 1)
-    out[:, 3:9] = np.clip(s[t, left[:, None]] - s[t, right[:, None]], -10.0, 10.0)
     w = np.arange(-CHANGE_WINDOW, CHANGE_WINDOW)
     t = np.clip(b[:, None] + w[None, :], 0, T - 1)
     diff = np.clip(s[t, left[:, None]] - s[t, right[:, None]], -10.0, 10.0)
+    out[:, 3:9] = diff[:, DIFF_OFFSETS + CHANGE_WINDOW]  # the window holds DIFF_OFFSETS
     cs = np.concatenate([np.zeros((n, 1)), np.cumsum(diff, axis=1)], axis=1)
     gain = 2.0 * cs - cs[:, -1:]  # gain[:, i]: left frames before window frame i, right from i on
     lo, hi = CHANGE_WINDOW - MAX_MOVE, CHANGE_WINDOW + MAX_MOVE + 1
@@ -703,31 +709,52 @@ def boundary_confidences(model, frames: np.ndarray, scores: np.ndarray, classes:
 # transcript mismatch
 # --------------------------------------------------------------------------------------
 
-#: columns of :func:`utterance_evidence`
+#: columns of :func:`utterance_evidence`; checks of format 1 read the first four
 UTTERANCE_EVIDENCE_NAMES = ("mean_frame_agreement", "mean_confidence", "share_below_half",
-                            "mean_abs_z")
+                            "mean_abs_z", "worst_run_agreement", "worst_phones_agreement",
+                            "worst_window_agreement")
+#: consecutive phones of the ``worst_run_agreement`` column
+RUN_PHONES = 4
+#: lowest per-phone agreements averaged in the ``worst_phones_agreement`` column
+WORST_PHONES = 5
+#: frames (0.4 s) of the ``worst_window_agreement`` column
+WINDOW_FRAMES = 40
+#: columns an utterance check of each format reads
+_UTTERANCE_COLUMNS = {1: 4, 2: len(UTTERANCE_EVIDENCE_NAMES)}
+_THRESHOLD_RULES = ("quantile", "gaussian")
 
 
 def utterance_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, y: np.ndarray,
                        confidences: np.ndarray, symbols=None) -> np.ndarray:
-    """Summary (4,) of a decoded utterance (:data:`UTTERANCE_EVIDENCE_NAMES`): mean over frames
+    """Summary (7,) of a decoded utterance (:data:`UTTERANCE_EVIDENCE_NAMES`): mean over frames
     of the decoded phone's agreement ``A[t, p]`` (<= 0, log-likelihood ratio units per frame),
     mean boundary confidence and share of boundaries below 0.5 over phones 1 .. K-1 (1 and 0 for
-    a single phone), mean absolute duration z-score of the phones. ``confidences`` (K,) as
-    returned by :func:`boundary_confidences`; other arguments as for :func:`boundary_evidence`.
+    a single phone), mean absolute duration z-score of the phones, the lowest mean of the
+    per-phone mean agreements of :data:`RUN_PHONES` consecutive phones, the mean of the
+    :data:`WORST_PHONES` lowest per-phone mean agreements and the lowest mean agreement over
+    :data:`WINDOW_FRAMES` consecutive frames (all phones or frames when there are fewer).
+    ``confidences`` (K,) as returned by :func:`boundary_confidences`; other arguments as for
+    :func:`boundary_evidence`.
     """
     classes = np.asarray(classes, np.int64)
     y = np.asarray(y, np.int64)
     T = len(frames)
     lengths = np.diff(np.append(y, T))
     frame_class = np.repeat(classes, lengths)
-    agree = np.asarray(scores, np.float64)
-    agree = agree[np.arange(T), frame_class] - agree.max(axis=1)
+    s = np.asarray(scores)
+    agree = s[np.arange(T), frame_class].astype(np.float64) - s.max(axis=1)
     mean, std, _ = model.durations.for_phones(classes, symbols)
     z = (lengths - np.maximum(mean, 1.0)) / np.maximum(std, 1.0)
     p = np.asarray(confidences, np.float64)[1:]
+    cum = np.concatenate([[0.0], np.cumsum(agree)])
+    phone_mean = (cum[np.append(y[1:], T)] - cum[y]) / lengths
+    run = min(RUN_PHONES, len(y))
+    worst_run = np.convolve(phone_mean, np.full(run, 1.0 / run), mode="valid").min()
+    worst_phones = np.sort(phone_mean)[:WORST_PHONES].mean()
+    w = min(WINDOW_FRAMES, T)
+    worst_window = ((cum[w:] - cum[:-w]) / w).min()
     return np.array([agree.mean(), p.mean() if len(p) else 1.0, np.mean(p < 0.5) if len(p) else 0.0,
-                     np.mean(np.abs(z))])
+                     np.mean(np.abs(z)), worst_run, worst_phones, worst_window])
 
 
 class UtteranceCheck:
@@ -735,20 +762,36 @@ class UtteranceCheck:
 
     ``score = sigmoid(coef . standardised evidence + intercept)`` (:func:`utterance_evidence`),
     a logistic regression of P(transcript matches) fitted on correct and mismatched training
-    utterances. An utterance is flagged when its logit is below ``threshold_logit``, the
-    ``false_flag_rate`` quantile of the correct training utterances' out-of-fold logits (each
-    predicted by a regression fitted without its group, e.g. its speaker): a rule fixed in
-    advance that sees the training material only.
+    utterances. An utterance is flagged when its logit is below ``threshold_logit``, set from the
+    correct training utterances' out-of-fold logits (each predicted by a regression fitted
+    without its group, e.g. its speaker): a rule fixed in advance that sees the training
+    material only. ``rule="gaussian"`` (default): ``mean - z sd`` of those logits, ``z`` the
+    standard normal's upper ``false_flag_rate`` quantile (the tail of a normal fitted to them);
+    ``rule="quantile"``: their empirical ``false_flag_rate`` quantile.
+
+    Fitted on evidence of 4 columns (the first four of :data:`UTTERANCE_EVIDENCE_NAMES`, format
+    1) or of all 7 (format 2); :meth:`logit` reads the columns its format uses, so checks saved
+    before the last three columns existed still load and score as they did.
     """
 
-    def __init__(self, C: float = 1.0, false_flag_rate: float = 0.01):
+    def __init__(self, C: float = 1.0, false_flag_rate: float = 0.01, rule: str = "gaussian"):
         if not 0.0 < false_flag_rate < 1.0:
             raise ValueError(f"false_flag_rate must lie in (0, 1), got {false_flag_rate}")
+        if rule not in _THRESHOLD_RULES:
+            raise ValueError(f"rule must be one of {_THRESHOLD_RULES}, got {rule!r}")
         self.C = float(C)
         self.false_flag_rate = float(false_flag_rate)
+        self.rule = rule
         self.mean = self.scale = self.coef = None
         self.intercept = 0.0
         self.threshold_logit = 0.0
+
+    @property
+    def n_columns(self) -> int:
+        """Evidence columns the fitted check reads (4 or 7)."""
+        if self.coef is None:
+            raise ModelError("the utterance check is not fitted")
+        return len(self.coef)
 
     @staticmethod
     def _regression(X, c, C):
@@ -760,15 +803,28 @@ class UtteranceCheck:
         lr = LogisticRegression(C=C, max_iter=2000).fit((X - mean) / scale, c)
         return mean, scale, lr.coef_[0].astype(np.float64), float(lr.intercept_[0])
 
+    def _threshold(self, oof: np.ndarray) -> float:
+        if self.rule == "quantile":
+            return float(np.quantile(oof, self.false_flag_rate))
+        from scipy.stats import norm
+
+        sd = float(np.std(oof, ddof=1)) if len(oof) > 1 else 0.0
+        return float(np.mean(oof) - norm.isf(self.false_flag_rate) * sd)
+
     def fit(self, evidence_ok: np.ndarray, evidence_bad: np.ndarray, groups_ok=None, groups_bad=None,
             n_folds: int = 5) -> "UtteranceCheck":
-        """``evidence_ok`` (n, 4) of correctly transcribed utterances, ``evidence_bad`` (m, 4) of
-        mismatched ones; ``groups_ok``/``groups_bad`` (e.g. speakers) split the out-of-fold logits
-        the threshold is set from (None: utterances dealt round robin into ``n_folds``)."""
+        """``evidence_ok`` (n, 7) (or (n, 4), format 1) of correctly transcribed utterances,
+        ``evidence_bad`` (m, same) of mismatched ones; ``groups_ok``/``groups_bad`` (e.g.
+        speakers) split the out-of-fold logits the threshold is set from (None: utterances dealt
+        round robin into ``n_folds``)."""
         ok = np.asarray(evidence_ok, np.float64)
         bad = np.asarray(evidence_bad, np.float64)
         if len(ok) < 2 or len(bad) < 2:
             raise ValueError("need at least 2 correct and 2 mismatched utterances")
+        if ok.ndim != 2 or bad.ndim != 2 or ok.shape[1] != bad.shape[1] \
+                or ok.shape[1] not in _UTTERANCE_COLUMNS.values():
+            raise ValueError(f"utterance evidence must have {sorted(set(_UTTERANCE_COLUMNS.values()))} columns, "
+                             f"got shapes {ok.shape} and {bad.shape}")
         X = np.vstack([ok, bad])
         c = np.r_[np.ones(len(ok)), np.zeros(len(bad))]
         self.mean, self.scale, self.coef, self.intercept = self._regression(X, c, self.C)
@@ -788,15 +844,19 @@ class UtteranceCheck:
                 raise ValueError("an out-of-fold split holds one kind of utterance only; give more groups")
             mean, scale, coef, icpt = self._regression(X[tr], c[tr], self.C)
             oof.append(((X[te] - mean) / scale) @ coef + icpt)
-        self.threshold_logit = float(np.quantile(np.concatenate(oof), self.false_flag_rate))
+        self.threshold_logit = self._threshold(np.concatenate(oof))
         return self
 
     def logit(self, evidence: np.ndarray) -> np.ndarray:
-        """Match logit (n,) of utterance evidence (n, 4); higher = transcript more likely right."""
+        """Match logit (n,) of utterance evidence (n, 7) (format-1 checks read its first 4
+        columns and take (n, 4) too); higher = transcript more likely right."""
         if self.coef is None:
             raise ModelError("the utterance check is not fitted")
         E = np.atleast_2d(np.asarray(evidence, np.float64))
-        return ((E - self.mean) / self.scale) @ self.coef + self.intercept
+        n = len(self.coef)
+        if E.shape[1] < n:
+            raise ValueError(f"utterance evidence must have at least {n} columns, got {E.shape[1]}")
+        return ((E[:, :n] - self.mean) / self.scale) @ self.coef + self.intercept
 
     def score(self, evidence: np.ndarray) -> np.ndarray:
         """P(transcript matches) (n,) by the fitted logistic regression."""
@@ -814,17 +874,33 @@ class UtteranceCheck:
     def to_arrays(self) -> dict:
         if self.coef is None:
             raise ModelError("the utterance check is not fitted")
-        return {"mean": self.mean, "scale": self.scale, "coef": self.coef,
-                "intercept": np.float64(self.intercept), "threshold_logit": np.float64(self.threshold_logit),
-                "settings": np.array([self.C, self.false_flag_rate], np.float64)}
+        version = {v: k for k, v in _UTTERANCE_COLUMNS.items()}[len(self.coef)]
+        return {"format_version": np.array(version, np.int64), "mean": self.mean, "scale": self.scale,
+                "coef": self.coef, "intercept": np.float64(self.intercept),
+                "threshold_logit": np.float64(self.threshold_logit),
+                "settings": np.array([self.C, self.false_flag_rate, _THRESHOLD_RULES.index(self.rule)], np.float64)}
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "UtteranceCheck":
+        """Rebuild from :meth:`to_arrays` (format 2) or from a check saved before
+        ``format_version`` existed (format 1: 4 evidence columns, 1 or 2 settings, quantile
+        rule); raises :class:`ModelError` (one line) on anything else."""
         try:
+            version = int(np.asarray(arrays["format_version"])) if "format_version" in arrays else 1
+            if version not in _UTTERANCE_COLUMNS:
+                raise ValueError(f"format {version}, this aligner reads formats "
+                                 f"{', '.join(map(str, sorted(_UTTERANCE_COLUMNS)))}; refit it with "
+                                 "python -m benchmarks.eval_confidence --save DIR")
             settings = np.asarray(arrays["settings"], np.float64)
-            if settings.shape not in ((1,), (2,)):
-                raise ValueError("settings must hold 1 or 2 numbers")
-            chk = cls(float(settings[0]), float(settings[1]) if len(settings) == 2 else 0.01)
+            if settings.shape not in ((1,), (2,), (3,)):
+                raise ValueError("settings must hold 1 to 3 numbers")
+            if not np.all(np.isfinite(settings)):
+                raise ValueError("non-finite settings")
+            rule = 0 if len(settings) < 3 else settings[2]
+            if rule != int(rule) or not 0 <= rule < len(_THRESHOLD_RULES):
+                raise ValueError(f"threshold rule {rule:g} unknown")
+            chk = cls(float(settings[0]), float(settings[1]) if len(settings) >= 2 else 0.01,
+                      _THRESHOLD_RULES[int(rule)])
             chk.mean = np.asarray(arrays["mean"], np.float64)
             chk.scale = np.asarray(arrays["scale"], np.float64)
             chk.coef = np.asarray(arrays["coef"], np.float64)
@@ -832,10 +908,11 @@ class UtteranceCheck:
             chk.threshold_logit = float(np.asarray(arrays["threshold_logit"], np.float64))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"utterance check arrays unusable ({exc})") from None
-        n = len(UTTERANCE_EVIDENCE_NAMES)
+        n = _UTTERANCE_COLUMNS[version]
         if not (chk.mean.shape == chk.scale.shape == chk.coef.shape == (n,)):
-            raise ModelError(f"utterance check arrays unusable (mean, scale and coef must hold {n} values)")
-        if not all(np.all(np.isfinite(a)) for a in (settings, chk.mean, chk.scale, chk.coef)) \
+            raise ModelError(f"utterance check arrays unusable (format {version}: mean, scale and coef must hold "
+                             f"{n} values)")
+        if not all(np.all(np.isfinite(a)) for a in (chk.mean, chk.scale, chk.coef)) \
                 or not (math.isfinite(chk.intercept) and math.isfinite(chk.threshold_logit)) \
                 or not np.all(chk.scale > 0):
             raise ModelError("utterance check arrays unusable (non-finite values or non-positive scale)")
