@@ -7,7 +7,9 @@ Prints three figures:
    decoder (numba's on-disk cache warm: the first run fills it and is reported separately);
 2. ``align-corpus`` throughput: audio seconds aligned per wall second over a TIMIT-layout corpus
    (default: the shared TIMIT sample), start-up excluded, with ``--jobs`` worker processes;
-   median over ``--repeats`` runs;
+   median over ``--repeats`` runs; with it, the CPU time the aligning processes (the workers;
+   this process with ``--jobs 1``) spent per second of audio (ms; pool start included), which
+   other jobs on the machine inflate less than they lower the throughput;
 3. peak memory (max RSS, MB) of a fresh process aligning one ~60-second recording made by
    joining utterances of the corpus end to end (their transcripts joined likewise).
 
@@ -18,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -94,10 +98,16 @@ def main(argv=None):
     first_startup = float(python(STARTUP.format(model=model)))
     startups = [float(python(STARTUP.format(model=model))) for _ in range(3)]
 
-    rates, walls, audio = [], [], 0.0
+    def children_cpu() -> float:  # seconds of CPU of the ended child processes (the workers)
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    rates, walls, cpus, audio = [], [], [], 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
+            cpu0 = children_cpu() if args.jobs > 1 else time.process_time()
             report = api.align_corpus(args.data, Path(tmp) / f"run{r}", model, jobs=args.jobs)
+            cpus.append((children_cpu() if args.jobs > 1 else time.process_time()) - cpu0)
             if report.failed:
                 sys.exit(f"error: {len(report.failed)} files failed: {report.failed[:3]}")
             rates.append(report.realtime_factor)
@@ -114,6 +124,7 @@ def main(argv=None):
         "corpus_wall_seconds_median": round(statistics.median(walls), 3),
         "realtime_factor_median": round(statistics.median(rates), 1),
         "realtime_factors": [round(x, 1) for x in rates],
+        "worker_cpu_ms_per_audio_second_median": round(1000 * statistics.median(cpus) / audio, 3),
         "long_recording_seconds": round(long_s, 1),
         "long_recording_phones": long_k,
         "long_recording_align_seconds": round(float(long_wall), 2),
@@ -126,7 +137,8 @@ def main(argv=None):
           f"(first run, filling numba's cache: {result['startup_seconds_first']} s)")
     print(f"align-corpus: {result['corpus_audio_seconds']} s of audio in {result['corpus_wall_seconds_median']} s "
           f"with {args.jobs} jobs: {result['realtime_factor_median']}x real time (median; runs "
-          f"{result['realtime_factors']})")
+          f"{result['realtime_factors']}); worker CPU {result['worker_cpu_ms_per_audio_second_median']} ms "
+          f"per audio second (median)")
     print(f"{result['long_recording_seconds']} s recording, {long_k} phones: aligned in "
           f"{result['long_recording_align_seconds']} s, peak RSS {result['long_recording_peak_rss_mb']} MB")
 

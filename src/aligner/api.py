@@ -471,10 +471,20 @@ def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None
         if _WORKER_MODEL is not model:
             _WORKER_MODEL, _WORKER_MODEL_PATH = model, None
             warm_up(model)
+            _warm_up_sphere_repair()
     elif _WORKER_MODEL is None or _WORKER_MODEL_PATH != model:
         _WORKER_MODEL = AlignmentModel.load(model)
         _WORKER_MODEL_PATH = model
         warm_up(_WORKER_MODEL)
+        _warm_up_sphere_repair()
+
+
+def _warm_up_sphere_repair() -> None:
+    """Load the SPHERE repair's numba functions (TIMIT corpora hold damaged files) before corpus
+    workers fork, so none loads them at its first damaged file."""
+    from aligner.io import sphere_repair
+
+    sphere_repair.warm_up()
 
 
 def _align_one(job) -> tuple:

@@ -16,15 +16,15 @@ import numpy as np
 
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.frame_classifier import FrameClassifier
-from aligner.errors import ModelError
+from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, n_frames, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_number
 from aligner.phonetics import CLASSES39, PhoneSet
 from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
-from aligner.alignment.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, dp_cells,
-                                   make_alignment_input)
+from aligner.alignment.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, decode_banded,
+                                   dp_cells, make_alignment_input)
 
 #: recordings longer than this (frames) are reviewed in blocks of phones (:meth:`AlignmentModel.review`)
 REVIEW_BLOCK_FRAMES = 60_000
@@ -34,6 +34,9 @@ REVIEW_OVERLAP_PHONES = 20
 MAX_PHONE_FRAMES = 60
 #: longest silence the decoder considers (frames)
 MAX_SILENCE_FRAMES = 200
+#: half-width (frames) of the band around the first pass's starts within which
+#: :meth:`AlignmentModel.decode_phones` first searches (doubled while it binds); None: the exact DP
+PHONE_BAND_FRAMES: int | None = 20
 SILENCE_CLASS = CLASSES39.index("sil")
 
 
@@ -111,22 +114,25 @@ class DurationStats:
         ``symbols`` (K transcript symbols, optional): a symbol's own statistics when it has
         them, its class's otherwise."""
         classes = np.asarray(classes, np.int64)
-        mean, std, mx = self.mean[classes].copy(), self.std[classes].copy(), self.max_frames[classes].copy()
+        mean, std, mx = self.mean[classes], self.std[classes], self.max_frames[classes]  # copies
         if symbols is not None and len(self.symbols):
-            index = self._symbol_index()
-            for k, sym in enumerate(symbols):
-                i = index.get(duration_key(sym))
-                if i is not None:
-                    mean[k], std[k], mx[k] = self.symbol_mean[i], self.symbol_std[i], self.symbol_max_frames[i]
+            index, rows_of = self._symbol_index()
+            rows = np.fromiter((rows_of[sym] if sym in rows_of else rows_of.setdefault(
+                sym, index.get(duration_key(sym), -1)) for sym in symbols), np.int64)
+            ks = np.flatnonzero(rows >= 0)
+            if len(ks):
+                r = rows[ks]
+                mean[ks], std[ks], mx[ks] = self.symbol_mean[r], self.symbol_std[r], self.symbol_max_frames[r]
         return mean, std, mx
 
-    def _symbol_index(self) -> dict:
-        """symbol key -> its row in the per-symbol arrays (built once per table)."""
+    def _symbol_index(self) -> tuple:
+        """``(symbol key -> its row in the per-symbol arrays, transcript symbol -> its row or -1)``,
+        built once per table (the second filled as symbols are met)."""
         cached = self.__dict__.get("_index")
         if cached is None or cached[0] is not self.symbols:
-            cached = (self.symbols, {k: i for i, k in enumerate(self.symbols.tolist())})
+            cached = (self.symbols, {k: i for i, k in enumerate(self.symbols.tolist())}, {})
             self.__dict__["_index"] = cached
-        return cached[1]
+        return cached[1], cached[2]
 
     def to_arrays(self) -> dict:
         return {"mean": self.mean, "std": self.std, "max_frames": self.max_frames,
@@ -207,8 +213,10 @@ class AlignmentModel:
         """``(start frames (K,), start times in seconds (K,))`` of phones of ``classes`` (K,)
         written as ``symbols``, from MFCC frames (T, 42) and classifier scores (T, 39).
 
-        The exact DP over the whole recording when its table is small
-        (:func:`~aligner.alignment.long_recordings.needs_long_path`), else the two linear passes
+        The DP over the whole recording when its table is small
+        (:func:`~aligner.alignment.long_recordings.needs_long_path`), searched within a band
+        around the first pass's starts that is widened while it binds
+        (:meth:`_decode_near_first_pass`, :data:`PHONE_BAND_FRAMES`), else the two linear passes
         of :func:`~aligner.alignment.long_recordings.align_long`; the refiner then moves every
         boundary as usual.
         """
@@ -219,7 +227,7 @@ class AlignmentModel:
         check_fits(len(frames), len(classes), max_frames, self.min_frames, name)
         if not needs_long_path(dp_cells(len(frames), max_frames, self.min_frames)):
             x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name)
-            y = self.align_frames(x)
+            y = self._decode_near_first_pass(x, scores, classes, mean, name)
             return y, self.start_times(x, y, scores, frames, duration_s)
 
         def decode_chunk(f_lo, f_hi, p_lo, p_hi, centres, band):
@@ -233,6 +241,23 @@ class AlignmentModel:
             return y, phone_start_times(y)
         mu, sigma = np.maximum(mean, 1.0), np.maximum(std, 1.0)
         return y, self.refiner.start_times(scores, frames, classes, y, mu, sigma, duration_s)
+
+    def _decode_near_first_pass(self, x: AlignmentInput, scores: np.ndarray, classes: np.ndarray,
+                                mean: np.ndarray, name: str) -> np.ndarray:
+        """Start frames (K,) of the DP over ``x`` (:meth:`align_frames`), searched within
+        +-:data:`PHONE_BAND_FRAMES` frames of the first pass's starts and widened while the band
+        binds (:func:`~aligner.alignment.task.decode_banded`); the exact DP when
+        :data:`PHONE_BAND_FRAMES` is None or the first pass finds no path. ``scores``: (T, 39)
+        classifier scores; ``classes``, ``mean``: (K,) phone classes and mean durations (frames)."""
+        from aligner.alignment.long_recordings import first_pass_starts
+
+        if PHONE_BAND_FRAMES is None:
+            return self.align_frames(x)
+        try:
+            centre = first_pass_starts(scores, classes, mean, name=name)
+        except AlignmentError:
+            return self.align_frames(x)
+        return decode_banded(self.task, x, self.weights, centre, PHONE_BAND_FRAMES)
 
     def review(self, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, symbols, y: np.ndarray,
                starts_s: np.ndarray) -> tuple:

@@ -63,7 +63,6 @@ N_BASIC_FEATURES = len(SCORE_OFFSETS) + len(CHANGE_OFFSETS) + N_BROAD * N_BROAD
 N_REFINER_FEATURES = N_BASIC_FEATURES + len(ENERGY_OFFSETS) + 2 + 2 + 2
 
 
-_STEP_BLOCK = 65536  # frames per block of the spectral-change computation
 #: recordings of more phones are refined in blocks of this many boundaries (bounded memory)
 REFINE_BLOCK_PHONES = 20_000
 
@@ -86,11 +85,12 @@ def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarra
     left, right = classes[:-1, None], classes[1:, None]
     t = np.clip(b + SCORE_OFFSETS[None, :], 0, T - 1)
     diff = np.clip(scores[t, left].astype(np.float64) - scores[t, right].astype(np.float64), -10.0, 10.0)
-    step = np.zeros(T)
-    for a in range(1, T, _STEP_BLOCK):
-        block = frames[a - 1:min(T, a + _STEP_BLOCK)].astype(np.float64)
-        step[a:a + len(block) - 1] = np.linalg.norm(np.diff(block, axis=0), axis=1) / np.sqrt(frames.shape[1])
-    change = step[np.clip(b + CHANGE_OFFSETS[None, :], 0, T - 1)]
+    # spectral change at the frames read: ||s_t - s_{t-1}|| / sqrt(D), 0 at t = 0
+    at = np.clip(b + CHANGE_OFFSETS[None, :], 0, T - 1).ravel()
+    change = np.linalg.norm(frames[at].astype(np.float64) - frames[np.maximum(at - 1, 0)].astype(np.float64),
+                            axis=1) / np.sqrt(frames.shape[1])
+    change[at == 0] = 0.0
+    change = change.reshape(K - 1, len(CHANGE_OFFSETS))
     pair = np.zeros((K - 1, N_BROAD * N_BROAD))
     pair[np.arange(K - 1), _BROAD_OF_CLASS[classes[:-1]] * N_BROAD + _BROAD_OF_CLASS[classes[1:]]] = 1.0
     energy = frames[np.clip(b + ENERGY_OFFSETS[None, :], 0, T - 1), ENERGY_COLUMN].astype(np.float64)

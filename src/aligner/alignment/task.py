@@ -43,11 +43,15 @@ neither the argmax nor any ``phi(y) - phi(y')``).
 
 Decoder: one numba segmental dynamic program (:func:`_segmental_dp`) serves ``decode`` and
 ``decode_augmented``; see its docstring for the state, transitions and memory. It is exact
-(no pruning) unless the caller asks for a band in :func:`make_alignment_input`.
+(no pruning) unless the caller asks for a band in :func:`make_alignment_input`, or decodes
+with :func:`decode_banded` (a band around a first pass's starts, widened while it binds; what
+:meth:`~aligner.alignment.model.AlignmentModel.decode_phones` does at inference; training
+decodes stay exact).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -147,13 +151,15 @@ def boundary_distances(frames: np.ndarray, dist_scale: float) -> np.ndarray:
 
     Frame indices ``t-j`` and ``t+j`` are clipped to [0, T-1].
     """
+    frames = np.asarray(frames)
     T = frames.shape[0]
-    t = np.arange(T)
-    out = np.empty((T, N_DIST), dtype=np.float64)
+    padded = frames[np.clip(np.arange(-N_DIST, T + N_DIST), 0, T - 1)]  # row N_DIST + t: frame clip(t)
+    diff = np.empty((N_DIST, T, frames.shape[1]), dtype=frames.dtype)  # one block per j
     for j in range(1, N_DIST + 1):
-        before = frames[np.clip(t - j, 0, T - 1)]
-        after = frames[np.clip(t + j, 0, T - 1)]
-        out[:, j - 1] = np.sqrt(np.sum((before - after) ** 2, axis=1))
+        np.subtract(padded[N_DIST - j:N_DIST - j + T], padded[N_DIST + j:N_DIST + j + T], out=diff[j - 1])
+    diff *= diff
+    out = np.empty((T, N_DIST), dtype=np.float64)
+    out[:] = np.sqrt(np.sum(diff, axis=2)).T
     out *= dist_scale
     return out
 
@@ -334,13 +340,22 @@ def _feasible_starts(T, max_len, min_len, band_lo, band_hi):
     Forward: the starts reachable from frame 0 form an interval (a sum of integer
     intervals); backward: keep those from which frame T is reachable. Every frame of the
     result lies on a complete valid segmentation. Returns (None, None) if none exists.
+    ``max_len``, ``band_lo``, ``band_hi``: (K,) ints, frames.
     """
+    lo, hi, ok = _feasible_ranges(int(T), np.ascontiguousarray(max_len, np.int64), int(min_len),
+                                  np.ascontiguousarray(band_lo, np.int64), np.ascontiguousarray(band_hi, np.int64))
+    return (lo, hi) if ok else (None, None)
+
+
+@njit(cache=True, nogil=True)
+def _feasible_ranges(T, max_len, min_len, band_lo, band_hi):
+    """:func:`_feasible_starts`' loops: ``(lo (K+1,), hi (K+1,), whether any segmentation fits)``."""
     K = len(max_len)
     lo = np.empty(K + 1, dtype=np.int64)
     hi = np.empty(K + 1, dtype=np.int64)
     lo[0] = hi[0] = 0
     if band_lo[0] > 0 or band_hi[0] < 0:
-        return None, None
+        return lo, hi, False
     for k in range(1, K + 1):
         lo[k] = lo[k - 1] + min_len
         hi[k] = hi[k - 1] + max_len[k - 1]
@@ -348,16 +363,16 @@ def _feasible_starts(T, max_len, min_len, band_lo, band_hi):
             lo[k] = max(lo[k], band_lo[k])
             hi[k] = min(hi[k], band_hi[k])
         if lo[k] > hi[k]:
-            return None, None
+            return lo, hi, False
     if not lo[K] <= T <= hi[K]:
-        return None, None
+        return lo, hi, False
     lo[K] = hi[K] = T
     for k in range(K - 1, -1, -1):
         lo[k] = max(lo[k], lo[k + 1] - max_len[k])
         hi[k] = min(hi[k], hi[k + 1] - min_len)
         if lo[k] > hi[k]:
-            return None, None
-    return lo, hi
+            return lo, hi, False
+    return lo, hi, True
 
 
 # --------------------------------------------------------------------------------------
@@ -735,6 +750,46 @@ class AlignmentTask(StructuredTask):
             _COST_KINDS[self.cost_name], float(self.tau), bp, bool(x.agreement_mean),
         )
         return y, float(value)
+
+
+def band_input(x: AlignmentInput, centre, band: int) -> AlignmentInput | None:
+    """``x`` with phone k's start restricted to ``centre[k] - band .. centre[k] + band``
+    (frames; ``centre`` (K,) ints), or None when no segmentation fits that band. The same
+    input :func:`make_alignment_input` builds with ``band`` and ``band_centre``, without
+    recomputing the tables."""
+    centre = np.asarray(centre, np.int64)
+    lo, hi = _feasible_starts(x.n_frames, x.max_len, int(x.min_len), centre - int(band), centre + int(band))
+    if lo is None:
+        return None
+    return dataclasses.replace(x, start_lo=lo, start_hi=hi)
+
+
+def decode_banded(task: "AlignmentTask", x: AlignmentInput, w, centre, band: int) -> np.ndarray:
+    """Start frames (K,) of ``task.decode(x, w)`` searched first within +-``band`` frames of
+    ``centre`` (K,) (a first pass's starts, :func:`aligner.alignment.long_recordings.first_pass_starts`).
+
+    The band is doubled while nothing fits it, a decoded start lies on an edge of its banded
+    range that the band moved (an edge the exact ``start_lo``/``start_hi`` do not share), or a
+    decoded start lies more than half the band from its centre (the first pass was that far
+    off, so the exact path may lie further still); a band that covers every frame is the exact
+    DP. The result is the exact DP's whenever the exact path lies inside the final band (it is
+    then the band's best path too). Time and back-pointer memory O(K band L) instead of
+    O(K T L) (frames throughout).
+    """
+    T = x.n_frames
+    centre = np.asarray(centre, np.int64)
+    width = max(int(band), 1)
+    while width < T:
+        xb = band_input(x, centre, width)
+        if xb is not None:
+            y = task.decode(xb, w)
+            moved_lo = (xb.start_lo[:-1] > x.start_lo[:-1]) & (y == xb.start_lo[:-1])
+            moved_hi = (xb.start_hi[:-1] < x.start_hi[:-1]) & (y == xb.start_hi[:-1])
+            far = 2 * np.abs(y - centre) > width
+            if not (np.any(moved_lo) or np.any(moved_hi) or np.any(far)):
+                return y
+        width *= 2
+    return task.decode(x, w)
 
 
 def _check_y(x: AlignmentInput, y) -> np.ndarray:

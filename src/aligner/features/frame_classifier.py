@@ -39,6 +39,7 @@ import time
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
+from numba import njit
 
 from aligner.errors import FeatureError, ModelError
 
@@ -112,6 +113,22 @@ def _smooth(dec: np.ndarray, radius: int) -> np.ndarray:
             out[a:b] = _smooth_block(dec[lo:hi], radius, lo, T)[a - lo:b - lo]
         return out
     return _smooth_block(dec, radius, 0, T)
+
+
+@njit(cache=True, nogil=True)
+def _kernel_exponent(E, g2, g_lsq, g_psq):
+    """In place, one pass: ``E[i, j] = min(E[i, j] * g2 - g_lsq[j] - g_psq[i], 0)`` over
+    (T, m) float32 dot products ``E`` (frames x landmarks), ``g2`` = 2 gamma / d, ``g_lsq``
+    (m,) and ``g_psq`` (T,) gamma / d times the squared norms of the landmarks and of the
+    projected frames: the RBF exponent ``-gamma / d ||p - l||^2``, float32, in the order of
+    operations of numpy's ``E *= g2; E -= g_lsq; E -= g_psq[:, None]; minimum(E, 0)``."""
+    zero = np.float32(0.0)
+    for i in range(E.shape[0]):
+        row = E[i]
+        gp = g_psq[i]
+        for j in range(row.shape[0]):
+            v = row[j] * g2 - g_lsq[j] - gp
+            row[j] = v if v < zero else zero
 
 
 class FrameClassifier:
@@ -303,15 +320,21 @@ class FrameClassifier:
             if self.projection.size:
                 P = P @ self.projection
             # -g ||p - l||^2 = 2 g p.l - g ||p||^2 - g ||l||^2
-            E = P @ self.landmarks.T
-            E *= 2 * g
-            E -= g * self.landmark_sqnorm
-            E -= (g * np.einsum("ij,ij->i", P, P))[:, None]
-            np.minimum(E, 0, out=E)
+            E = P @ self._landmarks_by_column()
+            _kernel_exponent(E, 2 * g, g * self.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
             np.exp(E, out=E)
             dec = E @ self.weights
         dec += self.bias
         return dec
+
+    def _landmarks_by_column(self) -> np.ndarray:
+        """(k, m) float32 C-contiguous copy of the landmarks' transpose, made once per landmark
+        array (BLAS multiplies by it faster than by the transposed view; same products)."""
+        cached = getattr(self, "_landmarks_t", None)
+        if cached is None or cached[0] is not self.landmarks:
+            cached = (self.landmarks, np.ascontiguousarray(self.landmarks.T))
+            self._landmarks_t = cached
+        return cached[1]
 
     def log_posteriors(self, frames: np.ndarray) -> np.ndarray:
         """(T, n_classes) float32 calibrated natural-log posteriors ``log softmax(temperature * f)``."""

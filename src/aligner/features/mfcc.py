@@ -12,6 +12,7 @@ Acoustic vector ``s_t`` (42 dims, float32)
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from aligner.errors import FeatureError
 from aligner.features.mel import htk_mel_filterbank
@@ -74,6 +75,16 @@ def _dct_matrix() -> np.ndarray:
     return _DCT[0]
 
 
+_HAMMING: list = []
+
+
+def _hamming() -> np.ndarray:
+    """(WINDOW,) float64 Hamming window, computed once."""
+    if not _HAMMING:
+        _HAMMING.append(np.hamming(WINDOW))
+    return _HAMMING[0]
+
+
 def _warp_spectrum(power: np.ndarray, warp: float, sample_rate: int) -> np.ndarray:
     """Vocal tract length perturbation of (T, bins) power spectra (Jaitly & Hinton 2013).
 
@@ -90,25 +101,44 @@ def _warp_spectrum(power: np.ndarray, warp: float, sample_rate: int) -> np.ndarr
     return power[:, i0] * (1.0 - w) + power[:, i0 + 1] * w
 
 
+@njit(cache=True, nogil=True)
+def _emphasise(seg, first, n, window, buf):
+    """Fill ``buf`` (n, N_FFT) float64 with the pre-emphasised, windowed frames of ``seg`` and
+    zero padding: ``buf[t, j] = (x_j - PREEMPHASIS * x_{j-1}) * window[j]`` for the WINDOW
+    samples ``x`` of frame t (``seg[FRAME_SHIFT t:]``; ``x_{-1}`` is the sample before the
+    frame, ``first`` for frame 0), 0 for ``j >= WINDOW``."""
+    for t in range(n):
+        base = FRAME_SHIFT * t
+        prev = first if t == 0 else seg[base - 1]
+        row = buf[t]
+        row[0] = (seg[base] - PREEMPHASIS * prev) * window[0]
+        for j in range(1, WINDOW):
+            row[j] = (seg[base + j] - PREEMPHASIS * seg[base + j - 1]) * window[j]
+        for j in range(WINDOW, row.shape[0]):
+            row[j] = 0.0
+
+
 def _static_features(y: np.ndarray, a: int, b: int, warp: float, sample_rate: int) -> np.ndarray:
     """(b - a, 14) MFCC c0..c12 and log energy of frames ``a .. b - 1`` of samples ``y``."""
-    seg = np.asarray(y[FRAME_SHIFT * a:FRAME_SHIFT * (b - 1) + WINDOW], dtype=np.float64)
+    seg = np.ascontiguousarray(y[FRAME_SHIFT * a:FRAME_SHIFT * (b - 1) + WINDOW], dtype=np.float64)
     if not np.all(np.isfinite(seg)):
         raise FeatureError("audio holds NaN or infinite samples")
     n = b - a
     # (n, 400) view of the raw frames; frame t = samples [160 t, 160 t + 400)
     frames = np.lib.stride_tricks.sliding_window_view(seg, WINDOW)[::FRAME_SHIFT][:n]
 
-    log_energy = np.log(np.maximum(np.sum(frames ** 2, axis=1), _POWER_FLOOR))
+    # one (n, N_FFT) float64 work buffer, its last N_FFT - WINDOW columns the FFT's zero padding
+    buf = np.empty((n, N_FFT))
+    emph = buf[:, :WINDOW]
+    np.square(frames, out=emph)
+    log_energy = np.log(np.maximum(np.sum(emph, axis=1), _POWER_FLOOR))
 
     # pre-emphasis within each frame (the first sample uses the one before it, if any)
-    prev = np.empty_like(frames)
-    prev[:, 1:] = frames[:, :-1]
     first = frames[0, 0] if a == 0 else float(y[FRAME_SHIFT * a - 1])
-    prev[:, 0] = np.concatenate([[first], seg[FRAME_SHIFT * np.arange(1, n) - 1]])
-    emph = (frames - PREEMPHASIS * prev) * np.hamming(WINDOW)
+    _emphasise(seg, float(first), n, _hamming(), buf)
 
-    power = np.abs(np.fft.rfft(emph, n=N_FFT, axis=1)) ** 2          # (n, 257)
+    power = np.abs(np.fft.rfft(buf, axis=1))                            # (n, 257)
+    power **= 2
     if warp != 1.0:
         if not 0.5 <= warp <= 2.0:
             raise FeatureError(f"warp factor {warp} outside 0.5 .. 2")

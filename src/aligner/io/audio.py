@@ -314,14 +314,34 @@ def samples_at_model_rate(y: np.ndarray, sr: int, name: str = "<samples>",
 
 
 def audio_duration(path: str | os.PathLike) -> float:
-    """Duration of a recording in seconds, read from its header without decoding the samples.
+    """Duration of a recording in seconds, read from its header without decoding the samples
+    (and kept for the path while the file's size, modification time and inode stay the same).
 
     Raises :class:`AudioError` naming the file if it is missing, a directory or not audio.
     """
     path = Path(path)
+    try:
+        st = os.stat(path)
+        key = (st.st_size, st.st_mtime_ns, st.st_ino)
+    except OSError:
+        key = None
+    hit = _DURATIONS.get(str(path)) if key is not None else None
+    if hit is not None and hit[0] == key:
+        return hit[1]
     _check_exists(path)
     info = _header(path)
-    return info.frames / info.samplerate
+    seconds = info.frames / info.samplerate
+    if key is not None:
+        if len(_DURATIONS) >= _DURATIONS_KEPT:
+            _DURATIONS.clear()
+        _DURATIONS[str(path)] = (key, seconds)
+    return seconds
+
+
+#: path -> ((size, modification time, inode), seconds) of the recordings :func:`audio_duration`
+#: read last (a batch asks for one recording's duration more than once)
+_DURATIONS: dict = {}
+_DURATIONS_KEPT = 256
 
 
 def _header(path: Path):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
+from numba import njit
 
 HEADER_MAGIC = b"NIST_1A"
 _WINDOW = 48  #: samples per roughness window
@@ -124,21 +125,133 @@ def _samples(buf: bytes, shift: int = 0, big_endian: bool = False) -> np.ndarray
     return np.frombuffer(b[: len(b) // 2 * 2], ">i2" if big_endian else "<i2").astype(np.int64)
 
 
-def _roughness(x: np.ndarray) -> np.ndarray:
-    """Mean |x[t+1] - x[t]| over the window of :data:`_WINDOW` differences starting at each t."""
-    r = np.abs(np.diff(x)).astype(np.float64)
-    c = np.concatenate([[0.0], np.cumsum(r)])
-    start = np.arange(len(r))
-    end = np.minimum(start + _WINDOW, len(r))
-    return (c[end] - c[start]) / np.maximum(end - start, 1)
+@njit(cache=True, nogil=True, inline="always")
+def _sample(u8, i, shift, big_endian):
+    """Sample i (int16 value) of the bytes ``u8`` read from byte ``shift`` on."""
+    j = 2 * i + shift
+    v = (np.int64(u8[j]) << 8) | np.int64(u8[j + 1]) if big_endian else (np.int64(u8[j + 1]) << 8) | np.int64(u8[j])
+    return v - 65536 if v >= 32768 else v
+
+
+@njit(cache=True, nogil=True)
+def _misread_flags(u8, big_endian, window):
+    """:func:`_misread` of the bytes ``u8`` (uint8): for each t, whether the mean ``|x[u+1] -
+    x[u]|`` over the ``window`` differences from t (fewer at the end) of the samples read as is
+    exceeds 4 times that of the samples read one byte later, plus 200 (sample units). Window
+    sums are exact integers, divided once in float64."""
+    na = len(u8) // 2  # samples read as is
+    nb = (len(u8) - 1) // 2 if len(u8) >= 1 else 0  # samples read one byte later
+    ra_n, rb_n = max(na - 1, 0), max(nb - 1, 0)  # differences
+    n = min(ra_n, rb_n)
+    out = np.zeros(n, np.bool_)
+    da = np.empty(ra_n, np.int32)  # |x[u+1] - x[u]| of either reading
+    db = np.empty(rb_n, np.int32)
+    for u in range(ra_n):
+        da[u] = abs(_sample(u8, u + 1, 0, big_endian) - _sample(u8, u, 0, big_endian))
+    for u in range(rb_n):
+        db[u] = abs(_sample(u8, u + 1, 1, big_endian) - _sample(u8, u, 1, big_endian))
+    sa = 0
+    for u in range(min(window, ra_n)):
+        sa += da[u]
+    sb = 0
+    for u in range(min(window, rb_n)):
+        sb += db[u]
+    for t in range(n):
+        ra = float(sa) / float(min(t + window, ra_n) - t)
+        rb = float(sb) / float(min(t + window, rb_n) - t)
+        out[t] = ra > 4.0 * rb + 200.0
+        sa -= da[t]
+        if t + window < ra_n:
+            sa += da[t + window]
+        sb -= db[t]
+        if t + window < rb_n:
+            sb += db[t + window]
+    return out
 
 
 def _misread(buf: bytes, big_endian: bool) -> np.ndarray:
-    """Boolean per sample: reading one byte later is much smoother here (wrong byte parity)."""
-    ra = _roughness(_samples(buf, 0, big_endian))
-    rb = _roughness(_samples(buf, 1, big_endian))
-    n = min(len(ra), len(rb))
-    return ra[:n] > 4.0 * rb[:n] + 200.0
+    """Boolean per sample: reading one byte later is much smoother here (wrong byte parity):
+    the mean absolute difference of consecutive samples over :data:`_WINDOW` differences is
+    more than 4 times (plus 200) that of the samples read one byte later."""
+    return _misread_flags(np.frombuffer(buf, np.uint8), big_endian, _WINDOW)
+
+
+@njit(cache=True, nogil=True)
+def _one_cr_candidates(u8, lf, big_endian):
+    """For every LF byte offset ``lf`` (ascending) of the payload ``u8``: the samples obtained
+    by putting a CR back before it (those before it as read, those after it one byte later),
+    summarised as ``(keep, roughness, minimum, maximum)`` (:func:`repair_one_lost_cr`);
+    ``keep`` is False where the candidate has no sample after the CR. One backward pass over
+    the later reading and one forward pass over the reading as is, no per-sample arrays."""
+    na = len(u8) // 2
+    nb = (len(u8) - 1) // 2 if len(u8) >= 1 else 0
+    m = len(lf)
+    keep = np.zeros(m, np.bool_)
+    rough = np.zeros(m, np.int64)
+    lo = np.zeros(m, np.int64)
+    hi = np.zeros(m, np.int64)
+    mids = np.zeros(m, np.int64)
+    for i in range(m):
+        p = lf[i]
+        k = p // 2
+        keep[i] = k < nb and (k < 1 or k <= na)
+        if p % 2:
+            first, second = np.int64(u8[p - 1]), np.int64(0x0D)
+        else:
+            first, second = np.int64(0x0D), np.int64(0x0A)
+        v = (first << 8) | second if big_endian else (second << 8) | first
+        mids[i] = v - 65536 if v >= 32768 else v
+    # the samples after the CR: b[k:] (suffix roughness, minimum, maximum), walking backwards
+    i = m - 1
+    while i >= 0 and not keep[i]:
+        i -= 1
+    if nb > 0:
+        s = 0
+        bmin = bmax = _sample(u8, nb - 1, 1, big_endian)
+        for j in range(nb - 1, -1, -1):
+            bj = _sample(u8, j, 1, big_endian)
+            if j < nb - 1:
+                s += abs(_sample(u8, j + 1, 1, big_endian) - bj)
+            bmin = min(bmin, bj)
+            bmax = max(bmax, bj)
+            while i >= 0 and lf[i] // 2 == j:
+                if keep[i]:
+                    mid = mids[i]
+                    rough[i] = s + abs(bj - mid)
+                    lo[i] = min(mid, bmin)
+                    hi[i] = max(mid, bmax)
+                i -= 1
+            while i >= 0 and (not keep[i] or lf[i] // 2 > j):
+                i -= 1
+    # the samples before it: a[:k] (prefix roughness, minimum, maximum), walking forwards
+    i = 0
+    s = 0
+    amin = amax = _sample(u8, 0, 0, big_endian) if na > 0 else 0
+    for k in range(1, na + 1):
+        ak = _sample(u8, k - 1, 0, big_endian)  # a[k - 1]
+        if k >= 2:
+            s += abs(ak - _sample(u8, k - 2, 0, big_endian))
+        amin = min(amin, ak)
+        amax = max(amax, ak)
+        while i < m and lf[i] // 2 < k:
+            i += 1
+        while i < m and lf[i] // 2 == k:
+            if keep[i]:
+                mid = mids[i]
+                rough[i] += s + abs(mid - ak)
+                lo[i] = min(lo[i], amin)
+                hi[i] = max(hi[i], amax)
+            i += 1
+    return keep, rough, lo, hi
+
+
+def warm_up() -> None:
+    """Compile (or load from numba's cache) this module's numba functions on a few samples, so
+    that processes forked afterwards (corpus workers) do not each load them at their first
+    damaged file."""
+    u8 = np.frombuffer(bytes(8), np.uint8)  # read-only, as the payloads are
+    _misread_flags(u8, False, _WINDOW)
+    _one_cr_candidates(u8, np.array([2], np.int64), False)
 
 
 def _insert(payload: bytes, positions: list) -> bytes:
@@ -166,37 +279,17 @@ def repair_one_lost_cr(payload: bytes, header: SphereHeader, big_endian: bool) -
     smoothest wins when every other is rougher by :data:`CLEAR_MARGIN` times the mean
     per-sample roughness.
     """
-    lf = np.flatnonzero(np.frombuffer(payload, np.uint8) == 0x0A)
-    a = _samples(payload, 0, big_endian)  # as read: right before the lost CR
-    b = _samples(payload, 1, big_endian)  # one byte later (b[j] = bytes 2j+1, 2j+2): right after it
-    if len(lf) == 0 or len(a) < 2 or len(b) < 1:
+    u8 = np.frombuffer(payload, np.uint8)
+    lf = np.flatnonzero(u8 == 0x0A)
+    n_a, n_b = len(u8) // 2, (len(u8) - 1) // 2  # samples as read; one byte later
+    if len(lf) == 0 or n_a < 2 or n_b < 1:
         return None
-    da = np.concatenate([[0], np.cumsum(np.abs(np.diff(a)))])  # da[k]: roughness of a[0..k]
-    db_suffix = np.concatenate([np.cumsum(np.abs(np.diff(b))[::-1])[::-1], [0]])  # of b[j..]
-    pre_min, pre_max = np.minimum.accumulate(a), np.maximum.accumulate(a)
-    suf_min, suf_max = np.minimum.accumulate(b[::-1])[::-1], np.maximum.accumulate(b[::-1])[::-1]
-    order = ">i2" if big_endian else "<i2"
-    candidates, scores, mins, maxs = [], [], [], []
-    for p in lf.tolist():
-        # repaired stream payload[:p] + CR + payload[p:]: samples a[:k] as read, then the one
-        # holding the CR, then b[k:] (in both parities of p)
-        k = p // 2
-        pair = bytes([payload[p - 1], 0x0D]) if p % 2 else bytes([0x0D, payload[p]])
-        mid = int(np.frombuffer(pair, order)[0])
-        if k >= len(b) or (k >= 1 and k > len(a)):
-            continue
-        rough = db_suffix[k] + abs(int(b[k]) - mid)
-        lo, hi = min(mid, int(suf_min[k])), max(mid, int(suf_max[k]))
-        if k >= 1:
-            rough += da[k - 1] + abs(mid - int(a[k - 1]))
-            lo, hi = min(lo, int(pre_min[k - 1])), max(hi, int(pre_max[k - 1]))
-        candidates.append(p)
-        scores.append(float(rough))
-        mins.append(lo)
-        maxs.append(hi)
-    if not candidates:
+    # every LF at once (:func:`_one_cr_candidates`): a CR put back before byte p makes sample
+    # k = p // 2 hold it; samples before k are read as is, samples after it one byte later
+    keep, rough, mins, maxs = _one_cr_candidates(u8, lf.astype(np.int64), big_endian)
+    if not keep.any():
         return None
-    scores, mins, maxs = np.array(scores), np.array(mins), np.array(maxs)
+    candidates, scores, mins, maxs = lf[keep].tolist(), rough[keep].astype(np.float64), mins[keep], maxs[keep]
     ok = np.ones(len(scores), bool)
     if header.sample_min is not None and header.sample_max is not None:
         ok = (mins == header.sample_min) & (maxs == header.sample_max)
@@ -204,7 +297,7 @@ def repair_one_lost_cr(payload: bytes, header: SphereHeader, big_endian: bool) -
     if len(idx) == 0:
         return None
     best = int(idx[np.argmin(scores[idx])])
-    margin = CLEAR_MARGIN * scores[best] / len(a)
+    margin = CLEAR_MARGIN * scores[best] / n_a
     if np.any(np.delete(scores, best) < scores[best] + margin):
         return None  # not clearly the smoothest
     x = _samples(_insert(payload, [candidates[best]]), 0, big_endian)
@@ -237,8 +330,10 @@ def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
         span = 4 * _WINDOW
         if len(bad) < span:
             return None
-        run = np.convolve(bad.astype(np.float64), np.ones(span) / span, "valid")
-        hits = list(np.flatnonzero(run > 0.8)[:1])
+        # windows of ``span`` samples more than 80 % misread (counts from one running sum)
+        count = np.zeros(len(bad) + 1, np.int64)
+        np.cumsum(bad, out=count[1:])
+        hits = list(np.flatnonzero((count[span:] - count[:-span]) * 5 > 4 * span)[:1])
         if not hits:
             # a misread stretch too short for the roughness test still leaves the header's range
             hits = list(np.flatnonzero(samples_outside_range(_samples(buf, 0, big), header))[:1])
