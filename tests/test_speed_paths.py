@@ -1,8 +1,9 @@
 """The fast paths of alignment give what the straightforward computations give, bit for bit.
 
-Each fast path (banded phone DP, fused classifier kernel, MFCC pre-emphasis kernel, boundary
-distances, feasible starts, refiner change features, per-symbol durations, SPHERE repair
-kernels, cached durations) is checked against the plain computation it replaces.
+Each fast path (banded phone DP, fused classifier kernels, MFCC pre-emphasis kernel,
+boundary distances, feasible starts, refiner change features, per-symbol durations, SPHERE repair
+kernels, cached durations, the output-overwrites-input check) is checked against the plain
+computation it replaces.
 """
 
 import math
@@ -195,12 +196,31 @@ def _static_reference(y, a, b):
     return np.column_stack([np.log(np.maximum(mel, 1e-10)) @ M._dct_matrix(), log_energy])
 
 
+def test_standardised_context_equals_stack_then_standardise():
+    rng = np.random.default_rng(8)
+    clf = _fitted_classifier(rng)
+    for T_ in (1, 2, 3, 7, 50):
+        frames = (rng.normal(size=(T_, 6)) * 10.0 ** rng.integers(-3, 4)).astype(np.float32)
+        want = (FC.stack_context(frames, clf.context) - clf.mean) * clf.inv_std
+        got = clf._standardised(frames)
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    # float64 frames (not the predict path's dtype) take the numpy sequence
+    frames = rng.normal(size=(9, 6))
+    np.testing.assert_array_equal(clf._standardised(frames),
+                                  (FC.stack_context(frames, clf.context) - clf.mean) * clf.inv_std)
+
+
 def test_mfcc_static_features_equal_the_numpy_sequence():
     rng = np.random.default_rng(5)
     y = rng.normal(size=16000).astype(np.float32)
     T_ = M.n_frames(len(y))
     for a, b in ((0, T_), (0, 1), (7, 30), (T_ - 1, T_)):
         np.testing.assert_array_equal(M._static_features(y, a, b, 1.0, 16000), _static_reference(y, a, b))
+    loud = (rng.normal(size=4000) * 10.0 ** rng.integers(-4, 5, size=4000)).astype(np.float32)
+    T_ = M.n_frames(len(loud))
+    for a, b in ((0, T_), (3, T_ - 2)):
+        np.testing.assert_array_equal(M._static_features(loud, a, b, 1.0, 16000), _static_reference(loud, a, b))
 
 
 def test_refiner_change_features_match_the_whole_recording_computation():
@@ -316,3 +336,31 @@ def test_banded_phone_path_equals_the_exact_dp_on_shared_utterances(timit_dir, m
     banded = starts()
     monkeypatch.setattr(model_module, "PHONE_BAND_FRAMES", None)
     assert starts() == banded
+
+
+# --------------------------------------------------------------------------------------
+# output checks
+# --------------------------------------------------------------------------------------
+
+def test_new_output_check_refuses_what_the_full_check_refuses(tmp_path):
+    from aligner import api
+    from aligner.errors import AlignerError
+
+    audio, text = tmp_path / "a.wav", tmp_path / "a.phn"
+    audio.write_bytes(b"x")
+    text.write_text("h#")
+    (tmp_path / "link.TextGrid").symlink_to(audio)
+    (tmp_path / "sub").mkdir()
+    cases = [audio, text, tmp_path / "link.TextGrid", tmp_path / "sub" / ".." / "a.wav",
+             tmp_path / "nowhere" / ".." / "a.phn", tmp_path / "new.TextGrid", tmp_path / "sub" / "b.TextGrid"]
+    for out in cases:
+        outcomes = []
+        for check in (api.check_output_not_input, api._check_new_output_not_input):
+            try:
+                check(out, audio, text, None)
+                outcomes.append(None)
+            except AlignerError as exc:
+                outcomes.append(str(exc))
+        assert outcomes[0] == outcomes[1], out
+    with pytest.raises(AlignerError):
+        api._check_new_output_not_input(tmp_path / "link.TextGrid", audio, text, None)

@@ -399,10 +399,18 @@ def _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind
     from aligner.io.exports import write_alignment
 
     out = Path(out) if out is not None else output_path(audio, fmt)
-    check_output_not_input(out, audio, transcript, dictionary)
+    _check_new_output_not_input(out, audio, transcript, dictionary)
     result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov)
     return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem,
                            confidences=result.confidences or None, confidence_tiers=confidence_tiers), result
+
+
+def _check_new_output_not_input(out, *inputs) -> None:
+    """:func:`check_output_not_input`, resolving only ``out`` when what it resolves to does not
+    exist yet (a new output: no existing input resolves to it, so none is resolved)."""
+    if not os.path.exists(os.path.realpath(out)):
+        return
+    check_output_not_input(out, *inputs)
 
 
 # -- corpus ------------------------------------------------------------------------------------
@@ -971,10 +979,14 @@ def _measure_one(job) -> tuple:
     audio, name, tier, pad, textgrid, aligned = job
     if aligned is not None:
         return _measure_aligned(audio, name, tier, textgrid, *aligned)
+    from aligner.vowels.wav import read_pcm16_mono
+
     model = _WORKER_VOWEL_MODEL
     records, failures = [], []
     try:
-        samples = load_audio(audio)
+        samples = read_pcm16_mono(str(Path(audio)))  # a plain 16 kHz PCM WAV cut: the same samples, faster
+        if samples is None:
+            samples = load_audio(audio)
         duration = len(samples) / SAMPLE_RATE
         windows = ([(0.0, duration, "")] if tier is None
                    else _search_windows(Path(audio), name, tier, pad, duration))
@@ -1069,6 +1081,10 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
         from threadpoolctl import threadpool_limits
 
         threadpool_limits(blas_threads)
+        if blas_threads == 1:  # for good: the acoustics need not cap BLAS around each product
+            from aligner.features import vowel_acoustics
+
+            vowel_acoustics.BLAS_SINGLE_THREADED = True
     if model is None or isinstance(model, (str, os.PathLike)):
         model = load_vowel_model(model)
     if _WORKER_VOWEL_MODEL is not model:

@@ -131,6 +131,25 @@ def _kernel_exponent(E, g2, g_lsq, g_psq):
             row[j] = v if v < zero else zero
 
 
+@njit(cache=True, nogil=True)
+def _standardised_context(frames, context, mean, inv_std, out):
+    """Fill ``out`` (T, (2 context + 1) D) float32 with the standardised context vectors of
+    (T, D) float32 ``frames``: ``out[t, j D + i] = (frames[u, i] - mean[j D + i]) * inv_std[j D
+    + i]`` with ``u = clip(t + j - context, 0, T - 1)`` (edge frames repeated), ``mean`` and
+    ``inv_std`` ((2 context + 1) D,) float32: :func:`stack_context` then ``(P - mean) *
+    inv_std`` in one pass, in numpy's float32 order of operations."""
+    T, D = frames.shape
+    width = 2 * context + 1
+    for t in range(T):
+        row = out[t]
+        for j in range(width):
+            u = min(max(t + j - context, 0), T - 1)
+            src = frames[u]
+            base = j * D
+            for i in range(D):
+                row[base + i] = (src[i] - mean[base + i]) * inv_std[base + i]
+
+
 class FrameClassifier:
     """Nystroem-RBF one-vs-rest squared-hinge SVM over frames with context.
 
@@ -313,8 +332,7 @@ class FrameClassifier:
     def _svm_outputs(self, frames: np.ndarray) -> np.ndarray:
         """(T, n_classes) float32 SVM outputs of (T, n_features) float32 frames, unsmoothed
         (edge frames' context padded by repetition)."""
-        P = stack_context(frames, self.context)
-        P = (P - self.mean) * self.inv_std
+        P = self._standardised(frames)
         g = np.float32(self.gamma / P.shape[1])
         with _blas_threads(self.blas_threads):
             if self.projection.size:
@@ -326,6 +344,22 @@ class FrameClassifier:
             dec = E @ self.weights
         dec += self.bias
         return dec
+
+    def _standardised(self, frames: np.ndarray) -> np.ndarray:
+        """(T, (2 context + 1) n_features) float32 standardised context vectors of (T,
+        n_features) float32 frames: ``(stack_context(frames) - mean) * inv_std``, the same
+        values in one pass (:func:`_standardised_context`) when the stored mean and spread are
+        float32 vectors of that width."""
+        mean, inv_std = self.mean, self.inv_std
+        width = (2 * self.context + 1) * frames.shape[1]
+        if (frames.dtype != np.float32 or getattr(mean, "dtype", None) != np.float32
+                or getattr(inv_std, "dtype", None) != np.float32 or np.shape(mean) != (width,)
+                or np.shape(inv_std) != (width,)):
+            return (stack_context(frames, self.context) - mean) * inv_std
+        out = np.empty((frames.shape[0], width), np.float32)
+        _standardised_context(np.ascontiguousarray(frames), self.context, np.ascontiguousarray(mean),
+                              np.ascontiguousarray(inv_std), out)
+        return out
 
     def _landmarks_by_column(self) -> np.ndarray:
         """(k, m) float32 C-contiguous copy of the landmarks' transpose, made once per landmark

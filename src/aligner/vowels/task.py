@@ -275,6 +275,40 @@ def _window_means(cum: np.ndarray, w: int):
     return before, after
 
 
+@njit(cache=True, nogil=True)
+def _window_arrays(X, widths, outside_width, cum, edge, before, after):
+    """Fill the arrays of a :class:`VowelInput` from its (T, F) float64 columns ``X``: ``cum``
+    (T+1, F) the cumulative sums (``np.cumsum`` order: ``cum[t+1] = cum[t] + X[t]``, ``cum[1] =
+    X[0]``); ``edge`` (T+1, F*W) ``M+_w - M-_w`` of each width w of ``widths`` (W,); ``before``,
+    ``after`` (T+1, F) ``M-``, ``M+`` of ``outside_width`` frames. The window means are those of
+    :func:`_window_means` (clipped windows, an empty window's mean 0), the same operations."""
+    T, F = X.shape
+    W = widths.shape[0]
+    for i in range(F):
+        cum[0, i] = 0.0
+    if T > 0:
+        for i in range(F):
+            cum[1, i] = X[0, i]
+    for t in range(1, T):
+        for i in range(F):
+            cum[t + 1, i] = cum[t, i] + X[t, i]
+    for t in range(T + 1):
+        for j in range(W + 1):
+            w = widths[j] if j < W else outside_width
+            lo = max(t - w, 0)
+            hi = min(t + w, T)
+            n_before = float(t - lo)
+            n_after = float(hi - t)
+            for i in range(F):
+                b = (cum[t, i] - cum[lo, i]) / n_before if n_before > 0 else 0.0
+                a = (cum[hi, i] - cum[t, i]) / n_after if n_after > 0 else 0.0
+                if j < W:
+                    edge[t, i * W + j] = a - b
+                else:
+                    before[t, i] = b
+                    after[t, i] = a
+
+
 def make_vowel_input(
     features,
     min_dur: int,
@@ -363,18 +397,15 @@ def make_vowel_input(
     off_lo = max(off_lo, on_lo + min_dur)
     off_hi = min(off_hi, on_hi + max_dur)
 
-    cum = np.zeros((T + 1, X.shape[1]), dtype=np.float64)
-    np.cumsum(X, axis=0, out=cum[1:])
     F, W = X.shape[1], widths.size
-    edge = np.empty((T + 1, F, W), dtype=np.float64)
-    for j, w in enumerate(widths):
-        before_w, after_w = _window_means(cum, int(w))
-        edge[:, :, j] = after_w - before_w
-    before, after = _window_means(cum, outside_width)
+    cum = np.empty((T + 1, F), dtype=np.float64)
+    edge = np.empty((T + 1, F * W), dtype=np.float64)
+    before, after = np.empty((T + 1, F)), np.empty((T + 1, F))
+    _window_arrays(np.ascontiguousarray(X), widths, outside_width, cum, edge, before, after)
     return VowelInput(
-        edge=np.ascontiguousarray(edge.reshape(T + 1, F * W)),
-        before=np.ascontiguousarray(before),
-        after=np.ascontiguousarray(after),
+        edge=edge,
+        before=before,
+        after=after,
         cum=cum,
         widths=widths,
         onset_lo=on_lo,
