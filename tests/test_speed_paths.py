@@ -9,6 +9,7 @@ computation it replaces.
 import math
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -342,6 +343,16 @@ def test_banded_phone_path_equals_the_exact_dp_on_shared_utterances(timit_dir, m
 # output checks
 # --------------------------------------------------------------------------------------
 
+def _check_output_resolving_every_input(out, *inputs) -> None:
+    """The overwrite check as it was: every existing input resolved and compared."""
+    from aligner.errors import AlignerError
+
+    target = Path(out).resolve()
+    for item in inputs:
+        if isinstance(item, (str, os.PathLike)) and os.path.exists(item) and Path(item).resolve() == target:
+            raise AlignerError(f"{out}: the output would overwrite the input {item}; choose another -o")
+
+
 def test_new_output_check_refuses_what_the_full_check_refuses(tmp_path):
     from aligner import api
     from aligner.errors import AlignerError
@@ -355,7 +366,7 @@ def test_new_output_check_refuses_what_the_full_check_refuses(tmp_path):
              tmp_path / "nowhere" / ".." / "a.phn", tmp_path / "new.TextGrid", tmp_path / "sub" / "b.TextGrid"]
     for out in cases:
         outcomes = []
-        for check in (api.check_output_not_input, api._check_new_output_not_input):
+        for check in (_check_output_resolving_every_input, api.check_output_not_input):
             try:
                 check(out, audio, text, None)
                 outcomes.append(None)
@@ -363,4 +374,4 @@ def test_new_output_check_refuses_what_the_full_check_refuses(tmp_path):
                 outcomes.append(str(exc))
         assert outcomes[0] == outcomes[1], out
     with pytest.raises(AlignerError):
-        api._check_new_output_not_input(tmp_path / "link.TextGrid", audio, text, None)
+        api.check_output_not_input(tmp_path / "link.TextGrid", audio, text, None)

@@ -358,8 +358,11 @@ def output_path(audio, fmt: str = "textgrid") -> Path:
 
 
 def check_output_not_input(out, *inputs) -> None:
-    """Refuse (one-line :class:`AlignerError`) an output path that is, or resolves to, an input."""
+    """Refuse (one-line :class:`AlignerError`) an output path that is, or resolves to, an input.
+    A new output (nothing there yet) is no existing input, so the inputs are not resolved then."""
     target = Path(out).resolve()
+    if not target.exists():
+        return
     for item in inputs:
         if isinstance(item, (str, os.PathLike)) and os.path.exists(item) and Path(item).resolve() == target:
             raise AlignerError(f"{out}: the output would overwrite the input {item}; choose another -o")
@@ -399,18 +402,10 @@ def _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind
     from aligner.io.exports import write_alignment
 
     out = Path(out) if out is not None else output_path(audio, fmt)
-    _check_new_output_not_input(out, audio, transcript, dictionary)
+    check_output_not_input(out, audio, transcript, dictionary)
     result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov)
     return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem,
                            confidences=result.confidences or None, confidence_tiers=confidence_tiers), result
-
-
-def _check_new_output_not_input(out, *inputs) -> None:
-    """:func:`check_output_not_input`, resolving only ``out`` when what it resolves to does not
-    exist yet (a new output: no existing input resolves to it, so none is resolved)."""
-    if not os.path.exists(os.path.realpath(out)):
-        return
-    check_output_not_input(out, *inputs)
 
 
 # -- corpus ------------------------------------------------------------------------------------
