@@ -30,10 +30,8 @@ def _inputs(model, utt, dictionary):
     """The graph input and task of one utterance, as :func:`aligner.api.align_words` builds them."""
     from aligner import api
     from aligner.alignment import words as W
-    from aligner.alignment.graph import build_word_graph
     from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
     from aligner.features.mfcc import mfcc_features
-    from aligner.phonetics import get_phone_set
     from aligner.words.normalize import normalize_transcript
 
     samples = audio_int16(utt.audio).astype(np.float32) / 32768.0
@@ -41,11 +39,7 @@ def _inputs(model, utt, dictionary):
     scores = model.classifier.scores(frames)
     text = utt.txt.read_text().split(maxsplit=2)[2]
     _, prons = api._pronunciations(normalize_transcript(text, dictionary), dictionary, "g2p", utt.name, {})
-    arpabet = get_phone_set("arpabet")
-    words = [[W._alternative(model, e) for ph in alts for e in W._expansions(ph, arpabet, W.DEFAULT_RULES)]
-             for alts in prons]
-    graph = build_word_graph(words, W._pause(model, W.PAUSE_SYMBOL), leading_pause=W._pause(model, W.EDGE_SYMBOL),
-                             trailing_pause=W._pause(model, W.EDGE_SYMBOL))
+    graph, _ = W.word_graph(model, prons)
     x = make_graph_input(scores, frames, graph, model.min_frames, name=utt.name)
     return x, GraphAlignmentTask(phone_bonus=W.PHONE_BONUS), len(samples) / 16000
 

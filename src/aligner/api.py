@@ -23,7 +23,7 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel
-from aligner.batch import WorkerPool, output_is_complete
+from aligner.batch import output_is_complete
 from aligner.distributed import open_pool, resolve_engine
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import load_audio, samples_at_model_rate

@@ -262,10 +262,11 @@ def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAli
     return out
 
 
-def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
-                      rules, pause_bonus, review=False, band=WORD_BAND_FRAMES) -> WordAlignment:
-    """:func:`align_words_scored` by one graph DP over all T frames, within ``band`` frames of a
-    first pass (:mod:`aligner.alignment.graph_band`; ``band=0``: the exact DP over all states)."""
+def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: Sequence[str] = DEFAULT_RULES) -> tuple:
+    """``(graph, expansions)``: the pronunciation graph the decoder searches for W words (each
+    word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
+    optional pause between words and at either end) with ``model``'s duration statistics, and
+    per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
     arpabet = get_phone_set("arpabet")
     words, expansions = [], []
     for alternatives in pronunciations:
@@ -278,6 +279,14 @@ def _align_words_span(model, frames, scores, labels, pronunciations, duration_s,
         expansions.append(exps)
     graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL), leading_pause=_pause(model, EDGE_SYMBOL),
                              trailing_pause=_pause(model, EDGE_SYMBOL))
+    return graph, expansions
+
+
+def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
+                      rules, pause_bonus, review=False, band=WORD_BAND_FRAMES) -> WordAlignment:
+    """:func:`align_words_scored` by one graph DP over all T frames, within ``band`` frames of a
+    first pass (:mod:`aligner.alignment.graph_band`; ``band=0``: the exact DP over all states)."""
+    graph, expansions = word_graph(model, pronunciations, rules)
     x = make_graph_input(scores, frames, graph, model.min_frames, name=name)
     task = GraphAlignmentTask(phone_bonus=phone_bonus, pause_bonus=pause_bonus)
     path = decode_banded(task, x, model.weights, band) if band else task.decode(x, model.weights)
