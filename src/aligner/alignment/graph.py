@@ -311,12 +311,17 @@ def build_word_graph(
     cls, mean, std, mx, labels = [], [], [], [], []
     preds, start, word, alt, wstart, pslot, ispause = [], [], [], [], [], [], []
 
-    def add(seg: Segment, i: int, p: list, can_start: bool, w: int, a: int, ws: int, ps: int):
-        cls.append(seg.classes[i]); mean.append(seg.mean[i]); std.append(seg.std[i])  # noqa: E702
-        mx.append(seg.max_frames[i]); labels.append(seg.labels[i])  # noqa: E702
-        preds.append(sorted(set(p))); start.append(can_start); word.append(w); alt.append(a)  # noqa: E702
-        wstart.append(ws); pslot.append(ps); ispause.append(ps >= 0)  # noqa: E702
-        return len(cls) - 1
+    def add(seg: Segment, p: list, can_start: bool, w: int, a: int, ws: int, ps: int):
+        """Append the phones of ``seg`` as a chain: the first after the nodes ``p`` (a start
+        node if ``can_start``, starting word ``ws``), each next one after the one before;
+        returns the last node."""
+        first, k = len(cls), len(seg)
+        cls.extend(seg.classes); mean.extend(seg.mean); std.extend(seg.std)  # noqa: E702
+        mx.extend(seg.max_frames); labels.extend(seg.labels)  # noqa: E702
+        preds.append(sorted(set(p))); preds.extend([n] for n in range(first, first + k - 1))  # noqa: E702
+        start.extend([can_start] + [False] * (k - 1)); word.extend([w] * k); alt.extend([a] * k)  # noqa: E702
+        wstart.extend([ws] + [-1] * (k - 1)); pslot.extend([ps] * k); ispause.extend([ps >= 0] * k)  # noqa: E702
+        return first + k - 1
 
     frontier: list = []
     can_start = True
@@ -325,7 +330,7 @@ def build_word_graph(
         nonlocal frontier, can_start
         if mode == "none":
             return
-        n = add(seg, 0, frontier, can_start, -1, -1, -1, g)
+        n = add(seg, frontier, can_start, -1, -1, -1, g)
         if mode == "required":
             frontier, can_start = [n], False
         else:
@@ -348,15 +353,7 @@ def build_word_graph(
             raise ValueError(f"word {i}: no pronunciation")
         ends = []
         for a, s in enumerate(segs):
-            first = add(s, 0, frontier, can_start, i, a, i, -1)
-            k = len(s) - 1  # the rest of the alternative: a chain after its first phone
-            if k:
-                cls.extend(s.classes[1:]); mean.extend(s.mean[1:]); std.extend(s.std[1:])  # noqa: E702
-                mx.extend(s.max_frames[1:]); labels.extend(s.labels[1:])  # noqa: E702
-                preds.extend([n] for n in range(first, first + k))
-                start.extend([False] * k); word.extend([i] * k); alt.extend([a] * k)  # noqa: E702
-                wstart.extend([-1] * k); pslot.extend([-1] * k); ispause.extend([False] * k)  # noqa: E702
-            ends.append(first + k)
+            ends.append(add(s, frontier, can_start, i, a, i, -1))
         frontier, can_start = ends, False
         if i < W - 1:
             gap(between_modes[i], pause, i + 1)
