@@ -7,9 +7,14 @@ in a temporary directory (as a phonologist's folder of CVC recordings), then run
 does, with the CSV written too.
 
     python -m benchmarks.bench_vowels_speed ../shared/data/timit-sample --jobs 2 [--repeat 3]
+        [--cuts DIR] [--csv OUT.csv]
 
 Start-up = model load + worker start + numba warm-up; tokens/s = tokens / measuring wall time
 (audio reading, features, frame classifier, decoding, CSV): median and range over ``--repeat`` runs.
+Each run also prints the CPU time per token (this process and its workers, start-up included;
+the machine's other jobs do not count in it, so it compares code on a shared machine better
+than tokens/s) and the 1-minute load average. ``--cuts DIR`` keeps the cut WAV files in DIR
+(written there if it is empty, else reused); ``--csv`` writes the last run's CSV.
 """
 
 from __future__ import annotations
@@ -51,28 +56,41 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--model", type=Path)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cuts", type=Path, help="keep the cut WAV files here (reused if there)")
+    ap.add_argument("--csv", type=Path, help="write the last run's CSV here")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        cuts = tmp / "cuts"
-        cuts.mkdir()
-        n = write_tokens(args.corpus, cuts)
+        cuts = args.cuts if args.cuts is not None else tmp / "cuts"
+        cuts.mkdir(parents=True, exist_ok=True)
+        n = len(list(cuts.glob("*.wav"))) or write_tokens(args.corpus, cuts)
         t0 = time.perf_counter()
         model = api.load_vowel_model(args.model)
         load_s = time.perf_counter() - t0
         rates = []
         for r in range(args.repeat):
-            t1 = time.perf_counter()
+            t1, cpu1 = time.perf_counter(), _cpu_seconds()
             report = api.measure_vowels(cuts, model=model, jobs=args.jobs)
             (tmp / "out.csv").write_text(api.vowels_csv(report.records))
             wall = time.perf_counter() - t1
+            cpu_ms = 1000 * (_cpu_seconds() - cpu1) / max(len(report.records), 1)
             rate = len(report.records) / (wall - report.startup_seconds)
             print(f"run {r + 1}: {len(report.records)} of {n} tokens measured ({len(report.failed)} failed), "
-                  f"{rate:.0f} tokens/s with --jobs {args.jobs}; start-up {report.startup_seconds:.2f} s "
-                  f"(model load {load_s:.2f} s, first run only)", flush=True)
+                  f"{rate:.0f} tokens/s with --jobs {args.jobs}, CPU {cpu_ms:.2f} ms per token; start-up "
+                  f"{report.startup_seconds:.2f} s (model load {load_s:.2f} s, first run only); load "
+                  f"{os.getloadavg()[0]:.2f}", flush=True)
             rates.append(rate)
         print(f"median {statistics.median(rates):.0f} tokens/s once warm "
               f"(runs {', '.join(f'{r:.0f}' for r in rates)})")
+        if args.csv is not None:
+            args.csv.write_bytes((tmp / "out.csv").read_bytes())
+
+
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its finished children (the workers of a
+    pool count once the pool has closed)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 if __name__ == "__main__":

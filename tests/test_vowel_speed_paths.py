@@ -4,7 +4,17 @@
   frame length) against the block path :func:`~aligner.features.vowel_acoustics._acoustics_blocks`;
 - its pairwise sums against ``np.sum``;
 - :func:`aligner.vowels.task._window_arrays` against ``np.cumsum`` and ``_window_means``;
-- :func:`aligner.vowels.wav.read_pcm16_mono` against :func:`aligner.io.audio.load_audio`.
+- :func:`aligner.vowels.wav.read_pcm16_mono` against :func:`aligner.io.audio.load_audio`;
+- the frame classifier's columns of a short recording (:func:`~aligner.features.vowel_acoustics.
+  _classifier_columns_many`: the MFCC tail and the posterior columns in kernels, several
+  recordings per call) against
+  :func:`~aligner.features.vowel_acoustics.classifier_columns`, one recording at a time;
+- :func:`~aligner.features.vowel_acoustics.vowel_acoustics_many` and
+  :meth:`~aligner.vowels.model.VowelModel.measure_many` against one call per recording;
+- the decoder's cached weight terms (:meth:`aligner.vowels.task.VowelTask._weight_terms`)
+  against a fresh task;
+- ``api._measure_chunk`` (the worker's unit of work) against ``api._measure_one`` per file, and
+  the pool's chunks (:func:`aligner.batch._chunk_sizes`, ``WorkerPool.map(chunk_fn=...)``).
 """
 
 from __future__ import annotations
@@ -130,3 +140,144 @@ def test_pcm16_reader_refuses_silence_as_load_audio_does(tmp_path):
     with pytest.raises(AudioError) as slow:
         load_audio(str(p))
     assert str(fast.value) == str(slow.value)
+
+
+def _cut_signals():
+    """Short recordings (CVC-cut lengths and the edge cases of the classifier's fast path)."""
+    rng = np.random.default_rng(11)
+    out = [s for s in _signals() if s.shape[0] <= 80 * VA.BLOCK_FRAMES]
+    for n in (400, 559, 560, 561, 719, 720, 3000, 7000, 9000):
+        t = np.arange(n) / 16000
+        out.append((0.3 * np.sin(2 * np.pi * 120 * t) * np.hanning(n) + 0.01 * rng.standard_normal(n))
+                   .astype(np.float32))
+    return out
+
+
+def test_classifier_columns_fast_path_equals_classifier_columns():
+    model = api.load_vowel_model()
+    signals = _cut_signals()
+    items = []
+    for y in signals:
+        y32 = np.asarray(y, np.float64).astype(np.float32)
+        items.append((y32, VA.n_frames(y32.shape[0]), np.zeros((VA.n_frames(y32.shape[0]), VA.N_COLUMNS))))
+    for size in (1, 3, len(items)):  # one at a time, small batches, all in one call
+        for a in range(0, len(items), size):
+            VA._classifier_columns_many(model.classifier, items[a:a + size])
+        for y32, T, out in items:
+            want = VA.classifier_columns(model.classifier, y32, T)
+            assert np.array_equal(_bits(out[:, 9:14]), _bits(want)), (y32.shape, size)
+            out[:] = 0.0
+
+
+def test_mfcc_tail_kernel_equals_mfcc_features():
+    from aligner.features import mfcc as mf
+
+    for y in _cut_signals():
+        y32 = np.asarray(y, np.float32)
+        Tc = mf.n_frames(y32.shape[0])
+        static = mf._static_features(y32, 0, Tc, 1.0, 16000)
+        got = np.empty((Tc, 42), np.float32)
+        VA._mfcc_normalised(static, mf._STD_FLOOR, got)
+        assert np.array_equal(_bits(got), _bits(mf.mfcc_features(y32))), y32.shape
+
+
+def test_acoustics_many_equals_one_at_a_time():
+    model = api.load_vowel_model()
+    signals = _cut_signals() + [np.zeros(100, np.float32), np.array([0.1, np.nan] * 300, np.float32)]
+    want = []
+    for y in signals:
+        try:
+            want.append(VA.vowel_acoustics(y, model.classifier))
+        except Exception as exc:  # noqa: BLE001 - compared below
+            want.append(exc)
+    got = VA.vowel_acoustics_many(signals, model.classifier)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        if isinstance(w, Exception):
+            assert type(g) is type(w) and str(g) == str(w)
+        else:
+            assert np.array_equal(_bits(g), _bits(w))
+    recordings = [(y, [None], ["x"]) for y in signals]
+    one = [model.measure_windows(y, [None], ["x"]) for y in signals]
+    many = model.measure_many(recordings)
+    assert [[repr(r) for r in rs] for rs in many] == [[repr(r) for r in rs] for rs in one]
+
+
+def test_decoder_weight_terms_cache_equals_a_fresh_task():
+    from aligner.vowels.task import DurationPrior, VowelTask
+
+    from aligner.vowels.task import make_vowel_input
+
+    model = api.load_vowel_model()
+    x = model.acoustics(_cut_signals()[-2])
+    vx = make_vowel_input(x, model.min_dur, model.max_dur, columns=model.columns, widths=model.widths,
+                          outside_width=model.outside_width)
+
+    def fresh(w, prior=model.prior):
+        task = VowelTask(n_columns=len(model.columns), n_widths=len(model.widths), prior=prior,
+                         center=model.task.center, scale=model.task.scale)
+        y, v = task.decode_with_value(vx, w)
+        return tuple(y), v
+
+    for w in (model.weights, model.weights * 0.5, model.weights):  # a new weight vector, then the old again
+        y, v = model.task.decode_with_value(vx, w)
+        assert (tuple(y), v) == fresh(w)
+    other = DurationPrior(40.0, 10.0, 3.6, 0.3)
+    model.task.prior, kept = other, model.task.prior
+    try:
+        y, v = model.task.decode_with_value(vx, model.weights)
+        assert (tuple(y), v) == fresh(model.weights, other)
+    finally:
+        model.task.prior = kept
+    w = model.weights.copy()
+    w[0] = np.nan
+    with pytest.raises(ValueError):
+        model.task.decode_with_value(vx, w)
+
+
+def test_measure_chunk_equals_measure_one(tmp_path):
+    model = api.load_vowel_model()
+    api._vowel_worker_init(model)
+    rng = np.random.default_rng(2)
+    jobs = []
+    for k, y in enumerate(_cut_signals()[-9:]):
+        path = tmp_path / f"cut{k}.wav"
+        sf.write(path, y, 16000, subtype="PCM_16")
+        jobs.append((str(path), path.name, None, 0.0, None, None))
+    sf.write(tmp_path / "silent.wav", np.zeros(4000, np.float32), 16000, subtype="PCM_16")
+    sf.write(tmp_path / "noise.wav", (0.1 * rng.standard_normal(6000)).astype(np.float32), 16000)
+    jobs[3:3] = [(str(tmp_path / "silent.wav"), "silent.wav", None, 0.0, None, None),
+                 (str(tmp_path / "missing.wav"), "missing.wav", None, 0.0, None, None),
+                 (str(tmp_path / "noise.wav"), "noise.wav", None, 0.0, tmp_path / "tg" / "noise.TextGrid", None)]
+    tg_job = jobs[-1][:4] + (tmp_path / "tg" / "last.TextGrid", None)
+    jobs.append(tg_job)
+    n = api.VOWEL_BATCH_MAX_SAMPLES + 16000  # measured as soon as read
+    long = 0.3 * np.sin(2 * np.pi * 130 * np.arange(n) / 16000) * (np.arange(n) % 8000 < 3000)
+    sf.write(tmp_path / "long.wav", (long + 0.01 * rng.standard_normal(n)).astype(np.float32), 16000)
+    jobs.insert(5, (str(tmp_path / "long.wav"), "long.wav", None, 0.0, None, None))
+    one = [api._measure_one(job) for job in jobs]
+    chunk = api._measure_chunk(jobs)
+    assert [repr(r) for r in chunk] == [repr(r) for r in one]
+    assert any(failures for _, failures, _ in chunk) and any(records for records, _, _ in chunk)
+
+
+def _square(x):
+    return x * x
+
+
+def _squares(xs):
+    return [("chunk", len(xs), x * x) for x in xs]
+
+
+def test_pool_chunks_cover_the_items_and_use_chunk_fn():
+    from aligner.batch import WorkerPool, _chunk_sizes
+
+    for n, size, jobs in ((0, 4, 2), (1, 32, 2), (671, 32, 2), (100, 1, 2), (50, 8, 3)):
+        chunks = _chunk_sizes(n, size, jobs)
+        assert [a for a, _ in chunks] == list(np.cumsum([0] + [m for _, m in chunks])[:-1])
+        assert sum(m for _, m in chunks) == n and all(1 <= m <= size for _, m in chunks)
+    for jobs in (1, 2):
+        with WorkerPool(jobs, chunksize=5) as pool:
+            out = list(pool.map(_square, range(23), None, _squares))
+        assert [x for _, _, x in out] == [x * x for x in range(23)]
+        assert all(n <= 5 for _, n, _ in out)

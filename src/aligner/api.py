@@ -971,36 +971,104 @@ def _search_windows(audio: Path, name: str, tier: str, pad: float, duration: flo
 
 def _measure_one(job) -> tuple:
     """Measure one file: ``(records, failures, textgrid path or None)``; never raises on bad input."""
-    audio, name, tier, pad, textgrid, aligned = job
-    if aligned is not None:
-        return _measure_aligned(audio, name, tier, textgrid, *aligned)
+    return _measure_chunk([job])[0]
+
+
+def _measure_chunk(jobs) -> list:
+    """:func:`_measure_one` of each job, in order (the same results): the files measured with
+    the vowel model are read first and measured together (:meth:`VowelModel.measure_many`);
+    aligned files one by one."""
+    results: list = [None] * len(jobs)
+    read = []  # (index, samples, windows as measure_windows takes them, windows, where)
+    for i, job in enumerate(jobs):
+        if job[5] is not None:
+            results[i] = _measure_aligned(job[0], job[1], job[2], job[4], *job[5])
+            continue
+        try:
+            read.append((i,) + _read_vowel_job(job))
+        except Exception as exc:
+            results[i] = _vowel_job_failure(job, exc)
+            continue
+        if len(read[-1][1]) > VOWEL_BATCH_MAX_SAMPLES:  # a long recording: measured now, not held
+            results[i] = _measure_read(jobs, read[-1:])[0]
+            read.pop()
+    for (i, *_), result in zip(read, _measure_read(jobs, read)):
+        results[i] = result
+    return results
+
+
+#: recordings longer than this (samples; 10 s) are measured as soon as read, not held for a batch
+VOWEL_BATCH_MAX_SAMPLES = 10 * SAMPLE_RATE
+
+
+def _measure_read(jobs, read) -> list:
+    """The results of the transcript-free jobs ``read`` = [(index into jobs, samples, windows
+    as measure_windows takes them, windows, where)], measured together."""
+    if not read:
+        return []
+    model = _WORKER_VOWEL_MODEL
+    try:
+        measured = model.measure_many([(samples, windows_of, where) for _, samples, windows_of, _, where in read])
+    except Exception:  # a bug: measure each file alone, so that it is reported against its own file
+        measured = []
+        for _, samples, windows_of, _, where in read:
+            try:
+                measured.append(model.measure_many([(samples, windows_of, where)])[0])
+            except Exception as exc:
+                measured.append(exc)
+    results = []
+    for (i, samples, _, windows, where), results_i in zip(read, measured):
+        job = jobs[i]
+        try:
+            if isinstance(results_i, Exception):
+                raise results_i
+            results.append(_vowel_records(job, samples, windows, where, results_i))
+        except Exception as exc:
+            results.append(_vowel_job_failure(job, exc))
+    return results
+
+
+def _read_vowel_job(job) -> tuple:
+    """``(samples, windows as measure_windows takes them, windows (start_s, end_s, label), where)``
+    of a transcript-free job."""
     from aligner.vowels.wav import read_pcm16_mono
 
-    model = _WORKER_VOWEL_MODEL
+    audio, name, tier, pad = job[0], job[1], job[2], job[3]
+    samples = read_pcm16_mono(str(Path(audio)))  # a plain 16 kHz PCM WAV cut: the same samples, faster
+    if samples is None:
+        samples = load_audio(audio)
+    duration = len(samples) / SAMPLE_RATE
+    if tier is None:
+        return samples, [None], [(0.0, duration, "")], [name]
+    windows = _search_windows(Path(audio), name, tier, pad, duration)
+    where = [f"{name} [{label} {start:.3f}-{end:.3f} s]" for start, end, label in windows]
+    return samples, [w[:2] for w in windows], windows, where
+
+
+def _vowel_records(job, samples, windows, where, results) -> tuple:
+    """``(records, failures, textgrid path or None)`` of a transcript-free job from its measurements."""
+    name, textgrid = job[1], job[4]
     records, failures = [], []
+    for (start, end, label), place, m in zip(windows, where, results):
+        if isinstance(m, Exception):
+            msg = str(m)
+            failures.append((name, msg if place in msg else f"{place}: {msg}"))
+            continue
+        records.append(VowelRecord(name, m.onset_s, m.offset_s, m.duration_s, m.score, label, start, end,
+                                   flag=m.flag))
     try:
-        samples = read_pcm16_mono(str(Path(audio)))  # a plain 16 kHz PCM WAV cut: the same samples, faster
-        if samples is None:
-            samples = load_audio(audio)
-        duration = len(samples) / SAMPLE_RATE
-        windows = ([(0.0, duration, "")] if tier is None
-                   else _search_windows(Path(audio), name, tier, pad, duration))
-        where = [name if tier is None else f"{name} [{label} {start:.3f}-{end:.3f} s]"
-                 for start, end, label in windows]
-        results = model.measure_windows(samples, [None if tier is None else w[:2] for w in windows], where)
-        for (start, end, label), place, m in zip(windows, where, results):
-            if isinstance(m, Exception):
-                msg = str(m)
-                failures.append((name, msg if place in msg else f"{place}: {msg}"))
-                continue
-            records.append(VowelRecord(name, m.onset_s, m.offset_s, m.duration_s, m.score, label, start, end,
-                                       flag=m.flag))
-        return records, failures, _vowel_textgrid(textgrid, records, duration)
-    except AlignerError as exc:
+        return records, failures, _vowel_textgrid(textgrid, records, len(samples) / SAMPLE_RATE)
+    except Exception as exc:  # the records stand; the TextGrid's failure is listed
+        return records, failures + _vowel_job_failure(job, exc)[1], None
+
+
+def _vowel_job_failure(job, exc: Exception) -> tuple:
+    """The result of a transcript-free job that failed as a whole with ``exc``."""
+    audio, name = job[0], job[1]
+    if isinstance(exc, AlignerError):
         msg = str(exc)
-        return records, failures + [(name, msg if str(audio) in msg or name in msg else f"{name}: {msg}")], None
-    except Exception as exc:  # a bug or an unexpected library error: report it, go on
-        return records, failures + [(name, f"{name}: unexpected {type(exc).__name__}: {exc}")], None
+        return [], [(name, msg if str(audio) in msg or name in msg else f"{name}: {msg}")], None
+    return [], [(name, f"{name}: unexpected {type(exc).__name__}: {exc}")], None  # a bug or library error
 
 
 def _vowel_textgrid(textgrid, records, duration: float) -> Optional[Path]:
@@ -1198,7 +1266,7 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
         lost = lambda job, why: ([], [(job[1], f"{job[1]}: {why}")], None)  # noqa: E731
-        for i, (records, failures, written) in enumerate(pool.map(_measure_one, tasks, lost)):
+        for i, (records, failures, written) in enumerate(pool.map(_measure_one, tasks, lost, _measure_chunk)):
             report.records += records
             report.failed += [(_as_given(item, given[i]), _as_given(message, given[i]))
                               for item, message in failures]

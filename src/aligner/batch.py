@@ -18,7 +18,7 @@ import signal
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Optional
 
 #: what a lost item's record says
 LOST_MESSAGE = ("its worker process died (killed, or out of memory) while working on it; "
@@ -46,8 +46,22 @@ def _initialise(initializer, initargs) -> None:
         initializer(*initargs)
 
 
-def _run_chunk(fn, chunk):
-    return [fn(item) for item in chunk]
+def _run_chunk(fn, chunk, chunk_fn=None):
+    return [fn(item) for item in chunk] if chunk_fn is None else chunk_fn(chunk)
+
+
+def _chunk_sizes(n_items: int, chunksize: int, jobs: int) -> list:
+    """``[(first index, size)]`` of the chunks of ``n_items`` items: ``chunksize`` items each
+    until the last ``2 jobs chunksize`` or so, then shrinking to a ``2 jobs``-th of what is
+    left (at least 4 items, or ``chunksize`` if smaller), so that the workers run out of work at about the same time
+    instead of one waiting for the other's last whole chunk."""
+    out, start = [], 0
+    while start < n_items:
+        left = n_items - start
+        size = min(chunksize, left, max(4, -(-left // (2 * jobs))))
+        out.append((start, size))
+        start += size
+    return out
 
 
 def _noop(_):
@@ -66,7 +80,8 @@ def terminate_like_interrupt() -> None:
 class WorkerPool:
     """``with WorkerPool(jobs, initializer, initargs) as pool: pool.map(fn, items, on_lost)``.
 
-    ``jobs`` <= 1 maps in this process. ``chunksize`` items go to a worker at a time.
+    ``jobs`` <= 1 maps in this process. ``chunksize`` items go to a worker at a time (fewer
+    towards the end of a batch: :func:`_chunk_sizes`).
     ``initializer(*initargs)`` runs in every worker (and again in the workers of a restarted pool).
     """
 
@@ -105,30 +120,36 @@ class WorkerPool:
         self._stop(wait=True, terminate=exc_type is not None)
 
     # -- work ---------------------------------------------------------------------------
-    def map(self, fn: Callable, items: Iterable, on_lost: Callable) -> Iterator:
+    def map(self, fn: Callable, items: Iterable, on_lost: Callable, chunk_fn: Optional[Callable] = None) -> Iterator:
         """``fn(item)`` for every item, in input order; ``on_lost(item, message)`` stands in for
-        the result of an item whose worker died while working on it alone."""
+        the result of an item whose worker died while working on it alone. ``chunk_fn(items)``,
+        if given, returns ``[fn(item) for item in items]`` for a chunk at once (work shared
+        between the items of a chunk); a rerun item goes to it alone."""
         items = list(items)
         if self.jobs <= 1:
-            yield from map(fn, items)
+            if chunk_fn is None:
+                yield from map(fn, items)
+                return
+            for i in range(0, len(items), self.chunksize):
+                yield from chunk_fn(items[i:i + self.chunksize])
             return
-        chunks = deque((i, items[i:i + self.chunksize]) for i in range(0, len(items), self.chunksize))
+        chunks = deque((i, items[i:i + n]) for i, n in _chunk_sizes(len(items), self.chunksize, self.jobs))
         done: dict = {}
         next_index = 0
         suspects: deque = deque()  # chunks in flight when a worker died: rerun one item at a time
         while chunks or suspects or done:
             if suspects:
                 index, item = suspects.popleft()
-                done[index] = [self._alone(fn, item, on_lost)]
+                done[index] = [self._alone(fn, item, on_lost, chunk_fn)]
             else:
                 in_flight = deque()
                 try:
-                    self._fill(fn, chunks, in_flight)
+                    self._fill(fn, chunks, in_flight, chunk_fn)
                     while in_flight:
                         index, chunk, future = in_flight[0]
                         done[index] = future.result()
                         in_flight.popleft()
-                        self._fill(fn, chunks, in_flight)
+                        self._fill(fn, chunks, in_flight, chunk_fn)
                         while next_index in done:
                             results = done.pop(next_index)
                             yield from results
@@ -145,12 +166,12 @@ class WorkerPool:
             if done and not chunks and not suspects and next_index not in done:
                 raise RuntimeError(f"batch lost track of item {next_index}")  # a bug, never a hang
 
-    def _fill(self, fn, chunks: deque, in_flight: deque) -> None:
+    def _fill(self, fn, chunks: deque, in_flight: deque, chunk_fn=None) -> None:
         """Submit chunks until ``2 * jobs`` are in flight; a chunk leaves ``chunks`` only once
         submitted (a broken pool refuses the submission and the chunk stays queued)."""
         while chunks and len(in_flight) < 2 * self.jobs:
             index, chunk = chunks[0]
-            future = self.executor.submit(_run_chunk, fn, chunk)
+            future = self.executor.submit(_run_chunk, fn, chunk, chunk_fn)
             chunks.popleft()
             in_flight.append((index, chunk, future))
 
@@ -159,10 +180,10 @@ class WorkerPool:
         self.restarts += 1
         self._start()
 
-    def _alone(self, fn, item, on_lost):
+    def _alone(self, fn, item, on_lost, chunk_fn=None):
         """Run one item with nothing else in flight: a death now is this item's doing."""
         try:
-            return self.executor.submit(_run_chunk, fn, [item]).result()[0]
+            return self.executor.submit(_run_chunk, fn, [item], chunk_fn).result()[0]
         except BrokenProcessPool:
             self._restart()
             return on_lost(item, LOST_MESSAGE)

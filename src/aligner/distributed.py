@@ -158,10 +158,10 @@ class DaskPool:
             self.cluster.close()
             self.cluster = None
 
-    def map(self, fn: Callable, items: Iterable, on_lost: Callable) -> Iterator:
+    def map(self, fn: Callable, items: Iterable, on_lost: Callable, chunk_fn: Optional[Callable] = None) -> Iterator:
         """``fn(item)`` for every item, one task each, in input order; ``on_lost(item, message)``
         stands in for the result of an item Dask gave up on (its workers kept dying, or the
-        cluster went away)."""
+        cluster went away). ``chunk_fn`` (:meth:`WorkerPool.map`'s) is not used: one task per item."""
         from distributed import as_completed
 
         items = list(items)

@@ -560,14 +560,16 @@ def _row_means(x, out):
 
 
 @njit(cache=True, nogil=True)
-def _pitch_power(spectrum, out):
-    """``out = re^2 + im^2`` of the (T, n) complex pitch spectrum."""
+def _pitch_power(spectrum):
+    """In place: each bin of the (T, n) complex pitch spectrum becomes ``re^2 + im^2 + 0j`` (the
+    power as the complex number ``np.fft.irfft`` would cast it to: given a float array, numpy's
+    irfft converts it through a buffer first, which costs more than the transform)."""
     T, B = spectrum.shape
     for f in range(T):
         for i in range(B):
             re = spectrum[f, i].real
             im = spectrum[f, i].imag
-            out[f, i] = re * re + im * im
+            spectrum[f, i] = complex(re * re + im * im, 0.0)
 
 
 @njit(cache=True, nogil=True)
@@ -680,6 +682,172 @@ def _cepstral_columns(mfcc, std_floor, out):
             out[t, 18 + j] = d / denom
 
 
+@njit(cache=True, nogil=True)
+def _mfcc_normalised(static, std_floor, out):
+    """The tail of :func:`~aligner.features.mfcc.mfcc_features` for one block of (T, 14) float64
+    ``static`` features: the columns, their HTK deltas and delta-deltas (+-2 frames, edges
+    repeated), each column standardised over the T frames, into ``out`` (T, 42) float32, in
+    numpy's order of operations (deltas ``0 + 1 (x[t+1] - x[t-1])``, then ``+ 2 (x[t+2] -
+    x[t-2])``, divided by 10; column means and variances summed frame by frame, as numpy sums
+    along axis 0; a column of standard deviation below ``std_floor`` becomes 0)."""
+    T, D = static.shape
+    feats = np.empty((T, 3 * D))
+    for t in range(T):
+        for i in range(D):
+            feats[t, i] = static[t, i]
+    for part in range(1, 3):
+        src = (part - 1) * D
+        dst = part * D
+        for t in range(T):
+            for i in range(D):
+                d = 0.0
+                for k in range(1, 3):
+                    a = feats[min(t + k, T - 1), src + i]
+                    b = feats[max(t - k, 0), src + i]
+                    d = d + k * (a - b)
+                feats[t, dst + i] = d / 10.0
+    n = 3 * D
+    mean = np.empty(n)
+    scale = np.empty(n)
+    zero = np.zeros(n, np.bool_)
+    for i in range(n):
+        s = feats[0, i]
+        for t in range(1, T):
+            s += feats[t, i]
+        m = s / T
+        mean[i] = m
+        d = feats[0, i] - m
+        v = d * d
+        for t in range(1, T):
+            d = feats[t, i] - m
+            v += d * d
+        std = np.sqrt(v / T)
+        zero[i] = std < std_floor
+        scale[i] = std if (std >= std_floor or np.isnan(std)) else std_floor  # np.maximum(std, floor)
+    for t in range(T):
+        for i in range(n):
+            if zero[i]:
+                out[t, i] = np.float32(0.0)
+            else:
+                out[t, i] = np.float32((feats[t, i] - mean[i]) / scale[i])
+
+
+@njit(cache=True, nogil=True)
+def _posterior_columns(post, vowel_idx, nasal_idx, glide_idx, sil_idx, centres, out, col0):
+    """Columns 9-13 from (Tc, n_classes) float64 posteriors ``post`` into ``out[:, col0:col0 + 5]``
+    (T rows): per 10 ms frame the vowel maximum, the nasal, vowel and glide sums (class by
+    class in index order, as numpy sums the column-major ``post[:, idx]`` along axis 1) and the
+    ``sil`` posterior, each linearly
+    interpolated from the 10 ms frame ``centres`` (Tc,) (in 5 ms frames) to frames 0..T-1 as
+    ``np.interp`` does (held constant beyond the first and last centre)."""
+    Tc = post.shape[0]
+    T = out.shape[0]
+    cols = np.empty((5, Tc))
+    for t in range(Tc):
+        top = post[t, vowel_idx[0]]
+        total = 0.0
+        for k in range(vowel_idx.shape[0]):
+            v = post[t, vowel_idx[k]]
+            total += v
+            if v > top:
+                top = v
+        cols[0, t] = top
+        cols[2, t] = total
+        total = 0.0
+        for k in range(nasal_idx.shape[0]):
+            total += post[t, nasal_idx[k]]
+        cols[1, t] = total
+        total = 0.0
+        for k in range(glide_idx.shape[0]):
+            total += post[t, glide_idx[k]]
+        cols[3, t] = total
+        cols[4, t] = post[t, sil_idx]
+    for j in range(5):
+        y = cols[j]
+        if Tc == 1:
+            for f in range(T):
+                out[f, col0 + j] = y[0]
+            continue
+        i = 0
+        for f in range(T):
+            x = float(f)
+            if x < centres[0]:
+                out[f, col0 + j] = y[0]
+                continue
+            if x > centres[Tc - 1]:
+                out[f, col0 + j] = y[Tc - 1]
+                continue
+            while i < Tc - 1 and centres[i + 1] <= x:
+                i += 1
+            if i == Tc - 1 or centres[i] == x:
+                out[f, col0 + j] = y[i]
+                continue
+            slope = (y[i + 1] - y[i]) / (centres[i + 1] - centres[i])
+            v = slope * (x - centres[i]) + y[i]
+            if np.isnan(v):
+                v = slope * (x - centres[i + 1]) + y[i + 1]
+                if np.isnan(v) and y[i] == y[i + 1]:
+                    v = y[i]
+            out[f, col0 + j] = v
+
+
+def _classifier_input(classifier, samples: np.ndarray):
+    """(Tc, (2 context + 1) 42) float32 standardised context vectors of float32 ``samples``
+    (:meth:`~aligner.features.frame_classifier.FrameClassifier._standardised` of
+    :func:`~aligner.features.mfcc.mfcc_features`, the same bits: the MFCC tail in one kernel),
+    or None when the generic :func:`classifier_columns` must score them (more than one MFCC or
+    scoring block, under 2 frames, a smoothing or projection-free classifier, non-finite audio)."""
+    from aligner.features import frame_classifier as fc
+    from aligner.features import mfcc as mf
+
+    Tc = mf.n_frames(samples.shape[0])
+    if (Tc < 2 or Tc > mf.MFCC_BLOCK_FRAMES or Tc > fc.SCORE_BLOCK_FRAMES or classifier.smooth > 0
+            or not classifier.projection.size or not classifier._fitted
+            or classifier.n_features != 3 * (mf.N_MFCC + 1) or not np.isfinite(samples).all()):
+        return None
+    static = mf._static_features(samples, 0, Tc, 1.0, SAMPLE_RATE)
+    frames = np.empty((Tc, static.shape[1] * 3), np.float32)
+    _mfcc_normalised(static, mf._STD_FLOOR, frames)
+    return classifier._standardised(frames)
+
+
+def _classifier_finish(classifier, width: int, P: np.ndarray, E: np.ndarray, out: np.ndarray) -> None:
+    """Columns 9-13 into ``out`` (T, 22) from one recording's projected vectors ``P`` (Tc, k)
+    and their products with the landmarks ``E`` (Tc, m) float32 (overwritten), as
+    ``FrameClassifier._svm_outputs`` and :func:`classifier_columns` go on from there; ``width``:
+    the context vectors' width before the projection (the kernel width is relative to it)."""
+    from aligner.features import frame_classifier as fc
+
+    g = np.float32(classifier.gamma / width)
+    with fc._blas_threads(0 if BLAS_SINGLE_THREADED else classifier.blas_threads):
+        fc._kernel_exponent(E, 2 * g, g * classifier.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
+        np.exp(E, out=E)
+        dec = E @ classifier.weights
+    dec += classifier.bias
+    post = np.exp(fc._log_softmax(classifier.temperature * dec).astype(np.float64))
+    centres = (CLASSIFIER_SHIFT * np.arange(P.shape[0]) + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames
+    _posterior_columns(post, _VOWEL_IDX, _NASAL_IDX, _GLIDE_IDX, _SIL_IDX, centres, out, 9)
+
+
+def _classifier_columns_many(classifier, items: list) -> None:
+    """:func:`classifier_columns` of several recordings, ``items`` = [(float32 samples, T, out
+    (T, 22))], written into each ``out[:, 9:14]``. Each recording's products run on its own
+    rows: stacking several recordings' rows into one product saves little and BLAS may add a
+    product's terms in another order when the number of rows changes, so a recording's bits
+    would depend on the batch it came in."""
+    from aligner.features import frame_classifier as fc
+
+    with fc._blas_threads(0 if BLAS_SINGLE_THREADED else classifier.blas_threads):
+        landmarks = classifier._landmarks_by_column()
+        for samples, T, out in items:
+            P = _classifier_input(classifier, samples)
+            if P is None:
+                out[:, 9:14] = classifier_columns(classifier, samples, T)
+                continue
+            projected = P @ classifier.projection
+            _classifier_finish(classifier, P.shape[1], projected, projected @ landmarks, out)
+
+
 _FAST_CACHE: dict = {}
 
 
@@ -703,6 +871,14 @@ BLAS_SINGLE_THREADED = False
 
 def _acoustics_short(y: np.ndarray, classifier, T: int) -> np.ndarray:
     """:func:`vowel_acoustics` of float64 ``y`` of T <= BLOCK_FRAMES frames (the same bits)."""
+    out = _signal_columns_short(y, T)
+    _classifier_columns_many(classifier, [(y.astype(np.float32), T, out)])
+    return out
+
+
+def _signal_columns_short(y: np.ndarray, T: int) -> np.ndarray:
+    """(T, 22) float64 frames of float64 ``y`` (T <= BLOCK_FRAMES) with every column of
+    :func:`vowel_acoustics` but the classifier's (9-13, left 0)."""
     k = _fast_constants()
     out = np.zeros((T, N_COLUMNS), dtype=np.float64)
     short_energy, r0, r1 = np.empty(T), np.empty(T), np.empty(T)
@@ -719,15 +895,13 @@ def _acoustics_short(y: np.ndarray, classifier, T: int) -> np.ndarray:
     _row_means(np.log(thresh), log_mean)
     log_flatness = np.log(np.maximum(np.exp(log_mean) / sums[:, 3], _LOG_FLOOR))
     pitch_spec = np.fft.rfft(pitch_in, axis=1)
-    pitch_power = np.empty(pitch_spec.shape)
-    _pitch_power(pitch_spec, pitch_power)
-    ac = np.fft.irfft(pitch_power, n=_PITCH_NFFT, axis=1)
+    _pitch_power(pitch_spec)
+    ac = np.fft.irfft(pitch_spec, n=_PITCH_NFFT, axis=1)
     f0, voicing = np.empty(T), np.empty(T)
     lo, hi = _PITCH_LAGS
     _pitch_peaks(ac, lo, hi, k["wac"], _LOG_FLOOR, f0, voicing)
     _columns_0_to_8(logs, log_flatness, r0, r1, np.log2(f0), voicing, y, T, _LOG_FLOOR, _STD_FLOOR,
                     VOICING_THRESHOLD, out)
-    out[:, 9:14] = classifier_columns(classifier, y.astype(np.float32), T)
     with _blas_threads(0 if BLAS_SINGLE_THREADED else 1):
         mel = k["mel"] @ power.T
         mfcc = (_dct_basis() @ _power_to_db(mel))[1:5]
@@ -747,6 +921,15 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
         FeatureError: not mono, not 16 kHz, non-finite, or shorter than 25 ms (400 samples,
             the classifier's analysis window).
     """
+    y = _checked_signal(samples, sample_rate)
+    T = n_frames(y.shape[0])
+    if T <= BLOCK_FRAMES and FAST_PATH:
+        return _acoustics_short(y, classifier, T)
+    return _acoustics_blocks(y, classifier, T)
+
+
+def _checked_signal(samples, sample_rate: int) -> np.ndarray:
+    """float64 1-D ``samples``, or the :class:`FeatureError` of :func:`vowel_acoustics`."""
     if int(sample_rate) != SAMPLE_RATE:
         raise FeatureError(f"vowel_acoustics needs {SAMPLE_RATE} Hz audio, got {sample_rate} Hz")
     y = np.asarray(samples, dtype=np.float64)
@@ -757,10 +940,34 @@ def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_R
                            f"shorter than one {WINDOW}-sample (25 ms) analysis window")
     if not np.all(np.isfinite(y)):
         raise FeatureError("audio holds NaN or infinite samples")
-    T = n_frames(y.shape[0])
-    if T <= BLOCK_FRAMES and FAST_PATH:
-        return _acoustics_short(y, classifier, T)
-    return _acoustics_blocks(y, classifier, T)
+    return y
+
+
+def vowel_acoustics_many(recordings, classifier) -> list:
+    """:func:`vowel_acoustics` of each 16 kHz recording of ``recordings`` (a sequence of 1-D
+    float arrays): per recording its (T, 22) float64 frames or the :class:`FeatureError` it
+    would raise, in order, with the same bits as one call each (the per-recording work of a
+    batch shares the setup: constants, BLAS limits, the landmark matrix)."""
+    results: list = []
+    batch = []
+    for samples in recordings:
+        try:
+            y = _checked_signal(samples, SAMPLE_RATE)
+        except FeatureError as exc:
+            results.append(exc)
+            continue
+        T = n_frames(y.shape[0])
+        if T <= BLOCK_FRAMES and FAST_PATH:
+            out = _signal_columns_short(y, T)
+            batch.append((y.astype(np.float32), T, out))
+            results.append(out)
+        else:
+            try:
+                results.append(_acoustics_blocks(y, classifier, T))
+            except FeatureError as exc:
+                results.append(exc)
+    _classifier_columns_many(classifier, batch)
+    return results
 
 
 #: use :func:`_acoustics_short` for recordings of up to BLOCK_FRAMES frames (tests switch it off

@@ -28,8 +28,9 @@ import numpy as np
 
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignerError, AlignmentError, FeatureError, ModelError
-from aligner.features.vowel_acoustics import (COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS, SAMPLE_RATE,
-                                       frames_to_seconds, seconds_to_frames, vowel_acoustics)
+from aligner.features.vowel_acoustics import (BLOCK_FRAMES, COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS,
+                                       SAMPLE_RATE, frames_to_seconds, n_frames, seconds_to_frames, vowel_acoustics,
+                                       vowel_acoustics_many)
 from aligner.io.bundles import VOWEL_KIND, load_bundle, save_bundle, whole_number
 from aligner.vowels.task import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
                            make_vowel_input, n_vowel_features, vowel_feature_names)
@@ -168,12 +169,29 @@ class VowelModel:
         The acoustics are computed once, over the whole recording (levels are z-scored over it),
         and each vowel is searched with its onset and offset inside its window.
         """
-        samples = np.asarray(samples, dtype=np.float32)
-        duration = samples.shape[0] / SAMPLE_RATE
-        try:
-            features = self.acoustics(samples)
-        except FeatureError as exc:
-            return [FeatureError(f"{name}: {exc}") for name in names]
+        return self.measure_many([(samples, windows, names)])[0]
+
+    def measure_many(self, recordings: Sequence) -> list:
+        """:meth:`measure_windows` of each ``(samples, windows, names)`` of ``recordings``, in
+        order (a list of result lists; the same results as one call each): the acoustics of the
+        recordings of up to :data:`~aligner.features.vowel_acoustics.BLOCK_FRAMES` frames are
+        computed together (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_many`);
+        longer ones are measured one at a time, their frames dropped before the next."""
+        arrays = [np.asarray(samples, dtype=np.float32) for samples, _, _ in recordings]
+        out: list = [None] * len(arrays)
+        short = [i for i, a in enumerate(arrays) if a.ndim == 1 and n_frames(a.shape[0]) <= BLOCK_FRAMES]
+        for i, features in zip(short, vowel_acoustics_many([arrays[i] for i in short], self.classifier)):
+            out[i] = self._measure_frames(features, arrays[i].shape[0] / SAMPLE_RATE, *recordings[i][1:])
+        for i in sorted(set(range(len(arrays))) - set(short)):  # long: one at a time (memory)
+            features = vowel_acoustics_many([arrays[i]], self.classifier)[0]
+            out[i] = self._measure_frames(features, arrays[i].shape[0] / SAMPLE_RATE, *recordings[i][1:])
+        return out
+
+    def _measure_frames(self, features, duration: float, windows: Sequence, names: Sequence[str]) -> list:
+        """:meth:`measure_windows` given the recording's (T, 22) frames (or the
+        :class:`FeatureError` computing them raised) and its duration, seconds."""
+        if isinstance(features, FeatureError):
+            return [FeatureError(f"{name}: {features}") for name in names]
         T = features.shape[0]
         out = []
         for window, name in zip(windows, names):

@@ -615,29 +615,45 @@ class VowelTask(StructuredTask):
             parts = list(pool.map(lambda idx: self._run(x, ws[idx], None, 0.0)[0], chunks))
         return [y for part in parts for y in part]
 
-    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps: float):
-        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives)."""
-        self._check_x(x)
+    def _weight_terms(self, ws: np.ndarray, max_dur: int) -> tuple:
+        """``(we, const, P, inv_cnt)`` of :meth:`_run` for the (n, d) weights ``ws`` and durations
+        up to ``max_dur`` frames: ``we`` (n, d) the weights on the raw features, ``const`` (n,)
+        the standardisation's constant, ``P`` (n, max_dur + 1) the prior's score per duration,
+        ``inv_cnt`` (max_dur + 1,) ``1 / (d + 1)``. The last set is kept (a batch decodes every
+        cut under one weight vector), keyed by the weights, ``max_dur``, the prior and the
+        standardisation, so a change of any of them computes them afresh."""
+        key = (ws.shape, ws.tobytes(), int(max_dur), self.prior, self.center.tobytes(), self.scale.tobytes())
+        cached = getattr(self, "_weight_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
         if ws.shape[1] != self.n_features:
             raise ValueError(f"w must have {self.n_features} entries, got {ws.shape[1]}")
         if not np.all(np.isfinite(ws)):
             raise ValueError("w holds NaN or infinite values")
-        n1, n2, n3 = self._blocks
+        n3 = self._blocks[2]
         we = ws / self.scale  # weights on the raw features
         const = -(we @ self.center)
+        d = np.arange(max_dur + 1)
+        prior = np.zeros((max_dur + 1, N_PRIOR))
+        prior[1:] = self.prior.features(d[1:])
+        P = np.ascontiguousarray(we[:, n3:] @ prior.T)
+        terms = (we, const, P, 1.0 / (d + 1.0))
+        self._weight_cache = (key, terms)
+        return terms
+
+    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps: float):
+        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives)."""
+        self._check_x(x)
+        we, const, P, inv_cnt = self._weight_terms(ws, x.max_dur)
+        n1, n2, n3 = self._blocks
         w_io = we[:, n2:n3]
         A = we[:, :n1] @ x.edge.T - 0.5 * (w_io @ x.before.T)
         B = we[:, n1:n2] @ x.edge.T - 0.5 * (w_io @ x.after.T)
         Z = w_io @ x.cum.T
-        d = np.arange(x.max_dur + 1)
-        prior = np.zeros((x.max_dur + 1, N_PRIOR))
-        prior[1:] = self.prior.features(d[1:])
-        P = we[:, n3:] @ prior.T
         if y_ref is not None and eps != 0.0:
             t = np.arange(x.n_frames + 1)
             A = A + eps * np.maximum(np.abs(t - y_ref[0]) - self.tau_on, 0.0)[None, :]
             B = B + eps * np.maximum(np.abs(t - 1 - y_ref[1]) - self.tau_off, 0.0)[None, :]
-        inv_cnt = 1.0 / (d + 1.0)
         n = ws.shape[0]
         out = np.empty((n, 2), dtype=np.int64)
         values = np.empty(n, dtype=np.float64)
