@@ -107,6 +107,99 @@ def test_neighbours_free_margins_are_at_most_the_fixed_ones():
     assert np.all(free <= fixed + 1e-9)
 
 
+
+@pytest.mark.parametrize("seed", [3, 6])
+def test_margins_with_free_neighbours_equal_brute_force_rescoring(seed):
+    """With its neighbours free to follow, each drop is the best objective difference over every
+    (e1, d, e2) move that keeps all lengths within the decoder's limits, scored by the task."""
+    model = _Model()
+    model.durations.max_frames[:] = 14  # some moves break the length limit
+    frames, scores, classes = _utterance(seed, T=70, K=8)
+    y = _decode(model, frames, scores, classes)
+    x = model.make_input(frames, classes, scores)
+    task = AlignmentTask()
+    K, T = len(y), len(frames)
+    D = move_drops(model, frames, scores, classes, y, neighbour_moves=1)
+    base = K * task.score(x, y, model.weights)
+    capped = 0
+    for k in range(1, K):
+        for d in range(-MAX_MOVE, MAX_MOVE + 1):
+            best = -np.inf
+            for e1 in ((-1, 0, 1) if k >= 2 else (0,)):
+                for e2 in ((-1, 0, 1) if k + 1 < K else (0,)):
+                    y2 = y.copy()
+                    y2[k] += d
+                    y2[k - 1] += e1
+                    if k + 1 < K:
+                        y2[k + 1] += e2
+                    lengths = np.diff(np.r_[y2, T])
+                    if np.all(lengths >= 1) and np.all(lengths <= x.max_len):
+                        best = max(best, K * task.score(x, y2, model.weights))
+            if d == 0:
+                best = max(best, base)
+            expect = MARGIN_CAP if best == -np.inf else min(base - best, MARGIN_CAP)
+            capped += expect == MARGIN_CAP
+            assert D[k, MAX_MOVE + d] == pytest.approx(expect, abs=1e-9), (k, d)
+    assert capped > 0
+
+
+def test_evidence_is_the_same_for_float32_and_float64_inputs():
+    model = _Model()
+    frames, scores, classes = _utterance(7)
+    y = _decode(model, frames, scores, classes)
+    E32 = boundary_evidence(model, frames.astype(np.float32), scores.astype(np.float32), classes, y)
+    E64 = boundary_evidence(model, frames.astype(np.float32).astype(np.float64), scores.astype(np.float64),
+                            classes, y)
+    np.testing.assert_allclose(E32, E64, rtol=0, atol=1e-12)
+
+
+def test_evidence_columns_match_their_definitions():
+    """Spot checks of the compiled evidence against the module docstring's formulas."""
+    model = _Model()
+    frames, scores, classes = _utterance(8, T=90, K=9)
+    y = _decode(model, frames, scores, classes)
+    E = boundary_evidence(model, frames, scores, classes, y)
+    s = scores.astype(np.float64)
+    agree = s - s.max(axis=1, keepdims=True)
+    T, K = len(frames), len(y)
+    lengths = np.diff(np.r_[y, T])
+    D = np.maximum(move_drops(model, frames, scores, classes, y, neighbour_moves=1)[1:], 0.0)
+    for k in range(1, K):
+        row, b, p, q = E[k - 1], y[k], classes[k - 1], classes[k]
+        assert row[0] == pytest.approx(np.log1p(D[k - 1, [MAX_MOVE - 1, MAX_MOVE + 1]].min()))
+        assert row[1] == pytest.approx(np.log1p(np.r_[D[k - 1, :MAX_MOVE - 1], D[k - 1, MAX_MOVE + 2:]].min()))
+        w = np.exp(-D[k - 1] + D[k - 1].min())
+        assert row[2] == pytest.approx(np.log(w[MAX_MOVE - 1:MAX_MOVE + 2].sum() / w.sum()))
+        for i, off in enumerate(range(-3, 3)):
+            t = min(max(b + off, 0), T - 1)
+            assert row[3 + i] == pytest.approx(np.clip(s[t, p] - s[t, q], -10, 10))
+        assert row[11] == pytest.approx(max(agree[b - 1, p], -10))
+        assert row[12] == pytest.approx(max(agree[b, q], -10))
+        assert row[13] == pytest.approx(agree[y[k - 1]:b, p].mean())
+        assert row[16] == pytest.approx(np.clip((lengths[k] - 8.0) / 3.0, -6, 6))
+        assert row[20] == pytest.approx(np.log(lengths[k]))
+        assert row[21] == pytest.approx(np.linalg.norm(frames[b - 1] - frames[min(b + 1, T - 1)]) / np.sqrt(42))
+        assert row[24] == frames[b, 13]
+        assert (row[26], row[27]) == (float(k == 1), float(k == K - 1))
+
+
+@pytest.mark.parametrize("hidden,thresholds", [(0, (20.0,)), (6, (20.0,)), (5, (10.0, 20.0, 40.0))])
+def test_network_logit_equals_the_design_matrix_formula(hidden, thresholds):
+    """The compiled logit (row by row, no design matrix) equals the standardised design matrix
+    through each threshold's network, averaged."""
+    E, c, g = _fake_evidence(400, seed=3)
+    rng = np.random.default_rng(4)
+    errors = np.where(c, rng.uniform(0, 20, len(c)), rng.uniform(20.5, 80, len(c)))
+    conf = BoundaryConfidence(hidden=hidden, alpha=1.0, thresholds_ms=thresholds).fit(E, c, g, errors_ms=errors)
+    p = conf._params
+    Z = (BoundaryConfidence._design(E, p) - p["mean"]) / p["scale"]
+    expect = np.zeros(len(E))
+    for i in range(len(thresholds)):
+        H = np.maximum(Z @ p["hidden_weights"][i] + p["hidden_bias"][i], 0.0) if hidden else Z
+        expect += H @ p["output_weights"][i] + p["output_bias"][i]
+    np.testing.assert_allclose(conf.decision_function(E), expect / len(thresholds), rtol=0, atol=1e-10)
+
+
 @pytest.mark.parametrize("hidden,calibration", [(0, "platt"), (8, "platt"), (8, "isotonic"), (0, "none")])
 def test_calibrator_monotone_and_round_trips(hidden, calibration):
     E, c, g = _fake_evidence(600)
@@ -190,6 +283,18 @@ def test_utterance_evidence_has_local_agreement_columns():
     ev2 = utterance_evidence(model, frames, scores, wrong, y2, p)
     assert ev2[4] < ev[4] and ev2[5] < ev[5]
     assert ev[0] - ev2[0] < ev[4] - ev2[4]
+    # the columns by their definitions
+    T = len(frames)
+    lengths = np.diff(np.r_[y, T])
+    agree = scores[np.arange(T), np.repeat(classes, lengths)].astype(np.float64) - scores.max(axis=1)
+    phone = np.array([agree[a:a + n].mean() for a, n in zip(y, lengths)])
+    q = np.linspace(0.2, 0.9, len(y))
+    ev3 = utterance_evidence(model, frames, scores, classes, y, q)
+    window = np.convolve(agree, np.ones(40) / 40, mode="valid").min()
+    np.testing.assert_allclose(ev3, [agree.mean(), q[1:].mean(), np.mean(q[1:] < 0.5),
+                                     np.mean(np.abs((lengths - 8.0) / 3.0)),
+                                     np.convolve(phone, np.ones(4) / 4, mode="valid").min(),
+                                     np.sort(phone)[:5].mean(), window], rtol=0, atol=1e-12)
     # a single phone and a recording shorter than the window still give finite columns
     one = utterance_evidence(model, frames[:10], scores[:10], classes[:1], np.array([0]), np.ones(1))
     assert np.all(np.isfinite(one)) and one[4] == one[5] == pytest.approx(one[0])
