@@ -67,3 +67,23 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or __import__("platform").libc_ver()[0] != "glibc",
+                    reason="mallopt(M_TOP_PAD) is glibc's")
+def test_keep_heap_top_takes_on_glibc():
+    code = "from aligner.batch import keep_heap_top; print(keep_heap_top(1 << 20))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True"
+
+
+def test_keep_heap_top_without_mallopt_changes_nothing(monkeypatch):
+    import ctypes
+
+    from aligner.batch import keep_heap_top
+
+    def no_libc(*args, **kwargs):
+        raise OSError("no C library here")
+
+    monkeypatch.setattr(ctypes, "CDLL", no_libc)
+    assert keep_heap_top() is False

@@ -1140,9 +1140,12 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
     With ``aligned`` (files measured from their alignment), also the alignment model
     (:func:`_worker_init`; None: the shipped one) and the pronouncing dictionary."""
     global _WORKER_VOWEL_MODEL
-    if blas_threads is not None:
+    if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
         from threadpoolctl import threadpool_limits
 
+        from aligner.batch import keep_heap_top
+
+        keep_heap_top()
         threadpool_limits(blas_threads)
         if blas_threads == 1:  # for good: the acoustics need not cap BLAS around each product
             from aligner.features import vowel_acoustics
