@@ -154,7 +154,7 @@ def test_evidence_is_the_same_for_float32_and_float64_inputs():
 
 
 def test_evidence_columns_match_their_definitions():
-    """Spot checks of the compiled evidence against the module docstring's formulas."""
+    """Spot checks of the evidence against the module docstring's formulas."""
     model = _Model()
     frames, scores, classes = _utterance(8, T=90, K=9)
     y = _decode(model, frames, scores, classes)
@@ -185,8 +185,7 @@ def test_evidence_columns_match_their_definitions():
 
 @pytest.mark.parametrize("hidden,thresholds", [(0, (20.0,)), (6, (20.0,)), (5, (10.0, 20.0, 40.0))])
 def test_network_logit_equals_the_design_matrix_formula(hidden, thresholds):
-    """The compiled logit (row by row, no design matrix) equals the standardised design matrix
-    through each threshold's network, averaged."""
+    """The logit equals the standardised design matrix through each threshold's network, averaged."""
     E, c, g = _fake_evidence(400, seed=3)
     rng = np.random.default_rng(4)
     errors = np.where(c, rng.uniform(0, 20, len(c)), rng.uniform(20.5, 80, len(c)))

@@ -368,118 +368,6 @@ def _drops(model, frames, scores, fmax, classes, y, mean, std, max_frames, max_m
 # --------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
-def _frame_distance(frames, a, b):
-    """``||frames[a] - frames[b]||`` (float64) of frames (T, D)."""
-    acc = 0.0
-    for i in range(frames.shape[1]):
-        d = np.float64(frames[a, i]) - np.float64(frames[b, i])
-        acc += d * d
-    return math.sqrt(acc)
-
-
-@njit(cache=True, nogil=True)
-def _evidence_columns(scores, fmax, frames, classes, y, mu, sigma, drops, out):
-    """Fill every column of ``out`` (K-1, :data:`N_EVIDENCE`) but the refiner's shift (25),
-    as :func:`boundary_evidence` describes them. ``scores`` (T, P) and ``fmax`` (T,) as for
-    :func:`_move_drops`; ``frames`` (T, D); ``classes``, ``y`` (K,); ``mu``, ``sigma`` (K,)
-    duration statistics (frames, >= 1); ``drops`` (K, 2 MAX_MOVE + 1) of :func:`_move_drops`."""
-    T = scores.shape[0]
-    D = frames.shape[1]
-    K = y.shape[0]
-    m = (drops.shape[1] - 1) // 2
-    W = CHANGE_WINDOW
-    phone_mean = np.empty(K)
-    lengths = np.empty(K)
-    for j in range(K):
-        s = y[j]
-        e = y[j + 1] if j + 1 < K else T
-        p = classes[j]
-        acc = 0.0
-        for t in range(s, e):
-            acc += np.float64(scores[t, p]) - fmax[t]
-        lengths[j] = e - s
-        phone_mean[j] = acc / (e - s)
-    diff = np.empty(2 * W)
-    gain = np.empty(2 * W + 1)
-    step = np.empty(7)
-    root_d = math.sqrt(D)
-    for k in range(1, K):
-        r = k - 1
-        b = y[k]
-        left, right = classes[k - 1], classes[k]
-        # DP margins
-        m1 = np.inf
-        m2 = np.inf
-        low = np.inf
-        for c in range(2 * m + 1):
-            v = max(drops[k, c], 0.0)
-            d = abs(c - m)
-            if d == 1:
-                m1 = min(m1, v)
-            elif d >= 2:
-                m2 = min(m2, v)
-            low = min(low, v)
-        inner = 0.0
-        total = 0.0
-        for c in range(2 * m + 1):
-            e = math.exp(low - max(drops[k, c], 0.0))
-            total += e
-            if abs(c - m) <= 1:
-                inner += e
-        out[r, 0] = math.log1p(m1)
-        out[r, 1] = math.log1p(m2)
-        out[r, 2] = math.log(inner) - math.log(total)
-        # classifier score differences, the best split of them near b
-        cs = 0.0
-        for i in range(2 * W):
-            t = min(max(b + i - W, 0), T - 1)
-            diff[i] = min(max(np.float64(scores[t, left]) - np.float64(scores[t, right]), -10.0), 10.0)
-        for i in range(6):
-            out[r, 3 + i] = diff[W - 3 + i]
-        gain[0] = 0.0
-        for i in range(2 * W):
-            cs += diff[i]
-            gain[i + 1] = cs
-        for i in range(2 * W + 1):
-            gain[i] = 2.0 * gain[i] - cs
-        best = W - m
-        for i in range(W - m + 1, W + m + 1):
-            if gain[i] > gain[best]:
-                best = i
-        out[r, 9] = best - W
-        out[r, 10] = math.log1p(max(gain[best] - gain[W], 0.0))
-        before = max(b - 1, 0)
-        out[r, 11] = max(np.float64(scores[before, left]) - fmax[before], -10.0)
-        out[r, 12] = max(np.float64(scores[b, right]) - fmax[b], -10.0)
-        out[r, 13] = phone_mean[k - 1]
-        out[r, 14] = phone_mean[k]
-        # durations
-        z0 = min(max((lengths[k - 1] - mu[k - 1]) / sigma[k - 1], -6.0), 6.0)
-        z1 = min(max((lengths[k] - mu[k]) / sigma[k], -6.0), 6.0)
-        out[r, 15] = z0
-        out[r, 16] = z1
-        out[r, 17] = abs(z0)
-        out[r, 18] = abs(z1)
-        out[r, 19] = math.log(lengths[k - 1])
-        out[r, 20] = math.log(lengths[k])
-        # acoustics
-        out[r, 21] = _frame_distance(frames, before, min(b + 1, T - 1)) / root_d
-        top = 1e-9
-        for i in range(7):
-            t = min(max(b + i - 3, 0), T - 1)
-            step[i] = _frame_distance(frames, max(t - 1, 0), min(t + 1, T - 1))
-            top = max(top, step[i])
-        out[r, 22] = step[3] / top
-        out[r, 23] = frames[before, ENERGY_COLUMN]
-        out[r, 24] = frames[b, ENERGY_COLUMN]
-        # position, classes
-        out[r, 26] = 1.0 if k == 1 else 0.0
-        out[r, 27] = 1.0 if k == K - 1 else 0.0
-        out[r, 28] = left
-        out[r, 29] = right
-
-
 def boundary_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, y: np.ndarray,
                       starts_s: np.ndarray | None = None, symbols=None) -> np.ndarray:
     """Evidence (K-1, :data:`N_EVIDENCE`) of the boundaries before phones 1 .. K-1 (module
@@ -490,27 +378,86 @@ def boundary_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: np
     symbols); ``starts_s`` (K,) the reported start times in seconds (the refiner's output; None =
     the grid times, no shift).
     """
-    classes = np.ascontiguousarray(classes, np.int64)
-    y = np.ascontiguousarray(y, np.int64)
-    frames, scores = _plain(frames), _plain(scores)
-    T, K = frames.shape[0], len(y)
-    if len(classes) != K or K < 1 or y[0] != 0 or np.any(y[1:] <= y[:-1]) or y[-1] >= T:
+    classes = np.asarray(classes, np.int64)
+    y = np.asarray(y, np.int64)
+    frames64 = np.ascontiguousarray(frames, dtype=np.float64)
+    T, K = frames64.shape[0], len(y)
+    if len(classes) != K or K < 1 or y[0] != 0 or np.any(np.diff(y) <= 0) or y[-1] >= T:
         raise ValueError(f"y must hold {len(classes)} strictly increasing start frames from 0 below T = {T}")
     out = np.zeros((K - 1, N_EVIDENCE))
     if K == 1:
         return out
+    n = K - 1
+    rows = np.arange(n)
     mean, std, max_frames = model.durations.for_phones(classes, symbols)
     mu = np.maximum(np.asarray(mean, np.float64), 1.0)
     sigma = np.maximum(np.asarray(std, np.float64), 1.0)
-    fmax = _frame_max(scores)
+    s = np.asarray(scores, np.float64)
+    agree = s - s.max(axis=1, keepdims=True)
+
     # DP margins, neighbours free to follow by NEIGHBOUR_MOVES frames
-    drops = _drops(model, frames, scores, fmax, classes, y, mean, std, max_frames, MAX_MOVE, NEIGHBOUR_MOVES)
-    _evidence_columns(scores, fmax, frames, classes, y, mu, sigma, drops, out)
+    plain_scores = _plain(scores)
+    drops = _drops(model, _plain(frames), plain_scores, _frame_max(plain_scores), classes, y, mean, std, max_frames,
+                   MAX_MOVE, NEIGHBOUR_MOVES)
+    drops = np.maximum(drops[1:], 0.0)
+    m = MAX_MOVE
+    offsets = np.arange(-m, m + 1)
+    out[:, 0] = np.log1p(drops[:, np.abs(offsets) == 1].min(axis=1))
+    out[:, 1] = np.log1p(drops[:, np.abs(offsets) >= 2].min(axis=1))
+    logits = -drops
+    top = logits.max(axis=1, keepdims=True)
+    inner = np.log(np.exp(logits[:, np.abs(offsets) <= 1] - top).sum(axis=1))
+    out[:, 2] = inner - np.log(np.exp(logits - top).sum(axis=1))
+
+    # classifier evidence around the boundary
+    b = y[1:]
+    left, right = classes[:-1], classes[1:]
+    w = np.arange(-CHANGE_WINDOW, CHANGE_WINDOW)
+    t = np.clip(b[:, None] + w[None, :], 0, T - 1)
+    diff = np.clip(s[t, left[:, None]] - s[t, right[:, None]], -10.0, 10.0)
+    out[:, 3:9] = diff[:, DIFF_OFFSETS + CHANGE_WINDOW]  # the window holds DIFF_OFFSETS
+    cs = np.concatenate([np.zeros((n, 1)), np.cumsum(diff, axis=1)], axis=1)
+    gain = 2.0 * cs - cs[:, -1:]  # gain[:, i]: left frames before window frame i, right from i on
+    lo, hi = CHANGE_WINDOW - MAX_MOVE, CHANGE_WINDOW + MAX_MOVE + 1
+    best = gain[:, lo:hi].argmax(axis=1) + lo
+    out[:, 9] = best - CHANGE_WINDOW
+    out[:, 10] = np.log1p(np.maximum(gain[rows, best] - gain[:, CHANGE_WINDOW], 0.0))
+    before = np.maximum(b - 1, 0)
+    out[:, 11] = np.maximum(agree[before, left], -10.0)
+    out[:, 12] = np.maximum(agree[b, right], -10.0)
+    lengths_i = np.diff(np.append(y, T))
+    path_agree = agree[np.arange(T), np.repeat(classes, lengths_i)]
+    cum = np.concatenate([[0.0], np.cumsum(path_agree)])
+    ends = np.append(y[1:], T)
+    lengths = lengths_i.astype(np.float64)
+    phone_mean = (cum[ends] - cum[y]) / lengths
+    out[:, 13], out[:, 14] = phone_mean[:-1], phone_mean[1:]
+
+    # durations
+    z = np.clip((lengths - mu) / sigma, -6.0, 6.0)
+    out[:, 15], out[:, 16] = z[:-1], z[1:]
+    out[:, 17], out[:, 18] = np.abs(z[:-1]), np.abs(z[1:])
+    out[:, 19], out[:, 20] = np.log(lengths[:-1]), np.log(lengths[1:])
+
+    # acoustics
+    root_d = math.sqrt(frames64.shape[1])
+    out[:, 21] = np.linalg.norm(frames64[before] - frames64[np.minimum(b + 1, T - 1)], axis=1) / root_d
+    t = np.clip(b[:, None] + np.arange(-3, 4)[None, :], 0, T - 1)
+    step = np.linalg.norm(frames64[np.clip(t - 1, 0, T - 1)] - frames64[np.clip(t + 1, 0, T - 1)], axis=2)
+    out[:, 22] = step[:, 3] / np.maximum(step.max(axis=1), 1e-9)
+    out[:, 23] = frames64[before, ENERGY_COLUMN]
+    out[:, 24] = frames64[b, ENERGY_COLUMN]
+
+    # the refiner, position, classes
     if starts_s is not None:
         starts_s = np.asarray(starts_s, np.float64)
         if starts_s.shape != (K,):
             raise ValueError(f"starts_s must hold {K} start times, got shape {starts_s.shape}")
         out[:, 25] = 1000.0 * np.abs(starts_s[1:] - boundary_time(y[1:]))
+    out[0, 26] = 1.0
+    out[-1, 27] = 1.0
+    out[:, 28] = left
+    out[:, 29] = right
     return out
 
 
@@ -526,56 +473,6 @@ def _logit(p):
 
 def _sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * np.asarray(z, np.float64)))
-
-
-@njit(cache=True, nogil=True)
-def _network_logit(numeric, left, right, pair, pair_logit, left_logit, right_logit, mean, scale,
-                   hidden_weights, hidden_bias, output_weights, output_bias):
-    """Mean logit (n,) of the M networks (or logistic regressions, 0 hidden units) of
-    :class:`BoundaryConfidence` on the design rows of numeric evidence (n, N_NUMERIC) and class
-    indices ``left``, ``right``, broad-class pair index ``pair`` (n,): each row's design
-    (:meth:`BoundaryConfidence._design`) standardised by ``mean``, ``scale`` (N_DESIGN,);
-    ``hidden_weights`` (M, N_DESIGN, h), ``hidden_bias`` (M, h), ``output_weights`` (M, h) or
-    (M, N_DESIGN) for h = 0, ``output_bias`` (M,)."""
-    n, n_num = numeric.shape
-    n_design = mean.shape[0]
-    n_broad = (n_design - n_num - 3) // 2
-    M = output_bias.shape[0]
-    h = hidden_weights.shape[2]
-    z = np.empty(n_design)
-    hidden = np.empty(h)
-    out = np.empty(n)
-    for r in range(n):
-        for c in range(n_num):
-            z[c] = (numeric[r, c] - mean[c]) / scale[c]
-        z[n_num] = (pair_logit[pair[r]] - mean[n_num]) / scale[n_num]
-        z[n_num + 1] = (left_logit[left[r]] - mean[n_num + 1]) / scale[n_num + 1]
-        z[n_num + 2] = (right_logit[right[r]] - mean[n_num + 2]) / scale[n_num + 2]
-        for c in range(n_num + 3, n_design):
-            z[c] = -mean[c] / scale[c]
-        c = n_num + 3 + pair[r] // n_broad
-        z[c] = (1.0 - mean[c]) / scale[c]
-        c = n_num + 3 + n_broad + pair[r] % n_broad
-        z[c] = (1.0 - mean[c]) / scale[c]
-        total = 0.0
-        for i in range(M):
-            acc = output_bias[i]
-            if h:
-                for j in range(h):
-                    hidden[j] = hidden_bias[i, j]
-                for c in range(n_design):
-                    zc = z[c]
-                    for j in range(h):
-                        hidden[j] += zc * hidden_weights[i, c, j]
-                for j in range(h):
-                    if hidden[j] > 0.0:
-                        acc += hidden[j] * output_weights[i, j]
-            else:
-                for c in range(n_design):
-                    acc += z[c] * output_weights[i, c]
-            total += acc
-        out[r] = total / M
-    return out
 
 
 class BoundaryConfidence:
@@ -697,12 +594,15 @@ class BoundaryConfidence:
 
     @staticmethod
     def _raw_logit(E: np.ndarray, p: dict) -> np.ndarray:
-        """Mean over the thresholds' models of their logits (the standardised design of
-        :meth:`_design`, row by row, without building it: :func:`_network_logit`)."""
-        numeric, left, right, pair = BoundaryConfidence._split(E)
-        return _network_logit(np.ascontiguousarray(numeric), left, right, pair, p["pair_logit"], p["left_logit"],
-                              p["right_logit"], p["mean"], p["scale"], p["hidden_weights"], p["hidden_bias"],
-                              p["output_weights"], p["output_bias"])
+        """Mean over the thresholds' models of their logits."""
+        Z = (BoundaryConfidence._design(E, p) - p["mean"]) / p["scale"]
+        total = np.zeros(len(Z))
+        M = p["output_bias"].shape[0]
+        for i in range(M):
+            H = np.maximum(Z @ p["hidden_weights"][i] + p["hidden_bias"][i], 0.0) if p["hidden_weights"].shape[2] \
+                else Z
+            total += H @ p["output_weights"][i] + p["output_bias"][i]
+        return total / M
 
     def _labels(self, c: np.ndarray, errors_ms) -> np.ndarray:
         """(n, M) labels: error <= each threshold (the tolerance labels ``c`` for 20 ms without errors)."""
@@ -896,63 +796,25 @@ def utterance_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: n
     ``confidences`` (K,) as returned by :func:`boundary_confidences`; other arguments as for
     :func:`boundary_evidence`.
     """
-    classes = np.ascontiguousarray(classes, np.int64)
-    y = np.ascontiguousarray(y, np.int64)
+    classes = np.asarray(classes, np.int64)
+    y = np.asarray(y, np.int64)
+    T = len(frames)
+    lengths = np.diff(np.append(y, T))
+    frame_class = np.repeat(classes, lengths)
+    s = np.asarray(scores)
+    agree = s[np.arange(T), frame_class].astype(np.float64) - s.max(axis=1)
     mean, std, _ = model.durations.for_phones(classes, symbols)
-    out = np.empty(len(UTTERANCE_EVIDENCE_NAMES))
-    _utterance_columns(_plain(scores), classes, y, np.maximum(np.asarray(mean, np.float64), 1.0),
-                       np.maximum(np.asarray(std, np.float64), 1.0),
-                       np.ascontiguousarray(confidences, np.float64), RUN_PHONES, WORST_PHONES, WINDOW_FRAMES, out)
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _utterance_columns(scores, classes, y, mu, sigma, confidences, run_phones, worst_phones, window_frames, out):
-    """Fill ``out`` (7,) as :func:`utterance_evidence` describes it: ``scores`` (T, P), ``classes``
-    and ``y`` (K,), ``mu`` and ``sigma`` (K,) the phones' duration statistics (frames, >= 1),
-    ``confidences`` (K,)."""
-    T = scores.shape[0]
-    K = y.shape[0]
-    cum = np.empty(T + 1)  # cumulative agreement of the decoded phone over the frames
-    cum[0] = 0.0
-    phone_mean = np.empty(K)
-    abs_z = 0.0
-    for j in range(K):
-        s = y[j]
-        e = y[j + 1] if j + 1 < K else T
-        p = classes[j]
-        for t in range(s, e):
-            top = np.float64(scores[t, 0])
-            for q in range(1, scores.shape[1]):
-                top = max(top, np.float64(scores[t, q]))
-            cum[t + 1] = cum[t] + (np.float64(scores[t, p]) - top)
-        phone_mean[j] = (cum[e] - cum[s]) / (e - s)
-        abs_z += abs((e - s - mu[j]) / sigma[j])
-    n = K - 1
-    p_sum = 0.0
-    below = 0.0
-    for k in range(1, K):
-        p_sum += confidences[k]
-        below += 1.0 if confidences[k] < 0.5 else 0.0
-    run = min(run_phones, K)
-    worst_run = np.inf
-    for i in range(K - run + 1):
-        acc = 0.0
-        for j in range(run):
-            acc += phone_mean[i + j]
-        worst_run = min(worst_run, acc / run)
-    lowest = np.sort(phone_mean)[:worst_phones]
-    w = min(window_frames, T)
-    worst_window = np.inf
-    for t in range(w, T + 1):
-        worst_window = min(worst_window, (cum[t] - cum[t - w]) / w)
-    out[0] = cum[T] / T
-    out[1] = p_sum / n if n else 1.0
-    out[2] = below / n if n else 0.0
-    out[3] = abs_z / K
-    out[4] = worst_run
-    out[5] = lowest.mean()
-    out[6] = worst_window
+    z = (lengths - np.maximum(mean, 1.0)) / np.maximum(std, 1.0)
+    p = np.asarray(confidences, np.float64)[1:]
+    cum = np.concatenate([[0.0], np.cumsum(agree)])
+    phone_mean = (cum[np.append(y[1:], T)] - cum[y]) / lengths
+    run = min(RUN_PHONES, len(y))
+    worst_run = np.convolve(phone_mean, np.full(run, 1.0 / run), mode="valid").min()
+    worst_phones = np.sort(phone_mean)[:WORST_PHONES].mean()
+    w = min(WINDOW_FRAMES, T)
+    worst_window = ((cum[w:] - cum[:-w]) / w).min()
+    return np.array([agree.mean(), p.mean() if len(p) else 1.0, np.mean(p < 0.5) if len(p) else 0.0,
+                     np.mean(np.abs(z)), worst_run, worst_phones, worst_window])
 
 
 class UtteranceCheck:
