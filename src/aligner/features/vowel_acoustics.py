@@ -946,8 +946,9 @@ def _checked_signal(samples, sample_rate: int) -> np.ndarray:
 def vowel_acoustics_many(recordings, classifier) -> list:
     """:func:`vowel_acoustics` of each 16 kHz recording of ``recordings`` (a sequence of 1-D
     float arrays): per recording its (T, 22) float64 frames or the :class:`FeatureError` it
-    would raise, in order, with the same bits as one call each (the per-recording work of a
-    batch shares the setup: constants, BLAS limits, the landmark matrix)."""
+    would raise, in order, with the same bits as one call each. Each stage runs over the whole
+    batch in turn (the signal columns of every recording, then the classifier's), which keeps
+    each stage's code and buffers warm; the arithmetic stays per recording."""
     results: list = []
     batch = []
     for samples in recordings:
