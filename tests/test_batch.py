@@ -87,3 +87,49 @@ def test_keep_heap_top_without_mallopt_changes_nothing(monkeypatch):
 
     monkeypatch.setattr(ctypes, "CDLL", no_libc)
     assert keep_heap_top() is False
+
+
+_BLAS_SCRIPT = textwrap.dedent("""
+    import json, os
+    import numpy as np
+    from threadpoolctl import threadpool_info
+    from aligner import blas
+    from aligner.batch import WorkerPool
+
+    def blas_threads():
+        return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+
+    def tasks():
+        return len(os.listdir("/proc/self/task"))
+
+    def work(_):
+        a = np.ones((300, 300), np.float32)
+        before = tasks()
+        blas.one_thread_for_good()  # what a worker's initializer does
+        with blas.limit(1):
+            a @ a
+        a @ a
+        return blas_threads(), blas.ONE_THREAD, before, tasks()
+
+    before = blas_threads()
+    with WorkerPool(2) as pool:
+        inside = blas_threads()
+        results = list(pool.map(work, range(4), None))
+    print(json.dumps({"before": before, "inside": inside, "after": blas_threads(),
+                      "flag_after": blas.ONE_THREAD, "workers": results}))
+""")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_workers_inherit_one_blas_thread_and_build_no_thread_pool():
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", _BLAS_SCRIPT], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    import json
+
+    got = json.loads(out.stdout)
+    assert got["inside"] == [1]  # the parent while it has workers
+    assert got["after"] == got["before"] and got["flag_after"] is False  # and as before after
+    for threads, flag, tasks_before, tasks_after in got["workers"]:
+        assert threads == [1] and flag is True
+        assert tasks_before == tasks_after == 1  # OpenBLAS rebuilt no thread pool in the worker

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from aligner import api
+from aligner import api, blas
 from aligner.features import vowel_acoustics as VA
 from aligner.io.audio import load_audio
 from aligner.vowels.task import _window_arrays, _window_means
@@ -82,7 +82,7 @@ def test_short_path_with_blas_already_single_threaded(monkeypatch):
     model = api.load_vowel_model()
     y = _signals()[4]
     base = VA.vowel_acoustics(y, model.classifier)
-    monkeypatch.setattr(VA, "BLAS_SINGLE_THREADED", True)
+    monkeypatch.setattr(blas, "ONE_THREAD", True)
     assert np.array_equal(_bits(VA.vowel_acoustics(y, model.classifier)), _bits(base))
 
 

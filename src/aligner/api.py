@@ -360,9 +360,9 @@ def output_path(audio, fmt: str = "textgrid") -> Path:
 def check_output_not_input(out, *inputs) -> None:
     """Refuse (one-line :class:`AlignerError`) an output path that is, or resolves to, an input.
     A new output (nothing there yet) is no existing input, so the inputs are not resolved then."""
-    target = Path(out).resolve()
-    if not target.exists():
+    if not os.path.exists(out):
         return
+    target = Path(out).resolve()
     for item in inputs:
         if isinstance(item, (str, os.PathLike)) and os.path.exists(item) and Path(item).resolve() == target:
             raise AlignerError(f"{out}: the output would overwrite the input {item}; choose another -o")
@@ -467,9 +467,7 @@ def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None
     several worker processes, one BLAS thread each avoids oversubscribing the cores)."""
     global _WORKER_MODEL, _WORKER_MODEL_PATH
     if blas_threads is not None:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(blas_threads)
+        _cap_blas(blas_threads)
     if isinstance(model, AlignmentModel):
         if _WORKER_MODEL is not model:
             _WORKER_MODEL, _WORKER_MODEL_PATH = model, None
@@ -480,6 +478,19 @@ def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None
         _WORKER_MODEL_PATH = model
         warm_up(_WORKER_MODEL)
         _warm_up_sphere_repair()
+
+
+def _cap_blas(threads: int) -> None:
+    """A worker process's BLAS threads: one for good (:func:`aligner.blas.one_thread_for_good`;
+    then the per-product caps are skipped), or at most ``threads``."""
+    if threads == 1:
+        from aligner import blas
+
+        blas.one_thread_for_good()
+    else:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(threads)
 
 
 def _warm_up_sphere_repair() -> None:
@@ -1141,16 +1152,10 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
     (:func:`_worker_init`; None: the shipped one) and the pronouncing dictionary."""
     global _WORKER_VOWEL_MODEL
     if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
-        from threadpoolctl import threadpool_limits
-
         from aligner.batch import keep_heap_top
 
         keep_heap_top()
-        threadpool_limits(blas_threads)
-        if blas_threads == 1:  # for good: the acoustics need not cap BLAS around each product
-            from aligner.features import vowel_acoustics
-
-            vowel_acoustics.BLAS_SINGLE_THREADED = True
+        _cap_blas(blas_threads)
     if model is None or isinstance(model, (str, os.PathLike)):
         model = load_vowel_model(model)
     if _WORKER_VOWEL_MODEL is not model:

@@ -20,6 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
+from aligner import blas
+
 #: what a lost item's record says
 LOST_MESSAGE = ("its worker process died (killed, or out of memory) while working on it; "
                 "the other files went on")
@@ -105,6 +107,8 @@ class WorkerPool:
     ``jobs`` <= 1 maps in this process. ``chunksize`` items go to a worker at a time (fewer
     towards the end of a batch: :func:`_chunk_sizes`).
     ``initializer(*initargs)`` runs in every worker (and again in the workers of a restarted pool).
+    While it has workers, this process runs BLAS on one thread, and so do the workers it forks
+    (:func:`aligner.blas.one_thread_while_forking`).
     """
 
     def __init__(self, jobs: int, initializer=None, initargs: tuple = (), chunksize: int = 1):
@@ -112,6 +116,7 @@ class WorkerPool:
         self.chunksize = max(1, int(chunksize))
         self.executor: ProcessPoolExecutor | None = None
         self.restarts = 0  #: pools started again after a worker died
+        self._blas = None  #: this process's one-BLAS-thread context while it has workers
 
     # -- lifetime -----------------------------------------------------------------------
     def _start(self) -> None:
@@ -135,11 +140,22 @@ class WorkerPool:
 
     def __enter__(self) -> "WorkerPool":
         if self.jobs > 1:
-            self._start()
+            self._blas = blas.one_thread_while_forking()  # the workers inherit one BLAS thread
+            self._blas.__enter__()
+            try:
+                self._start()
+            except BaseException:
+                self._blas.__exit__(None, None, None)
+                raise
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        self._stop(wait=True, terminate=exc_type is not None)
+        try:
+            self._stop(wait=True, terminate=exc_type is not None)
+        finally:
+            if self._blas is not None:
+                self._blas.__exit__(None, None, None)
+                self._blas = None
 
     # -- work ---------------------------------------------------------------------------
     def map(self, fn: Callable, items: Iterable, on_lost: Callable, chunk_fn: Optional[Callable] = None) -> Iterator:

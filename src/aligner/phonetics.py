@@ -154,6 +154,7 @@ class PhoneSet:
         self._strip_stress = strip_stress
         #: The set's canonical symbols (lower case, without stress), sorted.
         self.symbols: tuple[str, ...] = tuple(sorted(self._to_class))
+        self._class_index_of: dict[str, int] = {}  # transcript spelling -> class index, filled as met
 
     def __repr__(self) -> str:
         return f"PhoneSet({self.name!r}, {len(self.symbols)} symbols)"
@@ -182,8 +183,18 @@ class PhoneSet:
         return _CLASS_INDEX[self.class_of(symbol)]
 
     def class_indices(self, symbols: Iterable[str]) -> np.ndarray:
-        """:meth:`class_index` of every symbol, as an int64 array."""
-        return np.array([self.class_index(s) for s in symbols], dtype=np.int64)
+        """:meth:`class_index` of every symbol, as an int64 array (each spelling looked up once
+        per phone set: a transcript's phones recur)."""
+        known = self._class_index_of
+        out = []
+        for s in symbols:
+            index = known.get(s)
+            if index is None:
+                index = self.class_index(s)
+                if len(known) < 10_000:  # bounded, whatever spellings a corpus holds
+                    known[s] = index
+            out.append(index)
+        return np.array(out, dtype=np.int64)
 
     def first_unknown(self, symbols: Sequence[str]) -> int | None:
         """The position (0-based) of the first symbol not in this set, or None if all are."""

@@ -34,13 +34,13 @@ restore an identical predictor.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
 from numba import njit
 
+from aligner import blas
 from aligner.errors import FeatureError, ModelError
 
 #: bump when the meaning of the stored arrays changes
@@ -68,27 +68,6 @@ def stack_context(frames: np.ndarray, context: int) -> np.ndarray:
     padded = np.pad(frames, ((context, context), (0, 0)), mode="edge")
     win = np.lib.stride_tricks.sliding_window_view(padded, (2 * context + 1, D))[:, 0]
     return win.reshape(T, (2 * context + 1) * D)
-
-
-_CONTROLLER = None
-
-
-def _blas_threads(n: int):
-    """Context limiting the BLAS thread pool to ``n`` threads (n <= 0: leave it alone).
-
-    OpenBLAS's threads on small products gain little and, on a machine whose cores are
-    busy (parallel workers, other jobs), slow each product down 3-10 times.
-    """
-    global _CONTROLLER
-    if n <= 0:
-        return contextlib.nullcontext()
-    try:
-        if _CONTROLLER is None:
-            from threadpoolctl import ThreadpoolController
-            _CONTROLLER = ThreadpoolController()
-        return _CONTROLLER.limit(limits=n, user_api="blas")
-    except Exception:  # threadpoolctl missing or unable to inspect the libraries
-        return contextlib.nullcontext()
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:
@@ -233,7 +212,7 @@ class FrameClassifier:
         and never calibrates on a copy of a training utterance.
         """
         t0 = time.perf_counter()
-        with _blas_threads(self.blas_threads):
+        with blas.limit(self.blas_threads):
             self._fit(frames_list, labels_list, groups)
         self.train_seconds_ = time.perf_counter() - t0
         return self
@@ -334,7 +313,7 @@ class FrameClassifier:
         (edge frames' context padded by repetition)."""
         P = self._standardised(frames)
         g = np.float32(self.gamma / P.shape[1])
-        with _blas_threads(self.blas_threads):
+        with blas.limit(self.blas_threads):
             if self.projection.size:
                 P = P @ self.projection
             # -g ||p - l||^2 = 2 g p.l - g ||p||^2 - g ||l||^2

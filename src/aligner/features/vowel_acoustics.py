@@ -80,7 +80,7 @@ from aligner.frames import vowel_frames_to_seconds as frames_to_seconds  # noqa:
 from aligner.phonetics import CLASSES39, GLIDE_CLASSES, NASAL_CLASSES, VOWEL_CLASSES
 from aligner.features.mfcc import FRAME_SHIFT as CLASSIFIER_SHIFT
 from aligner.features.mfcc import WINDOW as CLASSIFIER_WINDOW
-from aligner.features.frame_classifier import _blas_threads
+from aligner import blas
 from aligner.features.mel import htk_mel_filterbank
 from aligner.features.mfcc import _deltas, mfcc_features
 
@@ -300,7 +300,7 @@ def _frame_quantities(short: np.ndarray, frames: np.ndarray, pitch_frames: np.nd
     r1 = (centred[:, 1:] * centred[:, :-1]).sum(axis=1)
     raw[:, 5] = np.where(r0 > _LOG_FLOOR, r1 / np.maximum(r0, _LOG_FLOOR), 0.0)
     raw[:, 6], raw[:, 7] = _autocorrelation_pitch(pitch_frames)
-    with _blas_threads(1):
+    with blas.limit(1):
         mel = _mel_basis() @ power.T
     return raw, mel
 
@@ -819,7 +819,7 @@ def _classifier_finish(classifier, width: int, P: np.ndarray, E: np.ndarray, out
     from aligner.features import frame_classifier as fc
 
     g = np.float32(classifier.gamma / width)
-    with fc._blas_threads(0 if BLAS_SINGLE_THREADED else classifier.blas_threads):
+    with blas.limit(classifier.blas_threads):
         fc._kernel_exponent(E, 2 * g, g * classifier.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
         np.exp(E, out=E)
         dec = E @ classifier.weights
@@ -837,7 +837,7 @@ def _classifier_columns_many(classifier, items: list) -> None:
     would depend on the batch it came in."""
     from aligner.features import frame_classifier as fc
 
-    with fc._blas_threads(0 if BLAS_SINGLE_THREADED else classifier.blas_threads):
+    with blas.limit(classifier.blas_threads):
         landmarks = classifier._landmarks_by_column()
         for samples, T, out in items:
             P = _classifier_input(classifier, samples)
@@ -862,11 +862,6 @@ def _fast_constants() -> dict:
         _FAST_CACHE.update(hann=np.hanning(WINDOW), pitch_hann=_pitch_window()[0], wac=_pitch_window()[1],
                            mel=_mel_basis().astype(np.float64), low_hi=int(low[-1]), high_lo=int(high[0]))
     return _FAST_CACHE
-
-
-#: set by a worker process that has capped BLAS at one thread for its whole life (then the
-#: per-call cap of the matrix products, which costs more than a short recording's products, is skipped)
-BLAS_SINGLE_THREADED = False
 
 
 def _acoustics_short(y: np.ndarray, classifier, T: int) -> np.ndarray:
@@ -902,7 +897,7 @@ def _signal_columns_short(y: np.ndarray, T: int) -> np.ndarray:
     _pitch_peaks(ac, lo, hi, k["wac"], _LOG_FLOOR, f0, voicing)
     _columns_0_to_8(logs, log_flatness, r0, r1, np.log2(f0), voicing, y, T, _LOG_FLOOR, _STD_FLOOR,
                     VOICING_THRESHOLD, out)
-    with _blas_threads(0 if BLAS_SINGLE_THREADED else 1):
+    with blas.limit(1):
         mel = k["mel"] @ power.T
         mfcc = (_dct_basis() @ _power_to_db(mel))[1:5]
     _cepstral_columns(np.ascontiguousarray(mfcc), _STD_FLOOR, out)
@@ -1019,7 +1014,7 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
 
     out[:, 9:14] = classifier_columns(classifier, y.astype(np.float32), T)
 
-    with _blas_threads(1):
+    with blas.limit(1):
         mfcc = (_dct_basis() @ _power_to_db(mel))[1:5]  # (4, T): librosa.feature.mfcc(S=dB, n_mfcc=5)[1:5]
     for j in range(4):
         out[:, 14 + j] = _zscore(mfcc[j])
