@@ -19,7 +19,8 @@ share the cores, so compare figures taken at similar load):
    and the largest cumulative imports of ``python -X importtime aligner align ...``.
 4. ``align-corpus --jobs 2`` on the TIMIT sample (``../shared/data/timit-sample``: 120
    utterances, 373 s): x real time once warm (start-up excluded, as the API reports it),
-   median of ``--repeats``. Target: >= 700x.
+   median of ``--repeats``, through :func:`aligner.api.align_corpus` in this process and
+   through the command itself (the figure it prints, one process per run). Target: >= 700x.
 5. ``vowels --jobs 2`` on the sample's CVC tokens cut to WAVs: tokens/s once warm, median of
    ``--repeats``. Target: >= 1000 tokens/s.
 
@@ -227,6 +228,24 @@ def corpus_throughput(repeats: int, tmp: Path) -> dict:
             "audio_s": round(report.audio_seconds, 1), "load": loads}
 
 
+def corpus_throughput_command(script: str, repeats: int, tmp: Path) -> dict:
+    """``aligner align-corpus TIMIT OUT --jobs 2`` as a user runs it: the x real time the command
+    prints (start-up excluded), median of ``repeats`` fresh processes after one warm-up run."""
+    import re
+
+    rates, loads = [], [load()]
+    for r in range(repeats + 1):
+        out = subprocess.run([script, "align-corpus", str(TIMIT), str(tmp / f"cli{r}"), "--jobs", "2"],
+                             capture_output=True, text=True)
+        found = re.search(r"in [0-9.]+ s: ([0-9.]+)x real time", out.stdout + out.stderr)
+        if out.returncode != 0 or found is None:
+            sys.exit(f"error: aligner align-corpus failed or printed no throughput:\n{out.stdout}\n{out.stderr}")
+        if r > 0:
+            rates.append(float(found.group(1)))
+    loads.append(load())
+    return {"x_realtime": statistics.median(rates), "runs": rates, "load": loads}
+
+
 def vowel_throughput(repeats: int, tmp: Path) -> dict:
     from benchmarks.bench_vowels_speed import write_tokens
 
@@ -278,6 +297,7 @@ def main(argv=None):
                                         "vowels": ["vowels", cut, "-o", tmp / "x.csv"]}, args.repeats)
         if not args.skip_throughput and TIMIT.is_dir():
             res["align_corpus"] = corpus_throughput(args.repeats, tmp)
+            res["align_corpus_command"] = corpus_throughput_command(args.script, args.repeats, tmp)
             res["vowels_jobs2"] = vowel_throughput(args.repeats, tmp)
     if args.json:
         print(json.dumps(res))
@@ -315,6 +335,9 @@ def main(argv=None):
         c = res["align_corpus"]
         print(f"align-corpus --jobs 2, {c['audio_s']} s of audio: {c['x_realtime']:.0f}x real time once warm "
               f"(target >= 700); runs {c['runs']} ({ld(c['load'])})")
+        c = res["align_corpus_command"]
+        print(f"  the command `aligner align-corpus ... --jobs 2` (x real time it prints): {c['x_realtime']:.0f}x; "
+              f"runs {c['runs']} ({ld(c['load'])})")
         w = res["vowels_jobs2"]
         print(f"vowels --jobs 2, {w['measured']} of {w['tokens']} tokens: {w['tokens_per_s']:.0f} tokens/s once warm "
               f"(target >= 1000); runs {w['runs']} ({ld(w['load'])})")

@@ -133,3 +133,19 @@ def test_workers_inherit_one_blas_thread_and_build_no_thread_pool():
     for threads, flag, tasks_before, tasks_after in got["workers"]:
         assert threads == [1] and flag is True
         assert tasks_before == tasks_after == 1  # OpenBLAS rebuilt no thread pool in the worker
+
+
+def _freeze_count(_):
+    import gc
+
+    return gc.get_freeze_count()
+
+
+def test_workers_inherit_the_parents_objects_frozen_out_of_their_collector():
+    import gc
+
+    kept = [object() for _ in range(1000)]  # noqa: F841  objects of the parent the workers inherit
+    with WorkerPool(2) as pool:
+        counts = list(pool.map(_freeze_count, range(4), None))
+    assert all(c > 1000 for c in counts)
+    assert gc.get_freeze_count() == 0  # the parent's collector sees its objects again

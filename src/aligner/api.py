@@ -468,6 +468,7 @@ def _worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None
     global _WORKER_MODEL, _WORKER_MODEL_PATH
     if blas_threads is not None:
         _cap_blas(blas_threads)
+    from aligner.io import exports  # noqa: F401  the writers: imported before workers fork, not in each
     if isinstance(model, AlignmentModel):
         if _WORKER_MODEL is not model:
             _WORKER_MODEL, _WORKER_MODEL_PATH = model, None

@@ -12,6 +12,7 @@ is handled like Ctrl-C (:func:`terminate_like_interrupt`).
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import signal
@@ -122,9 +123,16 @@ class WorkerPool:
     def _start(self) -> None:
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork") if "fork" in methods else None
-        self.executor = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_initialise,
-                                            initargs=(self.initializer, self.initargs))
-        list(self.executor.map(_noop, range(self.jobs)))  # start every worker (model, warm-up) now
+        # The objects the forked workers inherit (modules, the model) are frozen out of their
+        # cyclic garbage collector: its passes would otherwise write to every inherited object's
+        # header, copying each page it touches into the worker (Python's advice for fork).
+        gc.freeze()
+        try:
+            self.executor = ProcessPoolExecutor(max_workers=self.jobs, mp_context=context, initializer=_initialise,
+                                                initargs=(self.initializer, self.initargs))
+            list(self.executor.map(_noop, range(self.jobs)))  # start every worker (model, warm-up) now
+        finally:
+            gc.unfreeze()  # here, in the parent, as before
 
     def _stop(self, wait: bool = True, terminate: bool = False) -> None:
         """Shut the pool down; with ``terminate``, end its workers first (after a worker died,
