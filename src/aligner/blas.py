@@ -30,7 +30,8 @@ _CONTROLLER = None
 
 
 def _controller():
-    """threadpoolctl's view of the process's BLAS libraries, built once (None without threadpoolctl)."""
+    """threadpoolctl's view of the process's BLAS libraries, built once (ImportError without
+    threadpoolctl; the callers then leave BLAS as it is)."""
     global _CONTROLLER
     if _CONTROLLER is None:
         from threadpoolctl import ThreadpoolController
