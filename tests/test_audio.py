@@ -271,3 +271,24 @@ def test_a_dc_offset_does_not_move_the_alignment():
     plain = np.array([iv.start_s for iv in api.align(x, labels, sr=SAMPLE_RATE)])
     shifted = np.array([iv.start_s for iv in api.align(x + np.float32(0.2), labels, sr=SAMPLE_RATE)])
     assert np.mean(np.abs(plain - shifted) < 0.001) > 0.95
+
+
+@pytest.mark.parametrize("fmt,subtype", [("WAV", "PCM_16"), ("FLAC", "PCM_16"), ("WAV", "PCM_24"), ("WAV", "FLOAT")])
+def test_reading_gives_libsndfiles_float32_values_bit_for_bit(tmp_path, fmt, subtype):
+    import os
+
+    from aligner.io.audio import _read_block, _read_float32
+
+    rng = np.random.default_rng(11)
+    x = rng.integers(-32768, 32768, size=(7000, 2)).astype(np.int16)
+    x[0], x[1] = [-32768, 32767], [0, -1]
+    path = tmp_path / f"x.{fmt.lower()}"
+    sf.write(path, x, 16000, format=fmt, subtype=subtype)
+    want, rate = sf.read(os.fsencode(path), dtype="float32", always_2d=True)
+    got, got_rate = _read_float32(path)
+    assert got_rate == rate and got.dtype == np.float32 and got.shape == want.shape
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    with sf.SoundFile(os.fsencode(path)) as f:  # block by block, as long recordings are read
+        f.seek(1000)
+        block = _read_block(f, 3000)
+    assert np.array_equal(block.view(np.uint32), want[1000:4000].view(np.uint32))
