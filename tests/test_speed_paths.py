@@ -166,7 +166,9 @@ def test_classifier_outputs_equal_the_numpy_sequence():
     P = (FC.stack_context(frames, clf.context) - clf.mean) * clf.inv_std
     g = np.float32(clf.gamma / P.shape[1])
     P = P @ clf.projection
-    E = P @ clf.landmarks.T
+    # the same products as _svm_outputs (same shapes and operand layouts: a BLAS may pick
+    # another kernel, and sum in another order, for a transposed view), checked below
+    E = P @ np.ascontiguousarray(clf.landmarks.T)
     E *= 2 * g
     E -= g * clf.landmark_sqnorm
     E -= (g * np.einsum("ij,ij->i", P, P))[:, None]
