@@ -28,7 +28,7 @@ from benchmarks.bench_words import DEFAULT_DATA, _fold_models, audio_int16, find
 
 def _inputs(model, utt, dictionary):
     """The graph input and task of one utterance, as :func:`aligner.api.align_words` builds them."""
-    from aligner import api
+    from aligner.alignment import pipeline
     from aligner.alignment import words as W
     from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
     from aligner.features.mfcc import mfcc_features
@@ -38,7 +38,7 @@ def _inputs(model, utt, dictionary):
     frames = mfcc_features(samples, 16000)
     scores = model.classifier.scores(frames)
     text = utt.txt.read_text().split(maxsplit=2)[2]
-    _, prons = api._pronunciations(normalize_transcript(text, dictionary), dictionary, "g2p", utt.name, {})
+    _, prons = pipeline._pronunciations(normalize_transcript(text, dictionary), dictionary, "g2p", utt.name, {})
     graph, _ = W.word_graph(model, prons)
     x = make_graph_input(scores, frames, graph, model.min_frames, name=utt.name)
     return x, GraphAlignmentTask(phone_bonus=W.PHONE_BONUS), len(samples) / 16000

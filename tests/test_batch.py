@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from aligner.batch import LOST_MESSAGE, WorkerPool
+from aligner.runtime.batch import LOST_MESSAGE, WorkerPool
 
 
 def _square_or_die(x):
@@ -37,7 +37,7 @@ def test_workers_end_when_their_parent_is_killed(tmp_path):
     pids = tmp_path / "pids"
     script = textwrap.dedent(f"""
         import os, time
-        from aligner.batch import WorkerPool
+        from aligner.runtime.batch import WorkerPool
         def slow(x):
             with open({str(pids)!r}, "a") as f:
                 f.write(f"{{os.getpid()}}\\n")
@@ -72,7 +72,7 @@ def _alive(pid: int) -> bool:
 @pytest.mark.skipif(not sys.platform.startswith("linux") or __import__("platform").libc_ver()[0] != "glibc",
                     reason="mallopt(M_TOP_PAD) is glibc's")
 def test_keep_heap_top_takes_on_glibc():
-    code = "from aligner.batch import keep_heap_top; print(keep_heap_top(1 << 20))"
+    code = "from aligner.runtime.batch import keep_heap_top; print(keep_heap_top(1 << 20))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"
 
@@ -80,7 +80,7 @@ def test_keep_heap_top_takes_on_glibc():
 def test_keep_heap_top_without_mallopt_changes_nothing(monkeypatch):
     import ctypes
 
-    from aligner.batch import keep_heap_top
+    from aligner.runtime.batch import keep_heap_top
 
     def no_libc(*args, **kwargs):
         raise OSError("no C library here")
@@ -93,8 +93,8 @@ _BLAS_SCRIPT = textwrap.dedent("""
     import json, os
     import numpy as np
     from threadpoolctl import threadpool_info
-    from aligner import blas
-    from aligner.batch import WorkerPool
+    from aligner.runtime import blas
+    from aligner.runtime.batch import WorkerPool
 
     def blas_threads():
         return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aligner import api
-from aligner.batch import LOST_MESSAGE
+from aligner.runtime.batch import LOST_MESSAGE
 
 from conftest import one_line_error, run
 

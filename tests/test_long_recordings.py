@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from aligner import api
+from aligner.alignment import pipeline
 from aligner.alignment import long_recordings as LR
 from aligner.alignment.refinement import boundary_features
 from aligner.errors import AlignmentError
@@ -27,7 +28,7 @@ def _joined(n):
     """Samples and TIMIT-61 phones of the first ``n`` shared utterances, one after another."""
     xs, labels = [], []
     for wav in _utterances(n):
-        xs.append(api._samples(wav, None, None)[0])
+        xs.append(pipeline._samples(wav, None, None)[0])
         labels += list(read_phn(wav.with_suffix(".phn"))[2])
     return np.concatenate(xs), labels
 
@@ -164,7 +165,7 @@ def test_words_of_a_long_recording_are_aligned_in_chunks(monkeypatch):
     import aligner.alignment.words as W
 
     wavs = _utterances(5)
-    samples = np.concatenate([api._samples(w, None, None)[0] for w in wavs])
+    samples = np.concatenate([pipeline._samples(w, None, None)[0] for w in wavs])
     text = " ".join(w.with_suffix(".txt").read_text().split(maxsplit=2)[2] for w in wavs)
     exact = dict(api.align_words(samples, text, sr=16000).tiers)
     calls = []
@@ -227,7 +228,7 @@ def test_an_hour_that_cannot_fit_its_transcript_is_refused_from_the_header(tmp_p
     def no_samples(*a, **k):
         raise AssertionError("samples read for a transcript that cannot fit")
 
-    monkeypatch.setattr(api, "_samples", no_samples)
+    monkeypatch.setattr(pipeline, "_samples", no_samples)
     with pytest.raises(AlignmentError, match=r"long.wav: 1 phones .* far too long for the transcript"):
         api.align(path, "h#")
     with pytest.raises(AlignmentError, match=r"far too long for the transcript"):

@@ -14,7 +14,8 @@ import textgrid
 from aligner.errors import TranscriptError
 from aligner.io.transcripts import read_phn
 from aligner.io.atomic import atomic_write_text
-from aligner.io.textgrids import read_alignment, read_interval_tier, write_textgrid
+from aligner.io.textgrids import read_interval_tier, write_textgrid
+from aligner.io.transcripts import read_alignment
 
 from conftest import TIMIT
 

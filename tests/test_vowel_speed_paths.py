@@ -13,8 +13,8 @@
   :meth:`~aligner.vowels.model.VowelModel.measure_many` against one call per recording;
 - the decoder's cached weight terms (:meth:`aligner.vowels.task.VowelTask._weight_terms`)
   against a fresh task;
-- ``api._measure_chunk`` (the worker's unit of work) against ``api._measure_one`` per file, and
-  the pool's chunks (:func:`aligner.batch._chunk_sizes`, ``WorkerPool.map(chunk_fn=...)``).
+- ``aligner.vowels.pipeline._measure_chunk`` (the worker's unit of work) against ``_measure_one`` per file, and
+  the pool's chunks (:func:`aligner.runtime.batch._chunk_sizes`, ``WorkerPool.map(chunk_fn=...)``).
 """
 
 from __future__ import annotations
@@ -25,8 +25,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from aligner import api, blas
+from aligner import api
+from aligner.runtime import blas
+from aligner.vowels import pipeline as VP
 from aligner.features import vowel_acoustics as VA
+from aligner.features import vowel_kernels as VK
 from aligner.io.audio import load_audio
 from aligner.vowels.task import _window_arrays, _window_means
 from aligner.vowels.wav import read_pcm16_mono
@@ -62,9 +65,9 @@ def test_pairwise_sum_is_numpys(step):
     for n in list(range(0, 300)) + [383, 384, 385, 400, 640, 767, 768, 769, 1000, 2047, 2048, 4099]:
         a = rng.standard_normal(n * step + 5) * 10.0 ** rng.integers(-5, 5, n * step + 5)
         view = a[2:2 + n * step:step]
-        assert VA._pairwise_sum(a, 2, n, step) == view.sum(), n
-        assert VA._pairwise_sum(a, 2, n, step) == np.add.reduce(view), n
-    assert str(VA._pairwise_sum(np.array([-0.0, -0.0]), 0, 2, 1)) == str(np.array([-0.0, -0.0]).sum())
+        assert VK._pairwise_sum(a, 2, n, step) == view.sum(), n
+        assert VK._pairwise_sum(a, 2, n, step) == np.add.reduce(view), n
+    assert str(VK._pairwise_sum(np.array([-0.0, -0.0]), 0, 2, 1)) == str(np.array([-0.0, -0.0]).sum())
 
 
 def test_short_path_equals_block_path(monkeypatch):
@@ -237,7 +240,7 @@ def test_decoder_weight_terms_cache_equals_a_fresh_task():
 
 def test_measure_chunk_equals_measure_one(tmp_path):
     model = api.load_vowel_model()
-    api._vowel_worker_init(model)
+    VP._vowel_worker_init(model)
     rng = np.random.default_rng(2)
     jobs = []
     for k, y in enumerate(_cut_signals()[-9:]):
@@ -251,12 +254,12 @@ def test_measure_chunk_equals_measure_one(tmp_path):
                  (str(tmp_path / "noise.wav"), "noise.wav", None, 0.0, tmp_path / "tg" / "noise.TextGrid", None)]
     tg_job = jobs[-1][:4] + (tmp_path / "tg" / "last.TextGrid", None)
     jobs.append(tg_job)
-    n = api.VOWEL_BATCH_MAX_SAMPLES + 16000  # measured as soon as read
+    n = VP.VOWEL_BATCH_MAX_SAMPLES + 16000  # measured as soon as read
     long = 0.3 * np.sin(2 * np.pi * 130 * np.arange(n) / 16000) * (np.arange(n) % 8000 < 3000)
     sf.write(tmp_path / "long.wav", (long + 0.01 * rng.standard_normal(n)).astype(np.float32), 16000)
     jobs.insert(5, (str(tmp_path / "long.wav"), "long.wav", None, 0.0, None, None))
-    one = [api._measure_one(job) for job in jobs]
-    chunk = api._measure_chunk(jobs)
+    one = [VP._measure_one(job) for job in jobs]
+    chunk = VP._measure_chunk(jobs)
     assert [repr(r) for r in chunk] == [repr(r) for r in one]
     assert any(failures for _, failures, _ in chunk) and any(records for records, _, _ in chunk)
 
@@ -270,7 +273,7 @@ def _squares(xs):
 
 
 def test_pool_chunks_cover_the_items_and_use_chunk_fn():
-    from aligner.batch import WorkerPool, _chunk_sizes
+    from aligner.runtime.batch import WorkerPool, _chunk_sizes
 
     for n, size, jobs in ((0, 4, 2), (1, 32, 2), (671, 32, 2), (100, 1, 2), (50, 8, 3)):
         chunks = _chunk_sizes(n, size, jobs)

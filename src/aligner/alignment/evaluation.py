@@ -18,7 +18,7 @@ import numpy as np
 from aligner.frames import FRAME_MS
 from aligner.io.corpus import files_by_stem
 from aligner.errors import AlignerError
-from aligner.io.textgrids import read_alignment
+from aligner.io.transcripts import read_alignment
 
 TOLERANCES_MS = (10, 20, 30, 40)
 

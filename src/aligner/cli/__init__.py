@@ -181,7 +181,7 @@ def main():
 
     Without --model, commands use the shipped model trained on the TIMIT sample.
     """
-    from aligner.batch import terminate_like_interrupt
+    from aligner.runtime.batch import terminate_like_interrupt
     from aligner.cli.common import warnings_as_lines
 
     terminate_like_interrupt()  # SIGTERM stops a batch as Ctrl-C does: workers shut down

@@ -40,7 +40,7 @@ from typing import Mapping, Optional, Sequence
 import numpy as np
 from numba import njit
 
-from aligner import blas
+from aligner.runtime import blas
 from aligner.errors import FeatureError, ModelError
 
 #: bump when the meaning of the stored arrays changes

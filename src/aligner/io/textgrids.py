@@ -1,6 +1,8 @@
-"""Praat TextGrids and reference alignments: atomic writing, reading tiers, reading boundaries.
+"""Praat TextGrids: atomic writing, reading tiers. All times here are in seconds.
 
-All times here are in seconds, except TIMIT ``.phn`` files, which count samples.
+Reading a reference alignment (a TIMIT ``.phn`` or a TextGrid's phones) is
+:func:`aligner.io.transcripts.read_alignment`: the transcript readers use this module, never
+the other way round.
 """
 
 from __future__ import annotations
@@ -12,12 +14,8 @@ import sys
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple, Sequence, Union
 
-import numpy as np
-
-from aligner.frames import SAMPLE_RATE
 from aligner.errors import TranscriptError
 from aligner.io.atomic import atomic_write_text
-from aligner.io.transcripts import read_phn
 
 # textgrid (third-party) is needed only to read TextGrids: imported on first use (LazyLoader),
 # not by every command that merely writes one (issue 15)
@@ -33,7 +31,7 @@ else:
     _spec.loader.exec_module(_textgrid)
     del _spec
 
-__all__ = ["write_textgrid", "read_interval_tier", "read_alignment", "TIME_TOLERANCE"]
+__all__ = ["write_textgrid", "read_interval_tier", "TIME_TOLERANCE"]
 
 class Interval(NamedTuple):
     """One labelled interval of a tier, times in seconds."""
@@ -225,31 +223,3 @@ def read_interval_tier(path: str | os.PathLike, tier_name: str) -> list[Interval
     """
     path = Path(path)
     return interval_tier(load_textgrid(path), path, tier_name)
-
-
-def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, list[str]]:
-    """Phone start times (seconds) and labels of a reference or predicted alignment.
-
-    ``path`` is a TIMIT ``.phn`` file (sample counts, divided by ``sample_rate``) or a Praat
-    TextGrid, whose ``phones`` tier is read (or, without one, its first interval tier). Intervals
-    with an empty (or blank) label are gaps, not phones, and are skipped.
-
-    Returns ``(boundaries_s, labels)``: a float64 array of each phone's start time in seconds,
-    and the labels. Raises :class:`TranscriptError` naming the file when it cannot be read or
-    holds no phones.
-    """
-    path = Path(path)
-    if path.suffix.lower() == ".phn":
-        starts, _, labels = read_phn(path)
-        return starts / float(sample_rate), labels
-
-    grid = load_textgrid(path)
-    names = tier_names(grid, interval=True)
-    if not names:
-        raise TranscriptError(f"{path}: TextGrid has no interval tier to read phones from")
-    tier_name = "phones" if "phones" in names else names[0]
-    phones = [(start, label) for start, _, label in interval_tier(grid, path, tier_name) if label.strip()]
-    if not phones:
-        raise TranscriptError(f"{path}: tier {tier_name!r} holds no labelled intervals")
-    boundaries = np.array([start for start, _ in phones], dtype=np.float64)
-    return boundaries, [label.strip() for _, label in phones]

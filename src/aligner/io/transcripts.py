@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from aligner.errors import AlignerError, TranscriptError
+from aligner.frames import SAMPLE_RATE
 from aligner.phonetics import PhoneSet, get_phone_set
 
 
@@ -291,3 +292,33 @@ def read_word_segments(source, tier: str | None = None) -> list[TranscriptSegmen
     if not segments:
         raise TranscriptError(f"{path}: no interval holds text to align")
     return segments
+
+
+def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, list[str]]:
+    """Phone start times (seconds) and labels of a reference or predicted alignment.
+
+    ``path`` is a TIMIT ``.phn`` file (sample counts, divided by ``sample_rate``) or a Praat
+    TextGrid, whose ``phones`` tier is read (or, without one, its first interval tier). Intervals
+    with an empty (or blank) label are gaps, not phones, and are skipped.
+
+    Returns ``(boundaries_s, labels)``: a float64 array of each phone's start time in seconds,
+    and the labels. Raises :class:`TranscriptError` naming the file when it cannot be read or
+    holds no phones.
+    """
+    from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
+
+    path = Path(path)
+    if path.suffix.lower() == ".phn":
+        starts, _, labels = read_phn(path)
+        return starts / float(sample_rate), labels
+
+    grid = load_textgrid(path)
+    names = tier_names(grid, interval=True)
+    if not names:
+        raise TranscriptError(f"{path}: TextGrid has no interval tier to read phones from")
+    tier_name = "phones" if "phones" in names else names[0]
+    phones = [(start, label) for start, _, label in interval_tier(grid, path, tier_name) if label.strip()]
+    if not phones:
+        raise TranscriptError(f"{path}: tier {tier_name!r} holds no labelled intervals")
+    boundaries = np.array([start for start, _ in phones], dtype=np.float64)
+    return boundaries, [label.strip() for _, label in phones]

@@ -21,7 +21,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
-from aligner import blas
+from aligner.runtime import blas
 
 #: what a lost item's record says
 LOST_MESSAGE = ("its worker process died (killed, or out of memory) while working on it; "
@@ -109,7 +109,7 @@ class WorkerPool:
     towards the end of a batch: :func:`_chunk_sizes`).
     ``initializer(*initargs)`` runs in every worker (and again in the workers of a restarted pool).
     While it has workers, this process runs BLAS on one thread, and so do the workers it forks
-    (:func:`aligner.blas.one_thread_while_forking`).
+    (:func:`aligner.runtime.blas.one_thread_while_forking`).
     """
 
     def __init__(self, jobs: int, initializer=None, initargs: tuple = (), chunksize: int = 1):

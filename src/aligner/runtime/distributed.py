@@ -1,6 +1,6 @@
 """Batches on a Dask distributed cluster: one task per file, the same results as the local pool.
 
-:func:`open_pool` gives the pool a batch command runs on: the local :class:`~aligner.batch.WorkerPool`
+:func:`open_pool` gives the pool a batch command runs on: the local :class:`~aligner.runtime.batch.WorkerPool`
 (``engine="local"``), or a :class:`DaskPool` on the scheduler at ``scheduler``
 (``tcp://HOST:PORT``) or on a local Dask cluster of ``jobs`` worker processes (``engine="dask"``
 without an address). Both have the same ``map(fn, items, on_lost)``: results in input order, and
@@ -25,7 +25,7 @@ import os
 import secrets
 from typing import Callable, Iterable, Iterator, Optional
 
-from aligner.batch import LOST_MESSAGE, WorkerPool
+from aligner.runtime.batch import LOST_MESSAGE, WorkerPool
 from aligner.errors import AlignerError
 
 ENGINES = ("local", "dask")
@@ -204,3 +204,43 @@ def _takes_n_workers(client) -> bool:
     import inspect
 
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+# -- paths and settings of a batch on Dask ----------------------------------------------------
+
+def as_given(text, paths: Optional[dict]):
+    """``text`` with each absolute path of ``paths`` (absolute -> as the user gave it: one task's
+    own paths) written as given, longest first, so that messages from Dask workers name files as
+    the local pool does; ``text`` itself when ``paths`` is None."""
+    if not paths or not isinstance(text, str):
+        return text
+    for absolute in sorted(paths, key=len, reverse=True):
+        if absolute != paths[absolute]:
+            text = text.replace(absolute, paths[absolute])
+    return text
+
+
+def dask_path(path) -> Optional[str]:
+    """``path`` made absolute for a Dask worker, whose working directory is not ours (symbolic
+    links kept: they may be how every machine of the cluster sees the shared file system)."""
+    return None if path is None else os.path.abspath(path)
+
+
+def absolute_paths(paths) -> dict:
+    """``{absolute path: path as given}`` of the paths that are not None."""
+    return {dask_path(p): str(p) for p in paths if p is not None}
+
+
+def check_dask_settings(engine: str, scheduler, jobs: int, model, model_class) -> None:
+    """Refuse, before any work, a Dask batch that cannot run: the extra not installed, a loaded
+    model (of ``model_class``; the workers load theirs from a path), or ``jobs`` with a running
+    scheduler. Does nothing for the local engine."""
+    if engine != "dask":
+        return
+    import_distributed()  # a missing extra: one error before any work
+    if isinstance(model, model_class):
+        raise TypeError("the dask engine needs the model as a directory path (each worker loads it from "
+                        "the shared file system), not a loaded model")
+    if scheduler and jobs != 1:
+        raise AlignerError(f"{scheduler}: jobs (--jobs) sets the worker processes of a local pool or cluster; "
+                           f"a running scheduler's workers are its own")

@@ -89,3 +89,14 @@ def one_thread_while_forking():
     finally:
         ONE_THREAD = False
         limiter.restore_original_limits()
+
+
+def cap_worker_threads(threads: int) -> None:
+    """A worker process's BLAS threads: one for good (:func:`one_thread_for_good`;
+    then the per-product caps are skipped), or at most ``threads``."""
+    if threads == 1:
+        one_thread_for_good()
+    else:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(threads)

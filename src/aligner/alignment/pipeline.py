@@ -1,0 +1,428 @@
+"""One recording through the aligner: read, check, decode, refine, review, write.
+
+What :mod:`aligner.api`'s single-file functions run: the shipped (or given) model and
+pronouncing dictionary, cached per process (:func:`load_model`, :func:`load_dictionary`); the
+audio read from a path or taken from memory at any rate (:func:`_samples`; a long file read on
+demand, :func:`_samples_any_length`); the transcript checked against the recording's length
+from the file's header before any sample is read; a phone transcript aligned by
+:meth:`~aligner.alignment.model.AlignmentModel.align_with_review`, a words transcript through
+the dictionary, the G2P and the pronunciation-graph decoder (:func:`align_words`); the result
+as an :class:`Alignment` (tiers, boundary confidences, the transcript check) and written by
+:func:`align_file`. Corpora: :mod:`aligner.alignment.corpus`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from aligner.alignment.model import AlignmentModel
+from aligner.errors import AlignerError, AlignmentError
+from aligner.frames import SAMPLE_RATE
+from aligner.io.audio import load_audio, samples_at_model_rate
+from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
+from aligner.io.textgrids import Interval
+from aligner.io.transcripts import read_transcript
+
+
+PHONE_TIER = "phones"
+
+
+#: a ``--tier`` may end this far past the end of the audio (seconds) before the file is rejected
+TIER_OVERRUN_TOLERANCE = 0.05
+
+
+@lru_cache(maxsize=4)
+def _load_model_cached(path: str) -> AlignmentModel:
+    return AlignmentModel.load(path)
+
+
+def load_model(model: str | os.PathLike | AlignmentModel | None = None) -> AlignmentModel:
+    """An :class:`AlignmentModel`: ``model`` itself, the bundle at that path, or the shipped default."""
+    if isinstance(model, AlignmentModel):
+        return model
+    path = Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)
+    return _load_model_cached(str(path.resolve()))
+
+
+#: a recording longer than this (seconds) is read from its file block by block, not loaded whole
+STREAM_SECONDS = 600.0
+
+
+def _samples_any_length(audio, sr: int | None, name: str | None) -> tuple:
+    """:func:`_samples`, except that a long 16 kHz recording given by path comes back as a
+    :class:`~aligner.io.audio.FileSamples` (read on demand, not held in memory)."""
+    if isinstance(audio, (str, os.PathLike)):
+        from aligner.io.audio import audio_duration, file_samples
+
+        if audio_duration(audio) > STREAM_SECONDS:
+            source = file_samples(audio)
+            if source is not None:
+                return source, name or str(audio)
+    return _samples(audio, sr, name)
+
+
+def _samples(audio, sr: int | None, name: str | None) -> tuple[np.ndarray, str]:
+    """``(16 kHz mono float32 samples, name for messages)`` of a path, or of samples in memory
+    with their rate ``sr`` (required then)."""
+    if isinstance(audio, (str, os.PathLike)):
+        return load_audio(audio), name or str(audio)
+    if sr is None:
+        raise TypeError("samples in memory need their sample rate: pass sr=, e.g. align(y, text, sr=16000)")
+    name = name or "<samples>"
+    return samples_at_model_rate(audio, sr, name), name
+
+
+def _check_fits_header(m: AlignmentModel, audio, symbols, pset, split_stops, name: str) -> None:
+    """For an audio path: refuse, from its header alone (no samples read), a phone transcript
+    that cannot fit the recording (too many phones, or too few to cover it)."""
+    if not isinstance(audio, (str, os.PathLike)):
+        return
+    from aligner.frames import n_frames
+    from aligner.io.audio import audio_duration
+
+    m.check_transcript_fits(n_frames(int(audio_duration(audio) * SAMPLE_RATE)), symbols, pset, split_stops, name)
+
+
+def _check_words_fit(m: AlignmentModel, prons, seconds: float, label: str) -> None:
+    """Refuse words whose pronunciations cannot fit ``seconds`` of audio: too many phones even
+    in their shortest pronunciations, or too few to cover it with pauses at their longest."""
+    from aligner.alignment.task import check_fits
+    from aligner.alignment.words import EDGE_SYMBOL, PAUSE_SYMBOL
+    from aligner.frames import n_frames
+    from aligner.phonetics import CLASSES39, SILENCE
+
+    T = n_frames(int(seconds * SAMPLE_RATE))
+    if T < 1 or not prons:
+        return
+    fewest = sum(min(len(p) for p in alternatives) for alternatives in prons)
+    # the most the words can cover: a pause between (and around) the words and every phone at
+    # its longest (stops and affricates decode as two phones)
+    sil = np.array([CLASSES39.index(SILENCE)])
+    pause = int(m.durations.for_phones(sil, [PAUSE_SYMBOL])[2][0])
+    edge = int(m.durations.for_phones(sil, [EDGE_SYMBOL])[2][0])
+    longest = int(m.durations.max_frames.max())
+    most = 2 * edge + pause * (len(prons) - 1)
+    most += longest * sum(2 * max(len(p) for p in alternatives) for alternatives in prons)
+    check_fits(T, fewest, np.full(fewest, T), m.min_frames, label)  # the phones needed at least
+    if most < T:
+        raise AlignmentError(
+            f"{label}: {len(prons)} words cover at most {most} frames even with pauses, got {T} frames: the "
+            f"audio ({T / 100:.2f} s) is far too long for the transcript; check that it belongs to this "
+            f"recording, or cut the recording")
+
+
+def _flagged(m: AlignmentModel, match: Optional[float]) -> bool:
+    return match is not None and m.utterance_check is not None and m.utterance_check.flags_probability(match)
+
+
+def align_phones_reviewed(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
+                          split_stops: bool | None = None, sr: int | None = None) -> Alignment:
+    """:func:`align` as an :class:`Alignment` (one ``phones`` tier) with its review: every
+    phone start's confidence and the transcript check, when the model has them."""
+    m = load_model(model)
+    intervals, conf, match = _align_phones(m, audio, phones, phone_set, name, split_stops, sr, review=True)
+    confidences = {} if conf is None else {PHONE_TIER: [float(c) for c in conf]}
+    return Alignment([(PHONE_TIER, intervals)], intervals[-1].end_s, confidences=confidences,
+                     transcript_match=match, transcript_flagged=_flagged(m, match))
+
+
+def align(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
+          split_stops: bool | None = None, sr: int | None = None) -> list[Interval]:
+    """Align a recording to its phones; returns ``[Interval(start_s, end_s, symbol), ...]`` in seconds.
+
+    ``audio``: a path, or samples in memory with their sample rate ``sr`` in Hz (librosa's
+    ``(y, sr)``: shape (n,) or (channels, n); resampled to 16 kHz, channels averaged).
+    ``model``: an :class:`AlignmentModel`, a model directory, or None for the shipped model.
+    ``phones``: a transcript path (TIMIT ``.phn``
+    or whitespace-separated symbols), an inline string of symbols, or a list of symbols.
+    ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``. ``split_stops``: decode
+    each stop/affricate as TIMIT closure + release and merge them back into the one input
+    symbol (:mod:`aligner.alignment.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
+    whose stops include their closure; not for ``timit61``, which writes closures).
+    """
+    return _align_phones(load_model(model), audio, phones, phone_set, name, split_stops, sr, review=False)[0]
+
+
+def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops, sr, review: bool) -> tuple:
+    """:func:`align`'s work: ``(intervals, confidences or None, transcript match or None)``.
+    The transcript must fit the audio (checked from a file's header before its samples are
+    read); an alignment error names the recording."""
+    if isinstance(phones, (list, tuple)):
+        phones = " ".join(phones)
+    symbols, pset = read_transcript(phones, phone_set)
+    if name is None and isinstance(audio, (str, os.PathLike)):
+        name = str(audio)
+    try:
+        _check_fits_header(m, audio, symbols, pset, split_stops, name)
+        samples, name = _samples_any_length(audio, sr, name)
+        return m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops, review=review)
+    except AlignmentError as exc:
+        msg = str(exc)
+        raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
+
+
+@lru_cache(maxsize=4)
+def _dictionary_cached(user: str | None):
+    from aligner.words.dictionary import load_dictionary
+
+    return load_dictionary(user)
+
+
+def load_dictionary(dictionary=None):
+    """The pronouncing dictionary: ``dictionary`` itself (a
+    :class:`~aligner.words.dictionary.PronouncingDictionary`), or the CMU Pronouncing Dictionary
+    with the user dictionary at that path (MFA format) on top, or CMU alone for None."""
+    from aligner.words.dictionary import PronouncingDictionary
+
+    if isinstance(dictionary, PronouncingDictionary):
+        return dictionary
+    return _dictionary_cached(None if dictionary is None else str(Path(dictionary).resolve()))
+
+
+@dataclass
+class Alignment:
+    """One recording's alignment: tiers in output order, and the words no dictionary knew.
+
+    ``tiers``: ``[(tier name, [Interval, ...]), ...]``: ``words`` and ``phones`` (``SPEAKER -
+    words``, ``SPEAKER - phones`` for a TextGrid transcript with several speaker tiers), or
+    ``phones`` alone for a phone transcript. ``duration_s``: the recording's length.
+    ``oovs``: unknown word -> the pronunciation used (from the G2P). With a model that has a
+    confidence model: ``confidences``, ``transcript_match``, ``transcript_flagged``.
+    """
+
+    tiers: list
+    duration_s: float
+    oovs: dict = field(default_factory=dict)
+    #: tier name -> each interval's start confidence (P within 20 ms of an annotator's), for a
+    #: model with a confidence model (:mod:`aligner.alignment.confidence`); empty otherwise
+    confidences: dict = field(default_factory=dict)
+    #: probability that the transcript belongs to the audio (the lowest over a TextGrid's
+    #: intervals or a long recording's chunks); None without a transcript check in the model
+    transcript_match: Optional[float] = None
+    #: the model's check says the transcript probably does not match the audio
+    transcript_flagged: bool = False
+
+    def review(self) -> tuple[int, int, float]:
+        """``(boundaries, boundaries with confidence below 0.5, lowest confidence)`` over the
+        tiers (the recording's first start, always 1.0, left out; ``(0, 0, 1.0)`` without
+        confidences)."""
+        values = [c for conf in self.confidences.values() for c in conf[1:]]
+        if not values:
+            return 0, 0, 1.0
+        return len(values), sum(c < 0.5 for c in values), float(min(values))
+
+
+def _pronunciations(tokens, dictionary, oov: str, name: str, oovs: dict) -> tuple[list, list]:
+    """Labels and pronunciation alternatives of the tokens to align (annotations the dictionary
+    lacks are skipped); unknown words go through the G2P or, with ``oov="error"``, fail."""
+    from aligner.errors import TranscriptError
+
+    labels, prons, unknown = [], [], []
+    for token in tokens:
+        alternatives = dictionary.pronunciations(token.word)
+        if not alternatives:
+            if token.annotation:
+                continue
+            if oov == "error":
+                unknown.append(token.word)
+                continue
+            alternatives = [_g2p_pronunciation(token.word)]
+            oovs[token.word] = " ".join(alternatives[0])
+        labels.append(token.word)
+        prons.append(alternatives)
+    if unknown:
+        listed = ", ".join(sorted(set(unknown)))
+        raise TranscriptError(f"{name}: {len(set(unknown))} word(s) not in the dictionary: {listed} "
+                              f"(add them with --dictionary FILE, or use --oov g2p)")
+    if not labels:
+        raise TranscriptError(f"{name}: transcript has no words to align")
+    return labels, prons
+
+
+def _g2p_pronunciation(word: str) -> tuple:
+    """The shipped G2P's pronunciation (ARPAbet with stress) of an unknown word."""
+    from aligner.words.g2p import default_g2p
+
+    return tuple(default_g2p().predict(word))
+
+
+def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
+                name: str | None = None, tier: str | None = None) -> Alignment:
+    """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
+    ``words`` and ``phones`` tiers (MFA's names and order).
+
+    ``audio``: a path, or samples with their rate ``sr`` (as :func:`align`). ``transcript``: a
+    ``.lab``/``.txt`` file, an inline string, or a TextGrid whose interval tiers hold utterance
+    transcripts (each non-empty interval is aligned within its own span; one pair of tiers per
+    speaker tier). ``dictionary``: None (CMU), a user dictionary path (MFA format, on top of
+    CMU) or a loaded dictionary. ``oov``: ``"g2p"`` (unknown words get the G2P's
+    pronunciation, listed in ``oovs``) or ``"error"``. ``tier``: of a TextGrid transcript, that
+    interval tier alone. Text normalisation: :mod:`aligner.words.normalize`.
+    """
+    from aligner.alignment.words import align_words_scored
+    from aligner.errors import TranscriptError
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.exports import tier_name
+    from aligner.io.transcripts import read_word_segments
+    from aligner.words.normalize import normalize_transcript
+
+    if oov not in ("g2p", "error"):
+        raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
+    m = load_model(model)
+    words_dict = load_dictionary(dictionary)
+    if isinstance(audio, (str, os.PathLike)):  # checks from the header first: no samples read yet
+        from aligner.io.audio import audio_duration
+
+        name = name or str(audio)
+        samples, duration = None, audio_duration(audio)
+    else:
+        samples, name = _samples(audio, sr, name)
+        duration = len(samples) / SAMPLE_RATE
+    where = str(transcript) if isinstance(transcript, (str, os.PathLike)) and os.path.exists(transcript) else name
+    segments = read_word_segments(transcript, tier)
+    speakers = list(dict.fromkeys(s.speaker for s in segments))
+    by_speaker = {s: ([], []) for s in speakers}
+    conf_by_speaker = {s: ([], []) for s in speakers}
+    matches: list = []
+    oovs: dict = {}
+    work = []
+    for seg in segments:
+        start = 0.0 if seg.start_s is None else seg.start_s
+        end = duration if seg.end_s is None else seg.end_s
+        if end > duration + TIER_OVERRUN_TOLERANCE:
+            raise TranscriptError(f"{where}: the interval {start:.3f}-{end:.3f} s runs past the end of "
+                                  f"{name} ({duration:.3f} s)")
+        end = min(end, duration)
+        label = name if seg.start_s is None else f"{name} [{start:.3f}-{end:.3f} s]"
+        tokens = normalize_transcript(seg.text, words_dict)
+        labels, prons = _pronunciations(tokens, words_dict, oov, where, oovs)
+        _check_words_fit(m, prons, end - start, label)
+        work.append((seg, start, end, label, labels, prons))
+    if samples is None:
+        samples, name = _samples_any_length(audio, sr, name)
+    for seg, start, end, label, labels, prons in work:
+        a, b = int(round(start * SAMPLE_RATE)), int(round(end * SAMPLE_RATE))
+        cut = samples if (a, b) == (0, len(samples)) else samples[a:b]  # a whole long file stays on disk
+        frames = mfcc_features(cut, SAMPLE_RATE)
+        scores = m.classifier.scores(frames)
+        try:
+            result = align_words_scored(m, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
+                                        review=True)
+        except AlignmentError as exc:
+            msg = str(exc)
+            raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
+        result = result.shifted(start)
+        by_speaker[seg.speaker][0].extend(result.words)
+        by_speaker[seg.speaker][1].extend(result.phones)
+        if result.word_confidences is not None:
+            conf_by_speaker[seg.speaker][0].extend(result.word_confidences)
+            conf_by_speaker[seg.speaker][1].extend(result.phone_confidences)
+        if result.transcript_match is not None:
+            matches.append(result.transcript_match)
+    tiers, confidences = [], {}
+    for speaker, (words, phones) in by_speaker.items():
+        tiers += [(tier_name("words", speaker), words), (tier_name("phones", speaker), phones)]
+        word_conf, phone_conf = conf_by_speaker[speaker]
+        if m.confidence is not None and len(word_conf) == len(words) and len(phone_conf) == len(phones):
+            confidences[tier_name("words", speaker)] = word_conf
+            confidences[tier_name("phones", speaker)] = phone_conf
+    match = min(matches) if matches else None
+    return Alignment(tiers, duration, oovs, confidences, match, _flagged(m, match))
+
+
+def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_set: str = "auto",
+                     split_stops: bool | None = None, dictionary=None, oov: str = "g2p",
+                     sr: int | None = None, name: str | None = None) -> Alignment:
+    """Align ``audio`` to a phone or words transcript (``kind``: ``auto``, ``phones``, ``words``;
+    see :func:`aligner.io.transcripts.transcript_kind`): :func:`align` or :func:`align_words`,
+    as an :class:`Alignment`."""
+    from aligner.io.transcripts import transcript_kind
+
+    if transcript_kind(transcript, kind) == "words":
+        return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name)
+    return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr)
+
+
+def output_path(audio, fmt: str = "textgrid") -> Path:
+    """The default output beside ``audio``: its stem with the format's suffix (``.TextGrid``,
+    ``.json``, ``.csv``)."""
+    from aligner.io.exports import SUFFIXES
+
+    return Path(audio).with_suffix(SUFFIXES[fmt])
+
+
+def check_output_not_input(out, *inputs) -> None:
+    """Refuse (one-line :class:`AlignerError`) an output path that is, or resolves to, an input.
+    A new output (nothing there yet) is no existing input, so the inputs are not resolved then."""
+    target = Path(out).resolve()
+    if not target.exists():
+        return
+    for item in inputs:
+        if isinstance(item, (str, os.PathLike)) and os.path.exists(item) and Path(item).resolve() == target:
+            raise AlignerError(f"{out}: the output would overwrite the input {item}; choose another -o")
+
+
+def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
+               split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
+               dictionary=None, oov: str = "g2p", oovs: dict | None = None,
+               confidence_tiers: bool = False) -> Path:
+    """Align one file and write its alignment (``fmt``: ``textgrid``, ``json`` or ``csv``);
+    ``out`` defaults to :func:`output_path`. A phone transcript gives a ``phones`` tier, a words
+    transcript ``words`` and ``phones`` tiers (:func:`align_transcript`). Refuses an ``out``
+    that is the audio, the transcript or the dictionary. ``oovs``, if given, receives the unknown
+    words and the pronunciations the G2P gave them. CSV and JSON carry each interval's start
+    confidence when the model has a confidence model; a TextGrid does with ``confidence_tiers``
+    (point tiers). See :func:`align_file_reviewed` for the review itself.
+    """
+    out, result = _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt,
+                                   dictionary, oov, confidence_tiers)
+    if oovs is not None:
+        oovs.update(result.oovs)
+    return out
+
+
+def align_file_reviewed(audio, transcript, out=None, model=None, phone_set: str = "auto",
+                        split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
+                        dictionary=None, oov: str = "g2p", confidence_tiers: bool = False) -> tuple[Path, Alignment]:
+    """:func:`align_file`, returning ``(path written, the Alignment written there)`` (its
+    confidences, transcript check and unknown words)."""
+    return _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary, oov,
+                            confidence_tiers)
+
+
+def _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary,
+                     oov, confidence_tiers: bool = False) -> tuple[Path, Alignment]:
+    """:func:`align_file`'s work: the path written and the :class:`Alignment` written there."""
+    from aligner.io.exports import write_alignment
+
+    out = Path(out) if out is not None else output_path(audio, fmt)
+    check_output_not_input(out, audio, transcript, dictionary)
+    result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov)
+    return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem,
+                           confidences=result.confidences or None, confidence_tiers=confidence_tiers), result
+
+
+def warm_up(model: AlignmentModel) -> None:
+    """Compile (or load from numba's cache) the decoder once, on a tiny synthetic utterance,
+    with its review (the boundary confidences' numba functions) when the model has a
+    confidence model, as every corpus file is aligned: forked workers then inherit all of it
+    and no file pays a cache load."""
+    rng = np.random.default_rng(0)
+    samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
+    from aligner.phonetics import get_phone_set
+
+    model.align_with_review(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>",
+                            review=model.confidence is not None)
+
+
+def warm_up_words(model: AlignmentModel) -> None:
+    """Compile (or load from numba's cache) the pronunciation-graph decoder once."""
+    rng = np.random.default_rng(0)
+    samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
+    align_words(samples, "a", model, sr=SAMPLE_RATE, name="<warm-up>")
