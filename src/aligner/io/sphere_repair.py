@@ -8,15 +8,24 @@ sounds like full-scale white noise, until the next lost byte flips the parity ba
 header still records the true ``sample_count`` (and usually ``sample_min``/``sample_max``),
 so the damage is detectable: the payload is ``2 * sample_count - n`` bytes long.
 
-:func:`repair_lost_crs` puts the lost CR bytes back. For each lost byte it finds the first
-stretch where reading the stream one byte later is much smoother (mean absolute difference of
-consecutive samples) than reading it as is, and inserts ``0D`` before the ``0A`` near that
-point that makes the audio smoothest; a final pass moves each insertion to the nearby ``0A``
-that best keeps the samples within the header's ``sample_min``..``sample_max``. The result is
-accepted only if it has exactly ``sample_count`` samples, no stretch still reads better
-shifted, and (when the header has them) every sample lies within ``sample_min``..``sample_max``
-(a lone CR turned into LF changes one byte by 3, which can move a sample by 3 or 768 units:
-allowed for). How many recordings of the shared TIMIT sample it recovers is in docs/results.md.
+:func:`repair_lost_crs` puts the lost CR bytes back. One lost byte: every ``0A`` is tried at
+once (:func:`one_cr_candidates`: the roughness, i.e. the sum of ``|x[t+1] - x[t]|`` over
+consecutive samples, and the minimum and maximum of the samples with a ``0D`` put back before
+it), and the one whose samples have exactly the header's ``sample_min``/``sample_max`` and are
+smoother than every other candidate by a clear margin wins. Otherwise, and for several lost
+bytes, each lost byte is found as the first stretch where reading the stream one byte later is
+much smoother (mean absolute difference of consecutive samples) than reading it as is, and
+``0D`` is inserted before the ``0A`` near that point that makes the audio smoothest; a final pass
+moves each insertion to the nearby ``0A`` that best keeps the samples within the header's
+``sample_min``..``sample_max``. That result is accepted only if it has exactly ``sample_count``
+samples, no stretch still reads better shifted, and (when the header has them) every sample lies
+within ``sample_min``..``sample_max`` (a lone CR turned into LF changes one byte by 3, which can
+move a sample by 3 or 768 units: allowed for). One lost byte that neither decides (e.g. close to
+the end of the recording, where the misread stretch is too short to find, with another ``0A``
+nearby) is put back where the samples are the smoothest of those that reproduce the header's
+``sample_min`` and ``sample_max`` exactly, if that candidate is smoother than every other such one
+by :data:`RANGE_MARGIN` times the mean per-sample roughness; otherwise the file is refused. How
+many recordings of the shared TIMIT sample it recovers is in docs/results.md.
 """
 
 from __future__ import annotations
@@ -266,6 +275,97 @@ def _insert(payload: bytes, positions: list) -> bytes:
 #: the smoothest candidate must be smoother than every other by this many times the mean
 #: per-sample roughness (a misread sample is typically a hundred times rougher)
 CLEAR_MARGIN = 10.0
+#: when nothing else decides one lost byte, the smoothest candidate that reproduces the header's
+#: ``sample_min`` and ``sample_max`` exactly must be smoother than every other candidate that does
+#: by this many times the mean per-sample roughness. Below it the two are a near tie that
+#: smoothness cannot settle (e.g. ``0A 00 0D 0A`` and ``0D 0A 00 0A`` both lose their CR to
+#: ``0A 00 0A``: samples ``10, 2573`` or ``2573, 2560``)
+RANGE_MARGIN = 3.0
+
+
+@dataclass
+class OneCrCandidates:
+    """Every LF byte of a payload that lost one CR, as a place to put it back
+    (:func:`one_cr_candidates`)."""
+
+    positions: np.ndarray  #: (m,) byte offsets in the payload of the LFs a CR may go before, ascending
+    roughness: np.ndarray  #: (m,) float64: sum of ``|x[t+1] - x[t]|`` (sample units) with the CR there
+    minima: np.ndarray  #: (m,) int64: the smallest sample (sample units) with the CR there
+    maxima: np.ndarray  #: (m,) int64: the largest sample
+    n_samples: int  #: samples of the payload read as is: ``roughness / n_samples`` is per sample
+
+
+def one_cr_candidates(payload: bytes, big_endian: bool) -> Optional[OneCrCandidates]:
+    """Every LF of ``payload`` where one lost CR may go back, with the roughness, minimum and
+    maximum of the samples each gives; None if there is no such LF. A CR put back before byte p
+    makes sample ``p // 2`` hold it; samples before it are read as is, samples after it one byte
+    later. All LFs at once (:func:`_one_cr_candidates`): O(n) in the payload's bytes."""
+    u8 = np.frombuffer(payload, np.uint8)
+    lf = np.flatnonzero(u8 == 0x0A)
+    n_a, n_b = len(u8) // 2, (len(u8) - 1) // 2  # samples as read; one byte later
+    if len(lf) == 0 or n_a < 2 or n_b < 1:
+        return None
+    keep, rough, mins, maxs = _one_cr_candidates(u8, lf.astype(np.int64), big_endian)
+    if not keep.any():
+        return None
+    return OneCrCandidates(lf[keep], rough[keep].astype(np.float64), mins[keep], maxs[keep], n_a)
+
+
+def _in_header_range(c: OneCrCandidates, header: SphereHeader) -> np.ndarray:
+    """(m,) bool: candidates whose samples have exactly the header's ``sample_min`` and
+    ``sample_max``; all True when the header records no range."""
+    if header.sample_min is None or header.sample_max is None:
+        return np.ones(len(c.positions), bool)
+    return (c.minima == header.sample_min) & (c.maxima == header.sample_max)
+
+
+def _clearly_smoothest(c: OneCrCandidates, header: SphereHeader) -> Optional[int]:
+    """The byte offset of the LF to put the lost CR before, or None: among the candidates whose
+    minimum and maximum equal the header's ``sample_min``/``sample_max`` (all, when the header
+    records no range) the smoothest, if every other candidate is rougher by
+    :data:`CLEAR_MARGIN` times the mean per-sample roughness."""
+    scores = c.roughness
+    idx = np.flatnonzero(_in_header_range(c, header))
+    if len(idx) == 0:
+        return None
+    best = int(idx[np.argmin(scores[idx])])
+    margin = CLEAR_MARGIN * scores[best] / c.n_samples
+    if np.any(np.delete(scores, best) < scores[best] + margin):
+        return None  # not clearly the smoothest
+    return int(c.positions[best])
+
+
+def _smoothest_in_range(c: OneCrCandidates, header: SphereHeader) -> Optional[int]:
+    """The byte offset of the LF to put the lost CR before, or None: the smoothest candidate whose
+    samples have exactly the header's ``sample_min`` and ``sample_max``, if every other such
+    candidate is rougher by :data:`RANGE_MARGIN` times the mean per-sample roughness. None when
+    the header lacks either field or no candidate reproduces both. Candidates that miss the
+    header's range cannot be the true one and do not compete (unlike :func:`_clearly_smoothest`)."""
+    if header.sample_min is None or header.sample_max is None:
+        return None
+    idx = np.flatnonzero(_in_header_range(c, header))
+    if len(idx) == 0:
+        return None
+    scores = c.roughness[idx]
+    best = int(np.argmin(scores))
+    margin = RANGE_MARGIN * scores[best] / c.n_samples
+    if np.any(np.delete(scores, best) <= scores[best] + margin):
+        return None  # a near tie (or an exact one): not decided
+    return int(c.positions[idx[best]])
+
+
+def _put_back_one(payload: bytes, c: Optional[OneCrCandidates], choose, header: SphereHeader,
+                  big_endian: bool) -> Optional[np.ndarray]:
+    """The samples of ``payload`` with one CR put back before the LF that ``choose(c, header)``
+    picks (a byte offset, or None); None when there are no candidates, none is picked, or the
+    samples are not exactly the header's ``sample_count`` (times its channels)."""
+    p = choose(c, header) if c is not None else None
+    if p is None:
+        return None
+    x = _samples(_insert(payload, [p]), 0, big_endian)
+    if len(x) != header.sample_count * header.channel_count:
+        return None
+    return x
 
 
 def repair_one_lost_cr(payload: bytes, header: SphereHeader, big_endian: bool) -> Optional[np.ndarray]:
@@ -274,43 +374,26 @@ def repair_one_lost_cr(payload: bytes, header: SphereHeader, big_endian: bool) -
     Every LF is a candidate: a CR put back before it reads the bytes before it as they are and
     every sample after it one byte later. For each candidate the total roughness (sum of
     ``|x[t+1] - x[t]|``) and the minimum and maximum of the samples come in O(1) from running
-    sums, so all candidates cost O(n). Candidates whose minimum and maximum equal the header's
-    ``sample_min``/``sample_max`` (all, when the header records no range) compete; the
-    smoothest wins when every other is rougher by :data:`CLEAR_MARGIN` times the mean
-    per-sample roughness.
+    sums, so all candidates cost O(n) (:func:`one_cr_candidates`). Candidates whose minimum and
+    maximum equal the header's ``sample_min``/``sample_max`` (all, when the header records no
+    range) compete; the smoothest wins when every other is rougher by :data:`CLEAR_MARGIN` times
+    the mean per-sample roughness (:func:`_clearly_smoothest`).
     """
-    u8 = np.frombuffer(payload, np.uint8)
-    lf = np.flatnonzero(u8 == 0x0A)
-    n_a, n_b = len(u8) // 2, (len(u8) - 1) // 2  # samples as read; one byte later
-    if len(lf) == 0 or n_a < 2 or n_b < 1:
-        return None
-    # every LF at once (:func:`_one_cr_candidates`): a CR put back before byte p makes sample
-    # k = p // 2 hold it; samples before k are read as is, samples after it one byte later
-    keep, rough, mins, maxs = _one_cr_candidates(u8, lf.astype(np.int64), big_endian)
-    if not keep.any():
-        return None
-    candidates, scores, mins, maxs = lf[keep].tolist(), rough[keep].astype(np.float64), mins[keep], maxs[keep]
-    ok = np.ones(len(scores), bool)
-    if header.sample_min is not None and header.sample_max is not None:
-        ok = (mins == header.sample_min) & (maxs == header.sample_max)
-    idx = np.flatnonzero(ok)
-    if len(idx) == 0:
-        return None
-    best = int(idx[np.argmin(scores[idx])])
-    margin = CLEAR_MARGIN * scores[best] / n_a
-    if np.any(np.delete(scores, best) < scores[best] + margin):
-        return None  # not clearly the smoothest
-    x = _samples(_insert(payload, [candidates[best]]), 0, big_endian)
-    if len(x) != header.sample_count * header.channel_count:
-        return None
-    return x
+    return _put_back_one(payload, one_cr_candidates(payload, big_endian), _clearly_smoothest, header, big_endian)
 
 
 def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
     """Samples (int16 values as int64, interleaved channels) of a SPHERE file whose payload lost
-    CR bytes, with the CRs put back; None if the damage is not that or cannot be undone. One lost
-    byte: every LF is tried (:func:`repair_one_lost_cr`); several: each misread stretch is found
-    by its roughness and the CR put back at the LF that smooths it best."""
+    CR bytes, with the CRs put back; None if the damage is not that or cannot be undone.
+
+    One lost byte: every LF is tried, and the CR put back where the samples are clearly the
+    smoothest (:func:`_clearly_smoothest`); failing that, by the search for misread stretches
+    below; failing both, where the samples are the smoothest of those that reproduce the header's
+    ``sample_min`` and ``sample_max`` exactly, by :data:`RANGE_MARGIN` (:func:`_smoothest_in_range`:
+    a lost byte close to the end of the recording leaves too short a misread stretch for the
+    search, and a nearby LF can come within :data:`CLEAR_MARGIN`). Several lost bytes: each
+    misread stretch is found by its roughness and the CR put back at the LF that smooths it best.
+    """
     n_lost = missing_bytes(header, len(data))
     if not looks_newline_damaged(header, n_lost) or header.sample_n_bytes != 2:
         return None
@@ -319,10 +402,24 @@ def repair_lost_crs(data: bytes, header: SphereHeader) -> Optional[np.ndarray]:
     lf = np.flatnonzero(np.frombuffer(payload, np.uint8) == 0x0A)
     if len(lf) < n_lost:
         return None
-    if n_lost == 1:
-        x = repair_one_lost_cr(payload, header, big)
-        if x is not None:
-            return x
+    if n_lost != 1:
+        return _repair_misread_stretches(payload, lf, n_lost, header, big)
+    c = one_cr_candidates(payload, big)
+    x = _put_back_one(payload, c, _clearly_smoothest, header, big)
+    if x is None:
+        x = _repair_misread_stretches(payload, lf, n_lost, header, big)
+    if x is None:
+        x = _put_back_one(payload, c, _smoothest_in_range, header, big)
+    return x
+
+
+def _repair_misread_stretches(payload: bytes, lf: np.ndarray, n_lost: int, header: SphereHeader,
+                              big: bool) -> Optional[np.ndarray]:
+    """The samples of ``payload`` with ``n_lost`` CRs put back, or None: for each lost byte the
+    first stretch of samples that reads much smoother one byte later (:func:`_misread`, or beyond
+    the header's range) is found and the CR put back at the LF near it (byte offsets ``lf``) that
+    smooths it best; a final pass moves each to the nearby LF that best keeps the samples in
+    range. Accepted only if nothing still reads misread or out of range."""
     positions: list = []  # byte offsets in ``payload`` before which a CR is inserted
     for _ in range(n_lost):
         buf = _insert(payload, positions)
