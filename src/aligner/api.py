@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple, Optional
 
+from aligner.alignment.adapt_corpus import AdaptReport
 from aligner.alignment.corpus import (CORPUS_TRANSCRIPTS, CorpusReport, FileReview, OovReport, align_corpus,
                                       find_oovs)
 from aligner.alignment.evaluation import AlignmentScores, evaluate_directories
@@ -42,7 +43,8 @@ __all__ = [
     "align_file_reviewed", "load_model", "load_dictionary", "output_path", "check_output_not_input", "warm_up",
     "warm_up_words", "plot", "PHONE_TIER", "STREAM_SECONDS", "TIER_OVERRUN_TOLERANCE",
     # a corpus
-    "align_corpus", "CorpusReport", "FileReview", "CORPUS_TRANSCRIPTS", "find_oovs", "OovReport",
+    "adapt", "AdaptReport", "align_corpus", "CorpusReport", "FileReview", "CORPUS_TRANSCRIPTS", "find_oovs",
+    "OovReport",
     # vowels
     "measure_vowels", "VowelRecord", "VowelReport", "load_vowel_model", "vowels_csv", "vowel_transcript",
     "warm_up_vowels", "VOWEL_TIER", "VOWEL_TRANSCRIPTS", "VOWEL_RESUME_MESSAGE", "VOWEL_CSV_FIELDS",
@@ -60,6 +62,22 @@ def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float |
     from aligner.plotting import plot_alignment
 
     return plot_alignment(audio, textgrid, out, start_s, end_s, tiers, confidences)
+
+
+def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None, rounds: int = 1,
+          kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
+          message=None) -> AdaptReport:
+    """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
+    one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
+    ``rounds`` rounds aligns the corpus and re-estimates the model on it, pulled toward the base
+    (:mod:`aligner.alignment.adaptation`). ``references``: a folder of hand-aligned TextGrids of
+    some files (their boundaries replace the decoded ones). ``output_dir``: also align the corpus
+    with the adapted model there. Returns an :class:`AdaptReport`; see
+    :func:`aligner.alignment.adapt_corpus.adapt_corpus`."""
+    from aligner.alignment.adapt_corpus import adapt_corpus
+
+    return adapt_corpus(corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir, jobs,
+                        settings, progress, message)
 
 
 # -- evaluation and training ------------------------------------------------------------------

@@ -34,6 +34,7 @@ import click
 
 from aligner import __version__
 from aligner.cli.align import align
+from aligner.cli.adapt import adapt
 from aligner.cli.align_corpus import align_corpus
 from aligner.cli.evaluate import evaluate
 from aligner.cli.oovs import oovs
@@ -94,7 +95,7 @@ def _lighten_numba_start_up() -> None:
 
 
 #: commands run with one BLAS thread (the others, training, keep BLAS's default)
-ONE_BLAS_THREAD = frozenset({"align", "align-corpus", "vowels", "evaluate", "oovs", "plot"})
+ONE_BLAS_THREAD = frozenset({"align", "align-corpus", "adapt", "vowels", "evaluate", "oovs", "plot"})
 #: commands run without the cyclic garbage collector (one file each: bounded garbage)
 NO_GC = frozenset({"align"})
 _BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
@@ -188,7 +189,7 @@ def main():
     warnings_as_lines()  # "warning: FILE: what happened", one line (worker processes inherit it)
 
 
-for _command in (align, align_corpus, oovs, evaluate, train, train_vowels, vowels, plot):
+for _command in (align, align_corpus, adapt, oovs, evaluate, train, train_vowels, vowels, plot):
     main.add_command(_command)
 
 

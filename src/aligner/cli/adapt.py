@@ -1,0 +1,83 @@
+"""`aligner adapt`: the alignment model re-estimated on the user's own corpus."""
+
+from __future__ import annotations
+
+import click
+
+from aligner.cli.common import echo, exit_if_failed, progress_bar, run
+
+
+class _StageBars:
+    """A ``progress(stage, done, total)`` callback: one progress bar per stage (reading, each round)."""
+
+    def __init__(self):
+        self.stage, self.bar = None, None
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage, self.bar = stage, progress_bar(total, stage)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+@click.command("adapt")
+@click.argument("corpus_dir", type=click.Path(file_okay=False))
+@click.argument("model_out", type=click.Path(file_okay=False))
+@click.option("--model", type=click.Path(file_okay=False), help="Base model directory [the shipped model].")
+@click.option("--transcript", "kind", type=click.Choice(["auto", "words", "phones"]), default="auto",
+              show_default=True,
+              help="Kind of transcript: words (orthographic, looked up in the dictionary) or phones (times in a "
+                   ".phn are ignored); auto: .phn files and phone symbols are phones, .lab/.txt/.TextGrid text "
+                   "is words.")
+@click.option("--dictionary", type=click.Path(dir_okay=False, exists=True),
+              help="Pronouncing dictionary in MFA format, added to the CMU Pronouncing Dictionary.")
+@click.option("--oov", type=click.Choice(["g2p", "error"]), default="g2p", show_default=True,
+              help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail the file.")
+@click.option("--references", type=click.Path(file_okay=False, exists=True),
+              help="Hand-aligned TextGrids (a phones tier) of some files, by relative path or stem: their "
+                   "boundaries replace the decoded ones and count more.")
+@click.option("--rounds", type=click.IntRange(min=1, max=10), default=1, show_default=True,
+              help="Align the corpus and re-estimate the model this many times.")
+@click.option("--output-dir", type=click.Path(file_okay=False),
+              help="Also align the corpus with the adapted model and write the TextGrids here.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Worker processes for --output-dir.")
+def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, rounds, output_dir, jobs):
+    """Adapt the alignment model to the recordings of CORPUS_DIR and save it to MODEL_OUT.
+
+    CORPUS_DIR is any corpus align-corpus reads (Montreal Forced Aligner's layout with .lab,
+    .txt or TextGrid words, or phone transcripts; one folder per speaker). Each round aligns
+    the corpus with the current model and re-estimates the model on those alignments, pulled
+    toward the base model so that a small corpus cannot wreck it; boundaries of low confidence
+    and files whose transcript does not match are left out. MODEL_OUT is a model bundle like
+    the shipped one (it records its base and the corpus): use it with --model in align,
+    align-corpus and vowels. It is written when every round is done, never half.
+    """
+    from aligner import api
+
+    bars = _StageBars()
+    report = run(api.adapt, corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir,
+                 jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)))
+    bars.close()
+    if report.oovs:
+        echo(f"{len(report.oovs)} words not in the dictionary (pronunciation used):", err=True)
+        for word, pronunciation in sorted(report.oovs.items()):
+            echo(f"  {word}\t{pronunciation}", err=True)
+    last = report.rounds[-1]
+    if last.files_left_out:
+        echo(f"{len(last.files_left_out)} recordings left out of the last round:", err=True)
+        for name, why in sorted(last.files_left_out.items()):
+            echo(f"  {name}: {why}", err=True)
+    echo(f"adapted on {report.recordings} recordings of {report.speakers} speakers ({report.audio_seconds:.1f} s, "
+         f"{report.references} with reference alignments), {len(report.rounds)} rounds in {report.seconds:.1f} s; "
+         f"wrote {report.model_dir}")
+    if report.alignment is not None:
+        a = report.alignment
+        echo(f"aligned {len(a.written)} files with the adapted model into {output_dir}")
+        report.failed += list(a.failed)
+    exit_if_failed(report.failed, "files failed")
