@@ -174,6 +174,15 @@ def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
     intervals = api.align(wav, wav.with_suffix(".phn"), model=tmp_path / "adapted")
     assert intervals[0].start_s == 0.0 and len(intervals) == len(read_phn(wav.with_suffix(".phn"))[2])
     assert len(report.alignment.written) == 11
+    # the vowels of an alignment with the adapted model (aligner vowels --alignment-model)
+    from click.testing import CliRunner
+
+    csv = tmp_path / "vowels.csv"
+    result = CliRunner().invoke(main, ["vowels", str(wav), "--mode", "align", "--alignment-model",
+                                       str(tmp_path / "adapted"), "-o", str(csv)])
+    assert result.exit_code == 0, result.output
+    rows = csv.read_text().splitlines()
+    assert rows[0].startswith("file,speaker,word") and len(rows) > 3
 
 
 @needs_timit

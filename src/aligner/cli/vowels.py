@@ -32,9 +32,11 @@ from aligner.cli.options import cluster_options
                              "beside each file. Align mode: the words tier of that TextGrid to align.")
 @click.option("--pad", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="With --tier: widen each interval by this many seconds on both sides.")
+@click.option("--alignment-model", type=click.Path(file_okay=False),
+              help="Align mode: the alignment model directory (e.g. one made by aligner adapt) [the shipped one].")
 @cluster_options
 def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, stressed_only, dictionary, tier, pad,
-           engine, scheduler, resume):
+           alignment_model, engine, scheduler, resume):
     """Measure vowel onsets, offsets and durations: from a transcript when there is one, with
     the transcript-free vowel model otherwise.
 
@@ -59,7 +61,8 @@ def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, s
     word_list = None if words is None else [w for w in words.split(",") if w.strip()]
     report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress,
                  engine=engine, scheduler=scheduler, resume=resume, mode=mode, transcript=transcript,
-                 words=word_list, stressed_only=stressed_only, dictionary=dictionary)
+                 words=word_list, stressed_only=stressed_only, dictionary=dictionary,
+                 alignment_model=alignment_model)
     progress.close()
     run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "
