@@ -80,6 +80,14 @@ SETTINGS = {
     "clf3r-ref3": AdaptSettings(classifier_prior=3.0, confidence="none", refined_labels=True, reference_weight=3.0),
     "clf3r-ref10": AdaptSettings(classifier_prior=3.0, confidence="none", refined_labels=True, reference_weight=10.0),
     "clf3r-ref30": AdaptSettings(classifier_prior=3.0, confidence="none", refined_labels=True, reference_weight=30.0),
+    # ... and the boundary refiner's output layer refit on the references (ridge toward the base)
+    "clf10r-ref3-rf30": AdaptSettings(classifier_prior=10.0, refined_labels=True, reference_weight=3.0,
+                                      refiner_prior=30.0),
+    "clf10r-ref3-rf100": AdaptSettings(classifier_prior=10.0, refined_labels=True, reference_weight=3.0,
+                                       refiner_prior=100.0),
+    "clf10r-ref3-rf300": AdaptSettings(classifier_prior=10.0, refined_labels=True, reference_weight=3.0,
+                                       refiner_prior=300.0),
+    "clf10r-ref3": AdaptSettings(classifier_prior=10.0, refined_labels=True, reference_weight=3.0),
     # references alone (decoded files not used)
     "clf3-refonly": AdaptSettings(classifier_prior=3.0, confidence="none", reference_weight=1.0, decoded_weight=0.0),
     "clf1-refonly": AdaptSettings(classifier_prior=1.0, confidence="none", reference_weight=1.0, decoded_weight=0.0),

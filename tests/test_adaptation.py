@@ -253,3 +253,25 @@ def test_refit_survives_a_nearly_singular_system(small):
     W, b = ad.refit_output_layer(stats, ad.whitening(clf), clf.weights, clf.bias, clf.weights, clf.bias,
                                  prior=1e-9, bias_prior=1e-9)
     assert np.all(np.isfinite(W)) and np.all(np.isfinite(b))
+
+
+def test_refiner_refit_follows_the_references_and_a_strong_prior_keeps_the_base():
+    """The refiner's output layer refit on boundaries whose annotated times lie 4 ms later than
+    the base refiner predicts moves its predictions toward them; a huge prior keeps the base."""
+    from aligner import api
+    from aligner.alignment.refinement import N_REFINER_FEATURES
+
+    base = api.load_model().refiner
+    before = (base.output_weights.copy(), base.output_bias)
+    rng = np.random.default_rng(3)
+    X = base.mean + base.scale * rng.normal(0, 1, (400, N_REFINER_FEATURES))
+    want = np.clip(base.shifts_ms(X) + 4.0, -base.target_clip_ms, base.target_clip_ms)
+    refit = ad.refit_refiner_output(base, [X[:200], X[200:]], [want[:200], want[200:]], prior=1.0)
+    moved = refit.shifts_ms(X) - base.shifts_ms(X)
+    assert 2.5 < float(np.mean(moved)) < 4.5
+    assert np.abs(base.shifts_ms(X) + moved - want).mean() < np.abs(base.shifts_ms(X) - want).mean()
+    kept = ad.refit_refiner_output(base, [X], [want], prior=1e12)
+    np.testing.assert_allclose(kept.shifts_ms(X), base.shifts_ms(X), atol=1e-6)
+    assert np.array_equal(base.output_weights, before[0]) and base.output_bias == before[1]  # base unchanged
+    with pytest.raises(ValueError, match="refiner_prior"):
+        ad.AdaptSettings(refiner_prior=0.0).check()

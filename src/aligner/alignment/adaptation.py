@@ -116,6 +116,9 @@ class AdaptSettings:
     ``refined_labels``: frame labels from the refined boundary times (the refiner's sub-frame
     shifts, rounded to the nearest frame boundary) instead of the decoder's grid starts.
     ``decoded_weight``: weight of a frame labelled from a decode (0: only references count).
+    ``refiner_prior``: with reference recordings, refit the boundary refiner's output layer on
+    their boundaries (:func:`refit_refiner_output`), pulled toward the base refiner's by this
+    ridge penalty (in squared ms per unit of weight; None: keep the base refiner).
     """
 
     classifier_prior: float | None = 10.0
@@ -129,6 +132,7 @@ class AdaptSettings:
     boundary_guard: int = 0
     refined_labels: bool = True
     decoded_weight: float = 1.0
+    refiner_prior: float | None = None
 
     def check(self) -> "AdaptSettings":
         if self.classifier_prior is not None and not self.classifier_prior > 0:
@@ -141,6 +145,8 @@ class AdaptSettings:
             raise ValueError(f"confidence_threshold must lie in [0, 1], got {self.confidence_threshold}")
         if self.guard_frames < 0 or self.boundary_guard < 0 or self.reference_weight <= 0 or self.bias_prior <= 0:
             raise ValueError("guard_frames must be >= 0, reference_weight and bias_prior > 0")
+        if self.refiner_prior is not None and not self.refiner_prior > 0:
+            raise ValueError(f"refiner_prior must be > 0 or None, got {self.refiner_prior}")
         if not self.decoded_weight >= 0:
             raise ValueError(f"decoded_weight must be >= 0, got {self.decoded_weight}")
         return self
@@ -493,6 +499,45 @@ def refit_output_layer(stats: OutputLayerStats, whiten: tuple, W_cur: np.ndarray
     return (M @ theta[:r]).astype(np.float32), theta[r].astype(np.float32)
 
 
+def reference_boundaries(model: AlignmentModel, rec: Recording, frames: np.ndarray) -> tuple:
+    """``(boundary features (K-1, F), shifts (K-1,) in ms)`` of a recording with reference phones:
+    its reference phone sequence decoded by ``model`` (grid starts ``y``), the refiner's
+    features at those boundaries, and how far the annotator's boundary lies from each grid time
+    (reference start - grid start, ms), the quantity the refiner predicts."""
+    from aligner.alignment.refinement import boundary_features
+
+    symbols, classes, _ = _reference_labels(rec, len(frames))
+    scores = model.classifier.scores(frames)
+    y, _ = model.decode_phones(frames, scores, classes, symbols, rec.duration_s, name=rec.name)
+    mean, std, _ = model.durations.for_phones(classes, symbols)
+    features = boundary_features(scores, frames, classes, y, mean, std)
+    starts = np.array([float(iv[0]) for iv in rec.reference])
+    return features, 1000.0 * (starts[1:] - phone_start_times(y)[1:])
+
+
+def refit_refiner_output(refiner, features: Sequence[np.ndarray], shifts_ms: Sequence[np.ndarray],
+                         prior: float):
+    """A copy of ``refiner`` whose output layer (weights and bias over its hidden units, or over
+    the standardised features for a linear refiner) is refit on ``features`` (per recording,
+    (K-1, F)) and their measured ``shifts_ms`` (clipped as in training), by ridge regression
+    toward the base output layer: ``min ||A theta - t||^2 + prior ||theta - theta_base||^2``.
+    The hidden layer and the standardisation are kept."""
+    import copy
+
+    X = np.vstack([np.asarray(f, np.float64) for f in features])
+    t = np.clip(np.concatenate([np.asarray(v, np.float64) for v in shifts_ms]),
+                -refiner.target_clip_ms, refiner.target_clip_ms)
+    Z = (X - refiner.mean) / refiner.scale
+    if refiner.hidden_weights.shape[1]:
+        Z = np.maximum(Z @ refiner.hidden_weights + refiner.hidden_bias, 0.0)
+    A = np.hstack([Z, np.ones((len(Z), 1))])
+    theta0 = np.append(refiner.output_weights, refiner.output_bias)
+    theta = np.linalg.solve(A.T @ A + prior * np.eye(A.shape[1]), A.T @ t + prior * theta0)
+    out = copy.copy(refiner)
+    out.output_weights, out.output_bias = theta[:-1].copy(), float(theta[-1])
+    return out
+
+
 def with_output_layer(clf: FrameClassifier, W: np.ndarray, b: np.ndarray) -> FrameClassifier:
     """A copy of ``clf`` with output weights ``W`` (m, C) and biases ``b`` (C,)."""
     arrays = dict(clf.to_arrays())
@@ -662,6 +707,11 @@ def _adapt_model(base: AlignmentModel, recordings: Sequence[Recording], rounds: 
                                dict(base.training, adapted={"rounds": rnd, "recordings": len(recordings),
                                                             "settings": dict(settings.__dict__)}),
                                base.refiner, base.confidence, base.utterance_check)
+        refs = [i for i, r in enumerate(recordings) if r.reference is not None]
+        if settings.refiner_prior is not None and base.refiner is not None and refs:
+            pairs = [reference_boundaries(model, recordings[i], frames_of[i]) for i in refs]
+            model.refiner = refit_refiner_output(base.refiner, [f for f, _ in pairs], [t for _, t in pairs],
+                                                 settings.refiner_prior)
         report.seconds = time.perf_counter() - t0
         reports.append(report)
         if on_round is not None:
