@@ -12,8 +12,14 @@ Pearson r, the tokens lost, and the speed (audio seconds per second of measuring
 excluded) with ``--jobs``.
 
     python -m benchmarks.eval_vowels_aligned [--data DIR] [--folds-dir DIR] [--phones] [--jobs 2]
+        [--vowel-models DIR]
 
 ``--phones`` aligns the ``.phn`` phone sequence instead of the words (the upper bound).
+The vowels are reported as aligned (``fuse=False``) unless ``--vowel-models DIR`` gives fold
+vowel models (``DIR/foldK``, trained without fold K's test speakers:
+``python -m benchmarks.eval_vowels_fused`` writes them): then each vowel is re-measured by its
+fold's vowel model as ``aligner vowels`` does by default (:mod:`aligner.vowels.fused`), and the
+speed runs fuse with the shipped vowel model.
 ``--speed-runs N`` then also measures the throughput as a corpus run sees it: all utterances in
 one call with the shipped model (one pool for the whole corpus, not one per fold), N times,
 median printed.
@@ -40,6 +46,7 @@ def main(argv=None) -> int:
     ap.add_argument("--speed-runs", type=int, default=0,
                     help="also time one call over every utterance with the shipped model, N times")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes per fold model")
+    ap.add_argument("--vowel-models", type=Path, help="fold vowel models DIR/foldK: fuse the aligned vowels with them")
     args = ap.parse_args(argv)
 
     from aligner import api
@@ -76,7 +83,10 @@ def main(argv=None) -> int:
                 d.mkdir(exist_ok=True)
                 (d / w.name).symlink_to(w.resolve())
                 shutil.copy(transcripts[w], d / transcripts[w].name)
-            report = api.measure_vowels([tmp], mode="align", jobs=args.jobs, alignment_model=str(fold))
+            fuse = args.vowel_models is not None
+            vowel_model = str(args.vowel_models / fold.name) if fuse else None
+            report = api.measure_vowels([tmp], vowel_model, mode="align", jobs=args.jobs, alignment_model=str(fold),
+                                        fuse=fuse)
             seconds += report.seconds
             failed += report.failed
             for r in report.records:
@@ -105,7 +115,8 @@ def main(argv=None) -> int:
     dur_ref, dur_hyp = np.array(dur_ref), np.array(dur_hyp)
     source = ".phn phones" if args.phones else ".txt words"
     print(f"{len(on) + lost} CVC tokens of {len(wavs)} utterances, aligned from their {source} by speaker-disjoint "
-          f"fold models ({args.folds_dir})")
+          f"fold models ({args.folds_dir})" + (f", fused with the fold vowel models of {args.vowel_models}"
+                                               if args.vowel_models is not None else ", as aligned"))
     print(f"onset MAE {on.mean():.1f} ms (within 10 ms {100 * np.mean(on <= 10):.0f} %, 20 ms "
           f"{100 * np.mean(on <= 20):.0f} %); offset MAE {off.mean():.1f} ms (within 10 ms "
           f"{100 * np.mean(off <= 10):.0f} %, 20 ms {100 * np.mean(off <= 20):.0f} %)")
@@ -127,7 +138,8 @@ def main(argv=None) -> int:
                 (d / w.name).symlink_to(w.resolve())
                 source_file = w.with_suffix(".phn") if args.phones else w.with_suffix(".txt")
                 shutil.copy(source_file, d / source_file.name)
-            runs = [audio_s / api.measure_vowels([tmp], mode="align", jobs=args.jobs).seconds
+            runs = [audio_s / api.measure_vowels([tmp], mode="align", jobs=args.jobs,
+                                                 fuse=args.vowel_models is not None).seconds
                     for _ in range(args.speed_runs)]
         print(f"one call over all {len(wavs)} utterances, shipped model, --jobs {args.jobs}: "
               f"{float(np.median(runs)):.0f}x real time (median; runs {[round(r) for r in runs]}; start-up excluded)")

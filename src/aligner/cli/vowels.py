@@ -32,11 +32,14 @@ from aligner.cli.options import cluster_options
                              "beside each file. Align mode: the words tier of that TextGrid to align.")
 @click.option("--pad", type=click.FloatRange(min=0), default=0.0, show_default=True,
               help="With --tier: widen each interval by this many seconds on both sides.")
+@click.option("--fuse/--no-fuse", default=True, show_default=True,
+              help="Align mode: re-measure each aligned vowel with the vowel model around its aligned interval "
+                   "(mode fused); --no-fuse reports the aligned intervals (mode align), 2-3 times faster.")
 @click.option("--alignment-model", type=click.Path(file_okay=False),
               help="Align mode: the alignment model directory (e.g. one made by aligner adapt) [the shipped one].")
 @cluster_options
 def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, stressed_only, dictionary, tier, pad,
-           alignment_model, engine, scheduler, resume):
+           fuse, alignment_model, engine, scheduler, resume):
     """Measure vowel onsets, offsets and durations: from a transcript when there is one, with
     the transcript-free vowel model otherwise.
 
@@ -62,7 +65,7 @@ def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, s
     report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress,
                  engine=engine, scheduler=scheduler, resume=resume, mode=mode, transcript=transcript,
                  words=word_list, stressed_only=stressed_only, dictionary=dictionary,
-                 alignment_model=alignment_model)
+                 alignment_model=alignment_model, fuse=fuse)
     progress.close()
     run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "

@@ -35,6 +35,11 @@ class AlignedVowel:
     onset_s: float
     offset_s: float
     confidence: Optional[float]
+    #: both aligned neighbours are obstruents or nasals touching it (:func:`aligner.vowels.fused.cvc_context`)
+    cvc: bool = False
+    #: the vowel with the aligned obstruent/nasal runs around it (:func:`aligner.vowels.fused.consonant_runs`)
+    runs_start_s: Optional[float] = None
+    runs_end_s: Optional[float] = None
 
     @property
     def duration_s(self) -> float:
@@ -62,6 +67,8 @@ def aligned_vowels(tiers: Sequence[tuple[str, Sequence]], confidences: Optional[
     ``words``: keep only vowels of these words (case-insensitive); ``stressed_only``: keep only
     vowels with primary or secondary stress (1 or 2).
     """
+    from aligner.vowels.fused import consonant_runs, cvc_context
+
     wanted = None if words is None else {w.strip().lower() for w in words if w.strip()}
     by_name = dict(tiers)
     out = []
@@ -88,5 +95,6 @@ def aligned_vowels(tiers: Sequence[tuple[str, Sequence]], confidences: Optional[
                 adjacent = i + 1 < len(phones) and abs(phones[i + 1][0] - end) < 1e-9
                 c = float(min(conf[i], conf[i + 1])) if adjacent else float(conf[i])
             out.append(AlignedVowel(word[2] if word else "", word[0] if word else None, word[1] if word else None,
-                                    found[0], found[1], float(start), float(end), c))
+                                    found[0], found[1], float(start), float(end), c, cvc_context(phones, i),
+                                    *consonant_runs(phones, i)))
     return out

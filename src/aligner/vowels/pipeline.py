@@ -45,7 +45,10 @@ class VowelRecord:
     was searched in (the window is the interval widened by ``pad``, clipped to the audio); without
     a tier, ``label`` is ``""`` and the window is the whole file. A vowel of a forced alignment
     (``mode="align"``) has its word, vowel symbol, stress and confidence; its ``score`` is its
-    confidence (NaN without a confidence model).
+    confidence (NaN without a confidence model). A vowel of an alignment re-measured by the vowel
+    model (``mode="fused"``, :mod:`aligner.vowels.fused`) has the same columns, its onset and
+    offset from the fusion, and as ``score`` the vowel model's decoder objective; its
+    ``confidence`` stays the alignment's.
     """
 
     file: str
@@ -56,7 +59,8 @@ class VowelRecord:
     label: str = ""
     window_start_s: float = 0.0
     window_end_s: float = 0.0
-    #: ``model`` (the transcript-free vowel model) or ``align`` (the vowel of a forced alignment)
+    #: ``model`` (the transcript-free vowel model), ``align`` (the vowel of a forced alignment, as
+    #: aligned) or ``fused`` (an aligned vowel re-measured by the vowel model around its alignment)
     mode: str = "model"
     speaker: str = ""
     word: str = ""  #: aligned: the word holding the vowel
@@ -265,10 +269,16 @@ def _vowel_textgrid(textgrid, records, duration: float) -> Optional[Path]:
     return Path(textgrid)
 
 
-def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_only, dictionary) -> tuple:
+def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_only, dictionary,
+                     fusion=None) -> tuple:
     """Measure one file's vowels from its forced alignment (``mode="align"``): ``(records,
     failures, textgrid path or None)``; never raises on bad input. ``transcript``: a path or an
-    inline text, or None for the transcript beside ``audio`` (a TextGrid's ``tier`` with one)."""
+    inline text, or None for the transcript beside ``audio`` (a TextGrid's ``tier`` with one).
+    With ``tier`` naming a tier of phone symbols (an alignment the user brings,
+    :func:`_user_alignment`), that alignment is used as it is. ``fusion``: a
+    :class:`~aligner.vowels.fused.FusionSettings` (or a dict of them by transcript kind, ``words``
+    and ``phones``; an alignment the user brings counts as ``words``) to re-measure the vowels
+    with this process's vowel model (:func:`_fuse_records`), or None to report them as aligned."""
     from aligner.io.corpus import speaker_of
     from aligner.vowels.from_alignment import aligned_vowels
 
@@ -276,13 +286,15 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
         source = transcript if transcript is not None else vowel_transcript(Path(audio), tier)
         if source is None:
             raise AlignerError(f"{name}: no transcript (.phn, .lab, .txt beside it, or --transcript) to align")
+        user = None
         if tier is not None and str(source).lower().endswith(".textgrid"):
-            result = align_words(audio, source, worker_model(), dictionary, tier=tier)
+            user = _user_alignment(Path(source), tier)
+            result = user if user is not None else align_words(audio, source, worker_model(), dictionary, tier=tier)
         else:
             result = align_transcript(audio, source, worker_model(), dictionary=dictionary)
         speaker = speaker_of(Path(audio))
-        records = []
-        for v in aligned_vowels(result.tiers, result.confidences, words, stressed_only):
+        records, vowels = [], aligned_vowels(result.tiers, result.confidences, words, stressed_only)
+        for v in vowels:
             score = float("nan") if v.confidence is None else v.confidence
             records.append(VowelRecord(name, v.onset_s, v.offset_s, v.duration_s, score, v.word,
                                        v.word_start_s or 0.0, v.word_end_s or 0.0, "align", speaker, v.word,
@@ -290,12 +302,88 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
         if not records:
             why = "no vowel of the words asked for" if words or stressed_only else "no vowel"
             return [], [(name, f"{name}: {why} in its alignment")], None
+        if fusion is not None:
+            if isinstance(fusion, dict):  # per transcript kind: a words alignment has a words tier
+                words_kind = user is not None or any(n.rsplit(" - ", 1)[-1] == "words" for n, _ in result.tiers)
+                fusion = fusion["words" if words_kind else "phones"]
+            records = _fuse_records(audio, name, records, vowels, fusion, None if user is None else result.duration_s)
         return records, [], _vowel_textgrid(textgrid, records, result.duration_s)
     except AlignerError as exc:
         msg = str(exc)
         return [], [(name, msg if str(audio) in msg or name in msg else f"{name}: {msg}")], None
     except Exception as exc:  # a bug or an unexpected library error: report it, go on
         return [], [(name, f"{name}: unexpected {type(exc).__name__}: {exc}")], None
+
+
+def _fuse_records(audio, name, records, vowels, fusion, duration_s=None) -> list:
+    """``records`` of the aligned ``vowels`` (:class:`~aligner.vowels.from_alignment.AlignedVowel`),
+    each re-measured by this process's vowel model (:func:`aligner.vowels.fused.fuse_vowels`):
+    mode ``fused`` with the new onset, offset and the decoder's score, or left as aligned (mode
+    ``align``) where the vowel model cannot measure it or (``fusion.cvc_only``) the vowel is not
+    between obstruents or nasals. ``duration_s``: the alignment's length, checked against the
+    audio for an alignment the user brought (a TextGrid of another recording is refused)."""
+    from dataclasses import replace
+
+    from aligner.vowels.fused import FUSED_MODE, fuse_vowels
+
+    which = [i for i, v in enumerate(vowels) if v.cvc or not fusion.cvc_only]
+    if not which:
+        return records
+    samples = load_audio(audio)
+    if duration_s is not None and duration_s > len(samples) / SAMPLE_RATE + TIER_OVERRUN_TOLERANCE:
+        raise AlignerError(f"{name}: its alignment runs to {duration_s:.3f} s but the audio lasts "
+                           f"{len(samples) / SAMPLE_RATE:.3f} s (a TextGrid of another recording?)")
+    spans = [(records[i].onset_s, records[i].offset_s,
+              vowels[i].runs_start_s if vowels[i].runs_start_s is not None else records[i].onset_s,
+              vowels[i].runs_end_s if vowels[i].runs_end_s is not None else records[i].offset_s) for i in which]
+    fused = fuse_vowels(_WORKER_VOWEL_MODEL, samples, spans, fusion, name)
+    records = list(records)
+    for i, f in zip(which, fused):
+        if f.mode == FUSED_MODE:
+            records[i] = replace(records[i], onset_s=f.onset_s, offset_s=f.offset_s,
+                                 duration_s=f.offset_s - f.onset_s, score=f.score, mode=FUSED_MODE)
+    return records
+
+
+def _is_phone_symbol(label: str) -> bool:
+    """A TIMIT-61, 39-class or ARPAbet symbol (any case, ARPAbet stress digits allowed), or a
+    silence or noise mark of an aligner's phones tier (``sil``, ``sp``, ``spn``, ``<eps>``)."""
+    from aligner.phonetics import ARPABET_TO_39, TIMIT61_TO_39
+
+    s = label.strip().lower()
+    if s in ("sil", "sp", "spn", "<eps>", "<sil>", "pau", "h#", "epi"):
+        return True
+    if s[-1:] in ("0", "1", "2") and len(s) > 1:
+        s = s[:-1]
+    return s in ARPABET_TO_39 or s in TIMIT61_TO_39
+
+
+def _user_alignment(grid: Path, tier: str):
+    """The alignment a user brings: an :class:`~aligner.alignment.pipeline.Alignment` of the tier
+    ``tier`` of the TextGrid ``grid`` when every non-empty label of that tier is a phone symbol
+    (:func:`_is_phone_symbol`), with its words tier (``words``, or ``SPEAKER - words`` beside
+    ``SPEAKER - phones``) when the TextGrid has one; None when the tier holds words (it is then
+    aligned)."""
+    from aligner.alignment.pipeline import Alignment
+    from aligner.io.textgrids import load_textgrid, tier_names
+
+    phones = [iv for iv in _read_tier(grid, tier) if iv[2].strip()]
+    if not phones or not all(_is_phone_symbol(iv[2]) for iv in phones):
+        return None
+    tiers = [("phones", [(float(s), float(e), label.strip()) for s, e, label in phones])]
+    names = tier_names(load_textgrid(grid), True)
+    words_name = next((n for n in (tier[:-len("phones")] + "words" if tier.endswith("phones") else None, "words")
+                       if n and n in names and n != tier), None)
+    if words_name is not None:
+        tiers.append(("words", [(float(s), float(e), label.strip()) for s, e, label in _read_tier(grid, words_name)
+                                if label.strip()]))
+    return Alignment(tiers, max(iv[1] for iv in phones))
+
+
+def _read_tier(grid: Path, tier: str) -> list:
+    from aligner.io.textgrids import read_interval_tier
+
+    return list(read_interval_tier(grid, tier))
 
 
 #: transcripts looked for beside an audio file by ``vowels`` (phones first, as align-corpus)
@@ -360,7 +448,8 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                    textgrid_dir=None, progress: Optional[Callable[[int, int], None]] = None,
                    engine: Optional[str] = None, scheduler: Optional[str] = None,
                    resume: bool = False, mode: str = "auto", transcript=None, words=None,
-                   stressed_only: bool = False, dictionary=None, alignment_model=None) -> VowelReport:
+                   stressed_only: bool = False, dictionary=None, alignment_model=None,
+                   fuse=True) -> VowelReport:
     """Measure the vowel of every CVC recording in ``inputs`` (audio files or directories, recursive).
 
     Without ``tier`` each whole file is one search window. With ``tier``, the TextGrid beside each
@@ -384,7 +473,16 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     ``align`` mode ``tier`` names the words tier of the TextGrid beside each file (each interval
     aligned within its span), ``transcript`` (one input file) is a transcript path or inline
     text, ``words`` keeps only the vowels of those words, ``stressed_only`` those with stress 1
-    or 2, and ``dictionary`` is as for :func:`align_words`.
+    or 2, and ``dictionary`` is as for :func:`align_words`. A ``tier`` whose labels are all phone
+    symbols is taken as an alignment the user brings (its vowels are measured, nothing is aligned).
+
+    ``fuse``: re-measure each aligned vowel with the vowel model ``model`` around its aligned
+    interval (:mod:`aligner.vowels.fused`; rows of mode ``fused``, or ``align`` where the vowel
+    model cannot measure the vowel): True (default) with
+    :data:`~aligner.vowels.fused.DEFAULT_FUSION` (settings for words and for phone
+    transcripts), a :class:`~aligner.vowels.fused.FusionSettings`, or False to report the
+    aligned intervals.
+    The transcript-free rows (mode ``model``) do not depend on it.
     """
     if resume:
         raise AlignerError(VOWEL_RESUME_MESSAGE)
@@ -395,8 +493,15 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     if pad > 0 and tier is None:
         raise AlignerError(f"pad ({pad:g} s) widens the intervals of a tier: give the tier (--tier NAME) or drop "
                            f"the pad")
+    from aligner.vowels.fused import DEFAULT_FUSION, FusionSettings
     from aligner.vowels.model import VowelModel
 
+    if fuse is True:
+        fuse = DEFAULT_FUSION
+    elif fuse is False or fuse is None:
+        fuse = None
+    elif not isinstance(fuse, FusionSettings):
+        raise TypeError(f"fuse must be True, False or a FusionSettings, got {type(fuse).__name__}")
     engine = resolve_engine(engine, scheduler)
     check_dask_settings(engine, scheduler, jobs, model, VowelModel)
     t0 = time.perf_counter()
@@ -413,7 +518,7 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
         if mode == "align" or (mode == "auto" and (transcript is not None or
                                                    (tier is None and vowel_transcript(Path(a)) is not None))):
             aligned = (transcript if transcript is None or not os.path.exists(str(transcript))
-                       else str(transcript), words, bool(stressed_only), dictionary)
+                       else str(transcript), words, bool(stressed_only), dictionary, fuse)
         job_list.append((str(a), n, tier, float(pad), None if tg_dir is None else tg_dir / f"{stem}.TextGrid",
                          aligned))
     any_aligned = any(job[5] is not None for job in job_list)
@@ -430,7 +535,7 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
         given = [absolute_paths((audio, textgrid)) for audio, _, _, _, textgrid, _ in job_list]
         tasks = [(dask_path(a), n, t, p, dask_path(g),
                   None if al is None else (al[0] if al[0] is None or not os.path.exists(al[0]) else dask_path(al[0]),
-                                           al[1], al[2], dask_path(al[3])))
+                                           al[1], al[2], dask_path(al[3]), al[4]))
                  for a, n, t, p, g, al in job_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
         worker_align = None if alignment_model is None else dask_path(alignment_model)
@@ -472,9 +577,10 @@ def vowels_csv(records, with_windows: bool = False) -> str:
     Transcript-free records alone: header ``file,onset_s,offset_s,duration_s,score,flag`` (times in
     seconds, 4 decimals; score 4 significant digits; flag ``low_confidence`` or empty), plus
     ``label,window_start_s,window_end_s``
-    when ``with_windows``. As soon as one record comes from an alignment (``mode="align"``):
-    :data:`VOWEL_CSV_ALIGNED_FIELDS` for every row (a transcript-free row leaves ``vowel``,
-    ``stress`` and ``confidence`` empty and gives its search window as its word).
+    when ``with_windows``. As soon as one record comes from an alignment (``mode`` ``align`` or
+    ``fused``): :data:`VOWEL_CSV_ALIGNED_FIELDS` for every row (a transcript-free row leaves
+    ``vowel``, ``stress`` and ``confidence`` empty and gives its search window as its word; an
+    ``align`` row leaves ``score`` empty; a ``fused`` row gives the vowel model's score).
     """
     import csv
     import io
@@ -485,14 +591,14 @@ def vowels_csv(records, with_windows: bool = False) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     records = list(records)
-    if any(r.mode == "align" for r in records):
+    if any(r.mode in ("align", "fused") for r in records):
         writer.writerow(VOWEL_CSV_ALIGNED_FIELDS)
         for r in records:
-            aligned = r.mode == "align"
+            aligned = r.mode in ("align", "fused")
             word_start = r.word_start_s if aligned else (r.window_start_s if r.label else None)
             word_end = r.word_end_s if aligned else (r.window_end_s if r.label else None)
             confidence = "" if r.confidence is None else f"{r.confidence:.4f}"
-            score = "" if aligned else f"{r.score:.4g}"
+            score = "" if r.mode == "align" else f"{r.score:.4g}"
             writer.writerow([r.file, r.speaker, r.word if aligned else r.label, t(word_start), t(word_end),
                              r.vowel, r.stress, t(r.onset_s), t(r.offset_s), t(r.duration_s), confidence,
                              score, r.mode, r.flag])

@@ -596,10 +596,16 @@ class VowelTask(StructuredTask):
         y = np.asarray(_check_y(x, y), dtype=np.int64)
         return self._run(x, np.asarray(w, dtype=np.float64).reshape(1, -1), y, float(eps))[0][0]
 
-    def decode_with_value(self, x: VowelInput, w, y=None, eps: float = 0.0):
-        """``(y_hat, objective)``: the argmax and ``w . phi(x, y_hat) + eps * cost(y, y_hat)``."""
+    def decode_with_value(self, x: VowelInput, w, y=None, eps=0.0, cap: Optional[float] = None):
+        """``(y_hat, objective)``: the argmax and ``w . phi(x, y_hat) + eps * cost(y, y_hat)``.
+
+        ``eps`` may also be a pair ``(eps_on, eps_off)``: the cost's onset term is weighted by
+        the first, its offset term by the second (a negative pair pulls the onset and the
+        offset toward ``y`` with strengths of their own: :mod:`aligner.vowels.fused`). ``cap``
+        (frames): each of the cost's two terms counts at most this much (a bounded pull)."""
         y_ref = None if y is None else np.asarray(_check_y(x, y), dtype=np.int64)
-        ys, vals = self._run(x, np.asarray(w, dtype=np.float64).reshape(1, -1), y_ref, float(eps))
+        eps = (float(eps[0]), float(eps[1])) if isinstance(eps, (tuple, list, np.ndarray)) else float(eps)
+        ys, vals = self._run(x, np.asarray(w, dtype=np.float64).reshape(1, -1), y_ref, eps, cap)
         return ys[0], float(vals[0])
 
     def decode_many(self, x: VowelInput, ws) -> list:
@@ -641,8 +647,10 @@ class VowelTask(StructuredTask):
         self._weight_cache = (key, terms)
         return terms
 
-    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps: float):
-        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives)."""
+    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps, cap: Optional[float] = None):
+        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives).
+        ``eps``: the cost's weight, or ``(onset weight, offset weight)``; ``cap``: each cost term
+        clipped to at most this many frames (None: not clipped)."""
         self._check_x(x)
         we, const, P, inv_cnt = self._weight_terms(ws, x.max_dur)
         n1, n2, n3 = self._blocks
@@ -650,10 +658,15 @@ class VowelTask(StructuredTask):
         A = we[:, :n1] @ x.edge.T - 0.5 * (w_io @ x.before.T)
         B = we[:, n1:n2] @ x.edge.T - 0.5 * (w_io @ x.after.T)
         Z = w_io @ x.cum.T
-        if y_ref is not None and eps != 0.0:
+        eps_on, eps_off = eps if isinstance(eps, tuple) else (eps, eps)
+        if y_ref is not None and (eps_on != 0.0 or eps_off != 0.0):
             t = np.arange(x.n_frames + 1)
-            A = A + eps * np.maximum(np.abs(t - y_ref[0]) - self.tau_on, 0.0)[None, :]
-            B = B + eps * np.maximum(np.abs(t - 1 - y_ref[1]) - self.tau_off, 0.0)[None, :]
+            c_on = np.maximum(np.abs(t - y_ref[0]) - self.tau_on, 0.0)
+            c_off = np.maximum(np.abs(t - 1 - y_ref[1]) - self.tau_off, 0.0)
+            if cap is not None:
+                c_on, c_off = np.minimum(c_on, cap), np.minimum(c_off, cap)
+            A = A + eps_on * c_on[None, :]
+            B = B + eps_off * c_off[None, :]
         n = ws.shape[0]
         out = np.empty((n, 2), dtype=np.int64)
         values = np.empty(n, dtype=np.float64)

@@ -1,0 +1,320 @@
+#!/usr/bin/env python
+"""Vowels from transcripts fused with the vowel model (issue 27), speaker-disjoint.
+
+For each of the 4 fold alignment models of ``python -m benchmarks.eval_alignment_cv
+--save-models DIR`` (``--folds-dir``; each never saw its 3 test speakers), a fold vowel model
+is trained on the same 9 training speakers only (``--vowel-models DIR``, trained there when
+missing: CVC tokens of the 9 speakers, acoustics from that fold alignment model's classifier,
+the candidate chosen by 3 inner speaker folds inside the 9 as ``aligner train-vowels`` does,
+then refitted on the 9). Each test utterance is aligned from its ``.txt`` words (``--phones``:
+its ``.phn`` phones) by its fold's alignment model; its vowels are re-measured by
+:func:`aligner.vowels.fused.fuse_vowels` with that fold's vowel model.
+
+Choosing the fusion settings (:class:`~aligner.vowels.fused.FusionSettings`: cut extension,
+pulls, cap, mix, whether only CVC-context vowels are fused) without the test speakers: for each
+test fold, the grid point with the lowest onset + offset MAE on the **other three folds'** test
+speakers (all among this fold's 9 training speakers, each measured by models that never saw
+it) is applied to this fold's test speakers ("cross-fitted"). Caveat: the other folds' models
+were trained with this fold's speakers among their training data (their errors, never this
+fold's, are what the choice looks at). The grid point with the lowest cost over all 12
+speakers is what ``aligner vowels`` ships (:data:`aligner.vowels.fused.DEFAULT_FUSION`); its
+pooled figure is printed too but is not a held-out figure.
+
+References: the CVC tokens of the ``.phn`` files (:func:`aligner.vowels.cvc.cvc_tokens`, 671),
+each paired with the aligned vowel that overlaps it most (none: lost). "Transcript-free" is each
+fold's vowel model measuring each token's own CVC cut (the ``.phn`` cut, as the vowel recipe
+scores it), on the same tokens.
+
+    python -m benchmarks.eval_vowels_fused [--phones] [--folds-dir runs/folds] [--vowel-models DIR]
+        [--end-to-end] [--speed-runs N --jobs 2]
+
+``--end-to-end`` also runs ``aligner vowels`` itself (:func:`aligner.api.measure_vowels`, mode
+``align``, the shipped settings) with each fold's two models and scores its CSV rows as
+``benchmarks.eval_vowels_aligned`` does (each token paired with the row that overlaps it
+most). ``--speed-runs N``: one call over every utterance with the shipped models and ``--jobs``
+workers, fused and not fused alternated N times each (x real time, start-up excluded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
+
+#: the grid searched: cut extensions (frames), single pulls (|w| per frame), caps (frames), mixes
+EXTENDS = (4, 8, 12)
+EXTEND_SETS = ((4,), (8,), (12,), (4, 12), (4, 8, 12))
+#: what a lost token counts in the selection cost (onset + offset, ms)
+LOST_COST_MS = 200.0
+PULLS = (0.0, 0.05, 0.1, 0.2, 0.4)
+PULL_SETS = ((0.0,), (0.05,), (0.1,), (0.2,), (0.4,), (0.0, 0.1), (0.05, 0.1), (0.1, 0.2), (0.2, 0.4))
+CAPS = (None, 6.0, 10.0)
+MIXES = (0.75, 0.9, 1.0)
+
+
+def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path):
+    """A vowel model trained on the CVC tokens of the training speakers of the fold alignment model
+    at ``fold_dir`` (its manifest's ``test_speakers`` left out), with its classifier; the candidate
+    chosen by 3 inner speaker folds; saved to ``out``."""
+    from threadpoolctl import threadpool_limits
+
+    from aligner.alignment.model import AlignmentModel
+    from aligner.io.corpus import find_utterances
+    from aligner.vowels import training as T
+
+    am = AlignmentModel.load(fold_dir)
+    test = set(am.training["test_speakers"])
+    utts = [u for u in find_utterances(data) if u.speaker not in test]
+    with threadpool_limits(1):
+        examples, _ = T.load_cvc_examples(utts, am.classifier)
+        cv = T.cross_validate(examples, am.classifier, T.candidates(), n_folds=3)
+        chosen, n_epochs = cv.candidates[cv.chosen], cv.chosen_epochs
+        fit = T.fit_final(chosen, T.prepare(examples, widths=chosen.widths), max(n_epochs, 1))
+    model = fit.model(am.classifier, T.VOWEL_COLUMNS, {
+        "test_speakers": sorted(test), "speakers": sorted({u.speaker for u in utts}), "trainer": chosen.trainer,
+        "trainer_params": dict(chosen.params), "widths": list(chosen.widths), "epochs": n_epochs,
+        "alignment_fold": str(fold_dir), "cv": cv.record()})
+    model.save(out)
+    return model
+
+
+def metrics(hyp: np.ndarray, ref: np.ndarray) -> tuple:
+    """``(onset MAE ms, offset MAE ms, duration MAE ms, duration r, n)`` over rows with a hypothesis;
+    ``hyp``, ``ref``: (n, 2) seconds (NaN rows skipped)."""
+    ok = ~np.isnan(hyp[:, 0])
+    e = np.abs(hyp[ok] - ref[ok]) * 1000
+    dh, dr = hyp[ok, 1] - hyp[ok, 0], ref[ok, 1] - ref[ok, 0]
+    return (float(e[:, 0].mean()), float(e[:, 1].mean()), float(np.abs(dh - dr).mean() * 1000),
+            float(np.corrcoef(dh, dr)[0, 1]), int(ok.sum()))
+
+
+def fmt(m: tuple) -> str:
+    return f"onset {m[0]:.2f} ms, offset {m[1]:.2f} ms, duration MAE {m[2]:.1f} ms, r {m[3]:.3f} (n {m[4]})"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--folds-dir", type=Path, default=Path("runs/folds"))
+    ap.add_argument("--vowel-models", type=Path, default=Path("runs/vowelfusion/vowel-folds"),
+                    help="fold vowel models (DIR/foldK), trained here when missing")
+    ap.add_argument("--phones", action="store_true", help="align the .phn phones instead of the .txt words")
+    ap.add_argument("--end-to-end", action="store_true", help="also score aligner vowels' own rows (shipped settings)")
+    ap.add_argument("--speed-runs", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    from aligner import api
+    from aligner.alignment.model import AlignmentModel
+    from aligner.alignment.pipeline import align_transcript
+    from aligner.io.audio import RepairedAudioWarning, audio_duration, load_audio
+    from aligner.io.corpus import speaker_of
+    from aligner.io.transcripts import read_phn
+    from aligner.vowels.cvc import cvc_tokens
+    from aligner.vowels.from_alignment import aligned_vowels
+    from aligner.vowels.fused import DEFAULT_FUSION, FusionSettings, fuse_vowels, fusion_features
+    from aligner.vowels.model import VowelModel
+
+    warnings.simplefilter("ignore", RepairedAudioWarning)
+    wavs = [w for w in sorted(args.data.rglob("*.wav")) if w.with_suffix(".phn").is_file()]
+    folds = sorted(args.folds_dir.glob("fold*"))
+    if not wavs or not folds:
+        print(f"need utterances under {args.data} and fold models under {args.folds_dir}", file=sys.stderr)
+        return 1
+    kind = "phones" if args.phones else "words"
+    t0 = time.perf_counter()
+    rows = []  # per reference token: dict
+    files = {}  # audio path -> (fold name, samples, aligned vowels, indices of its rows)
+    vowel_models, fold_of = {}, {}
+    for fold in folds:
+        am = AlignmentModel.load(fold)
+        vdir = args.vowel_models / fold.name
+        if not (vdir / "manifest.json").is_file():
+            print(f"training the vowel model of {fold.name} (its 9 training speakers) -> {vdir}", file=sys.stderr)
+            train_fold_vowel_model(fold, args.data, vdir)
+        vm = VowelModel.load(vdir)
+        if set(vm.training.get("test_speakers", [])) != set(am.training["test_speakers"]):
+            print(f"{vdir}: its test speakers differ from {fold}'s", file=sys.stderr)
+            return 1
+        vowel_models[fold.name] = vm
+        for w in wavs:
+            if speaker_of(w) not in am.training["test_speakers"]:
+                continue
+            fold_of[w] = fold
+            result = align_transcript(w, w.with_suffix(".phn" if args.phones else ".txt"), am)
+            vowels = aligned_vowels(result.tiers, result.confidences)
+            samples = load_audio(w)
+            starts, ends, labels = read_phn(w.with_suffix(".phn"))
+            mine = []
+            for tok in cvc_tokens(starts, ends, labels):
+                mine.append(len(rows))
+                rows.append(dict(file=w, fold=fold.name, ref=(tok.vowel_start / 16000, tok.vowel_end / 16000),
+                                 cut=(tok.cut_start, tok.cut_end), samples=samples))
+            files[w] = (fold.name, samples, vowels, mine)
+    print(f"{len(rows)} CVC tokens of {len(wavs)} utterances aligned from their {'.phn phones' if args.phones else '.txt words'} "
+          f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    ref = np.array([r["ref"] for r in rows])
+    folds_of_row = np.array([r["fold"] for r in rows])
+
+    def paired(intervals: dict) -> np.ndarray:
+        """(n rows, 2) seconds: each token's hypothesis, the interval of its file that overlaps it
+        most (as benchmarks.eval_vowels_aligned pairs them); NaN when none overlaps it."""
+        out = np.full((len(rows), 2), np.nan)
+        for w, (_, _, _, idx) in files.items():
+            hyp = intervals[w]
+            if not idx or not len(hyp):
+                continue
+            r = ref[idx]
+            overlap = np.minimum(hyp[None, :, 1], r[:, None, 1]) - np.maximum(hyp[None, :, 0], r[:, None, 0])
+            best = np.argmax(overlap, axis=1)
+            ok = overlap[np.arange(len(idx)), best] > 0
+            out[np.array(idx)[ok]] = hyp[best[ok]]
+        return out
+
+    aligned_iv = {w: np.array([(v.onset_s, v.offset_s) for v in f[2]]).reshape(-1, 2) for w, f in files.items()}
+    cvc_of = {w: np.array([v.cvc for v in f[2]], dtype=bool) for w, f in files.items()}
+    aligned = paired(aligned_iv)
+    lost = np.isnan(aligned[:, 0])
+
+    # transcript-free: each fold's vowel model on each token's own CVC cut
+    free = np.full((len(rows), 2), np.nan)
+    for name, vm in vowel_models.items():
+        idx = [i for i, r in enumerate(rows) if r["fold"] == name]
+        got = vm.measure_many([(rows[i]["samples"][rows[i]["cut"][0]:rows[i]["cut"][1]], [None], ["cut"]) for i in idx])
+        for i, m in zip(idx, got):
+            if not isinstance(m[0], Exception):
+                free[i] = (rows[i]["cut"][0] / 16000 + m[0].onset_s, rows[i]["cut"][0] / 16000 + m[0].offset_s)
+
+    # the grid: every aligned vowel of every file decoded per (extend, single pull, cap) with mix 1
+    t1 = time.perf_counter()
+    decoded = {}
+    for ext in EXTENDS:
+        feats = {}
+        for w, (name, samples, vowels, _) in files.items():
+            spans = [(v.onset_s, v.offset_s, v.runs_start_s, v.runs_end_s) for v in vowels]
+            feats[w] = (spans, fusion_features(vowel_models[name], samples, spans, FusionSettings(extend=ext)))
+        for pull, cap in itertools.product(PULLS, CAPS):
+            if pull == 0 and cap is not None:
+                continue
+            s = FusionSettings(extend=ext, pulls=(pull,), cap=cap, mix=1.0)
+            out = {}
+            for w, (name, samples, vowels, _) in files.items():
+                spans, fe = feats[w]
+                out[w] = np.array([(fv.onset_s, fv.offset_s) if fv.mode == "fused" else (np.nan, np.nan)
+                                   for fv in fuse_vowels(vowel_models[name], samples, spans, s, features=fe)]
+                                  ).reshape(-1, 2)
+            decoded[(ext, pull, cap)] = out
+    configs, table = [], {}
+    for exts, pulls, cap, mix, cvc_only in itertools.product(EXTEND_SETS, PULL_SETS, CAPS, MIXES, (False, True)):
+        if all(p == 0 for p in pulls) and cap is not None:
+            continue
+        intervals = {}
+        for w in files:
+            d = np.mean([decoded[(e, p, None if p == 0 else cap)][w] for e in exts for p in pulls], axis=0)
+            a = aligned_iv[w]
+            use = ~np.isnan(d[:, 0]) & (cvc_of[w] if cvc_only else True)
+            h = a.copy()
+            h[use] = a[use] + mix * (d[use] - a[use])
+            bad = h[:, 1] <= h[:, 0]
+            h[bad] = a[bad]
+            intervals[w] = h
+        c = (exts, pulls, cap, mix, cvc_only)
+        configs.append(c)
+        table[c] = paired(intervals)
+    print(f"grid of {len(configs)} settings in {time.perf_counter() - t1:.0f} s", file=sys.stderr)
+
+    def cost(h, sel):
+        """Mean onset + offset error (ms) over the tokens of ``sel``, a lost token counting
+        :data:`LOST_COST_MS` (a setting must not buy its accuracy by losing hard tokens)."""
+        e = np.abs(h[sel] - ref[sel]).sum(axis=1) * 1000
+        return float(np.where(np.isnan(e), LOST_COST_MS, e).mean())
+
+    def label(c):
+        exts, pulls, cap, mix, cvc_only = c
+        return f"extend {'+'.join(map(str, exts))}, pulls {pulls}, cap {cap}, mix {mix}, cvc_only {cvc_only}"
+
+    final = np.full((len(rows), 2), np.nan)
+    print(f"\n{len(rows)} CVC tokens; {int(lost.sum())} lost as aligned (no aligned vowel overlaps them)")
+    for name in sorted(vowel_models):
+        sel = folds_of_row == name
+        best = min(configs, key=lambda c: cost(table[c], ~sel))
+        final[sel] = table[best][sel]
+        print(f"{name}: chosen on the other folds: {label(best)}; its test speakers: "
+              f"{fmt(metrics(table[best][sel], ref[sel]))}; lost {int(np.isnan(table[best][sel, 0]).sum())}")
+    print(f"aligned only (the vowels as aligned):   {fmt(metrics(aligned, ref))}")
+    print(f"transcript-free, same tokens:           {fmt(metrics(np.where(lost[:, None], np.nan, free), ref))}")
+    print(f"transcript-free, all tokens:            {fmt(metrics(free, ref))}")
+    print(f"FUSED, settings cross-fitted per fold:  {fmt(metrics(final, ref))}; lost {int(np.isnan(final[:, 0]).sum())}")
+    print(f"transcript-free on the fused tokens:    {fmt(metrics(np.where(np.isnan(final[:, :1]), np.nan, free), ref))}")
+    ranked = sorted(configs, key=lambda c: cost(table[c], np.ones(len(rows), bool)))
+    for c in ranked[:5]:
+        print(f"pooled over the 12 speakers (not held out): {label(c)}: {fmt(metrics(table[c], ref))}; "
+              f"lost {int(np.isnan(table[c][:, 0]).sum())}")
+    sh = DEFAULT_FUSION[kind]
+    key = ((sh.extend,), sh.pulls, sh.cap, sh.mix, sh.cvc_only)
+    if key in table:
+        print(f"shipped settings {label(key)}: {fmt(metrics(table[key], ref))}; lost {int(np.isnan(table[key][:, 0]).sum())}")
+
+    if args.end_to_end:
+        records = {}
+        for fold in folds:
+            mine = [w for w in wavs if fold_of.get(w) == fold]
+            with tempfile.TemporaryDirectory() as tmp:
+                for w in mine:
+                    d = Path(tmp) / w.parent.name
+                    d.mkdir(exist_ok=True)
+                    (d / w.name).symlink_to(w.resolve())
+                    src = w.with_suffix(".phn" if args.phones else ".txt")
+                    shutil.copy(src, d / src.name)
+                report = api.measure_vowels([tmp], str(args.vowel_models / fold.name), mode="align", jobs=args.jobs,
+                                            alignment_model=str(fold))
+                for r in report.records:
+                    records.setdefault(r.file, []).append(r)
+        hyp, modes, n_lost = np.full((len(rows), 2), np.nan), {}, 0
+        for i, r in enumerate(rows):
+            w = r["file"]
+            best, overlap = None, 0.0
+            for rec in records.get(f"{w.parent.name}/{w.name}", []):
+                o = min(rec.offset_s, r["ref"][1]) - max(rec.onset_s, r["ref"][0])
+                if o > overlap:
+                    best, overlap = rec, o
+            if best is None:
+                n_lost += 1
+                continue
+            hyp[i] = (best.onset_s, best.offset_s)
+            modes[best.mode] = modes.get(best.mode, 0) + 1
+        print(f"aligner vowels --mode align, shipped settings, fold models: {fmt(metrics(hyp, ref))}; tokens lost "
+              f"{n_lost}; rows by mode {modes}; all rows by mode "
+              f"{ {m: sum(x.mode == m for v in records.values() for x in v) for m in ('fused', 'align')} }")
+
+    if args.speed_runs > 0:
+        audio_s = sum(audio_duration(w) for w in wavs)
+        speeds: dict = {False: [], True: []}
+        with tempfile.TemporaryDirectory() as tmp:
+            for w in wavs:
+                d = Path(tmp) / w.parent.name
+                d.mkdir(exist_ok=True)
+                (d / w.name).symlink_to(w.resolve())
+                src = w.with_suffix(".phn" if args.phones else ".txt")
+                shutil.copy(src, d / src.name)
+            for _ in range(args.speed_runs):
+                for fuse in (False, True):
+                    speeds[fuse].append(audio_s / api.measure_vowels([tmp], mode="align", jobs=args.jobs,
+                                                                     fuse=fuse).seconds)
+        for fuse in (False, True):
+            print(f"speed, {'fused' if fuse else 'aligned only'}, shipped models, --jobs {args.jobs}: "
+                  f"{float(np.median(speeds[fuse])):.0f}x real time (median; runs {[round(v) for v in speeds[fuse]]})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

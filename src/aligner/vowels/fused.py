@@ -1,0 +1,255 @@
+"""Vowels from an alignment, re-measured by the vowel model: the two fused (issue 27).
+
+A forced alignment knows which vowel to measure and roughly where; the transcript-free vowel
+model (:mod:`aligner.vowels.model`) is precise at onsets and offsets but must find the vowel on
+its own. Here each aligned vowel (onset ``a_on``, offset ``a_off``, seconds) is re-measured by
+the vowel model's exact decoder, pulled toward the aligned boundaries:
+
+1. **Cut.** The vowel with the aligned runs of obstruents and nasals that touch it
+   (:func:`consonant_runs`: the span a CVC token's cut covers, :mod:`aligner.vowels.cvc`),
+   widened by ``extend`` frames (5 ms) on either side (and at least ``extend`` frames beyond
+   the vowel), is analysed on its own as the vowel model's training cuts were: 22 acoustic
+   columns per 5 ms frame, levels z-scored over the cut
+   (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_many`, all cuts of a recording at once).
+2. **Joint decode.** Every ``(t_b, t_e)`` of the cut (``margin``: only within that many frames
+   of the aligned frames ``a_b``, ``a_e``) scores the vowel model's ``w . phi(t_b, t_e)``
+   (:mod:`aligner.vowels.task`) minus ``pull * |w| * (min([|t_b - a_b| - tau_on]_+, cap) +
+   min([|t_e - a_e| - tau_off]_+, cap))``: a penalty per frame of distance from the aligned
+   boundaries (the hinge of the training cost, its tolerances ``tau``; ``cap`` bounds it, so
+   strong acoustic evidence can still move a boundary far), in units of the weight vector's
+   norm ``|w|`` (the features are standardised, so ``|w|`` is the scale of score differences
+   and ``pull`` means the same for every model). With several ``pulls`` the decoded
+   boundaries are averaged. The exact argmax is the numba loop of :mod:`aligner.vowels.task`.
+3. **Mix.** The reported boundary is ``a + mix * (decoded - a)`` (``mix = 1``: the decoded
+   boundary; ``0``: the aligned one), onset and offset alike.
+
+A vowel the vowel model cannot measure (no voiced frame near it, no voiced frame that looks
+like a vowel, or no candidate of its durations inside the window) keeps its aligned interval
+and is reported with mode ``align``; the others with mode ``fused``. With ``cvc_only`` only
+vowels whose aligned neighbours on both sides are obstruents or nasals are fused (off by
+default: it measured worse, results in docs/results.md).
+
+The settings (:class:`FusionSettings`; :data:`DEFAULT_FUSION` for words and for phone
+transcripts) were chosen on speakers the models never saw: ``python -m
+benchmarks.eval_vowels_fused`` (its docstring gives the protocol).
+
+Units: frames are 5 ms (frame ``f`` is the audio around sample ``80 f``), times in seconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from aligner.errors import AlignerError
+from aligner.features.vowel_acoustics import HOP, frames_to_seconds, n_frames, seconds_to_frames
+from aligner.frames import SAMPLE_RATE
+from aligner.phonetics import ARPABET_TO_39, BROAD_CLASS_OF, TIMIT61_TO_39
+from aligner.vowels.cvc import TIMIT_FLANKS
+from aligner.vowels.task import make_vowel_input
+
+#: the mode of a row measured by fusing the alignment with the vowel model
+FUSED_MODE = "fused"
+#: the mode of a row measured by the alignment alone
+ALIGN_MODE = "align"
+
+
+@dataclass(frozen=True)
+class FusionSettings:
+    """How an aligned vowel is re-measured (module docstring).
+
+    Attributes:
+        extend: frames of audio analysed beyond the aligned consonant runs around the vowel
+            (and at least this many beyond the vowel itself) on either side.
+        margin: onsets and offsets are searched within this many 5 ms frames of the aligned
+            ones; None: anywhere in the cut (``edge_margin`` frames from its ends).
+        pulls: penalties per frame of distance from the aligned boundaries, in units of
+            ``|w|``; one decode per value, the decoded boundaries averaged (0: no pull).
+        cap: each boundary's penalty counts at most this many frames (None: no cap).
+        mix: share of the decoded boundary in the reported one, 0..1.
+        cvc_only: fuse only vowels whose aligned neighbours are obstruents or nasals.
+    """
+
+    extend: int = 8
+    margin: Optional[int] = None
+    pulls: tuple = (0.05, 0.1)
+    cap: Optional[float] = None
+    mix: float = 1.0
+    cvc_only: bool = False
+
+    def __post_init__(self):
+        if int(self.extend) < 0 or (self.margin is not None and int(self.margin) < 0):
+            raise ValueError(f"extend and margin must be >= 0 frames, got {self.extend}, {self.margin}")
+        pulls = tuple(float(p) for p in self.pulls)
+        if not pulls or not all(p >= 0 and np.isfinite(p) for p in pulls):
+            raise ValueError(f"pulls must be one or more finite numbers >= 0, got {self.pulls}")
+        object.__setattr__(self, "pulls", pulls)
+        if self.cap is not None and not self.cap > 0:
+            raise ValueError(f"cap must be > 0 frames or None, got {self.cap}")
+        if not 0.0 <= self.mix <= 1.0:
+            raise ValueError(f"mix must be in 0..1, got {self.mix}")
+
+
+#: the settings for vowels aligned from words (chosen on validation speakers: module docstring)
+WORDS_FUSION = FusionSettings(extend=8, pulls=(0.05, 0.1), cap=None, mix=1.0, cvc_only=False)
+#: the settings for vowels aligned from phones (a phone transcript, or an alignment the user brings)
+PHONES_FUSION = FusionSettings(extend=8, pulls=(0.2,), cap=10.0, mix=0.9, cvc_only=False)
+#: what ``aligner vowels`` fuses with, by the alignment's transcript kind
+DEFAULT_FUSION = {"words": WORDS_FUSION, "phones": PHONES_FUSION}
+
+
+@dataclass(frozen=True)
+class FusedVowel:
+    """One re-measured vowel (seconds from the start of the recording)."""
+
+    onset_s: float
+    offset_s: float
+    mode: str  #: :data:`FUSED_MODE`, or :data:`ALIGN_MODE` when the aligned interval was kept
+    score: float = float("nan")  #: the decoder's objective, averaged over the pulls (NaN for ``align``)
+    note: str = ""  #: why the aligned interval was kept ("" when fused)
+
+
+def _base(symbol: str) -> str:
+    """Lower-case phone symbol without its stress digit: ``AE1`` -> ``ae``."""
+    s = symbol.strip().lower()
+    return s[:-1] if s[-1:] in "012" and len(s) > 1 else s
+
+
+def is_flank(symbol: Optional[str]) -> bool:
+    """True for an obstruent or nasal (TIMIT-61 or ARPAbet, any case, stress digit ignored):
+    the consonants that may flank a CVC token's vowel (:data:`aligner.vowels.cvc.TIMIT_FLANKS`)."""
+    if not symbol or not symbol.strip():
+        return False
+    s = _base(symbol)
+    if s in TIMIT_FLANKS:
+        return True
+    c = ARPABET_TO_39.get(s) or TIMIT61_TO_39.get(s)
+    return c is not None and c != "hh" and BROAD_CLASS_OF.get(c) in ("stop", "affricate", "fricative", "nasal")
+
+
+def _touch(a, b) -> bool:
+    return abs(float(a[1]) - float(b[0])) < 1e-6
+
+
+def cvc_context(phones: Sequence, i: int) -> bool:
+    """Whether phone ``i`` of ``phones`` ([(start_s, end_s, label)]) sits between obstruents or
+    nasals that touch it (a pause between them breaks the context)."""
+    if i == 0 or i + 1 >= len(phones):
+        return False
+    return (_touch(phones[i - 1], phones[i]) and _touch(phones[i], phones[i + 1])
+            and is_flank(phones[i - 1][2]) and is_flank(phones[i + 1][2]))
+
+
+def consonant_runs(phones: Sequence, i: int) -> tuple:
+    """``(start_s, end_s)`` of phone ``i`` with the runs of obstruents and nasals that touch it on
+    either side (:func:`is_flank`): the span a CVC token's cut covers (:mod:`aligner.vowels.cvc`);
+    the phone's own interval when neither neighbour is one."""
+    a = b = i
+    while a > 0 and is_flank(phones[a - 1][2]) and _touch(phones[a - 1], phones[a]):
+        a -= 1
+    while b + 1 < len(phones) and is_flank(phones[b + 1][2]) and _touch(phones[b], phones[b + 1]):
+        b += 1
+    return float(phones[a][0]), float(phones[b][1])
+
+
+def fusion_cut(vowel: tuple, n_samples: int, settings: FusionSettings) -> tuple:
+    """``(first sample, end sample (exclusive), aligned (a_b, a_e) frames of the cut)`` analysed
+    for an aligned vowel ``(onset_s, offset_s, runs_start_s, runs_end_s)`` (its interval and
+    :func:`consonant_runs`): the runs widened by ``settings.extend`` frames, and at least that
+    many frames beyond the vowel, clipped to the recording. The cut starts on a frame (a
+    multiple of 80 samples), so its frames are the recording's frames shifted."""
+    onset_s, offset_s, run_a, run_b = (float(v) for v in vowel)
+    a_b, a_e = seconds_to_frames(max(onset_s, 0.0), max(offset_s, onset_s))
+    a_e = max(a_e, a_b)
+    ext = int(settings.extend)
+    T = n_frames(n_samples)
+    f0 = max(0, min(int(np.floor(min(run_a, onset_s) * SAMPLE_RATE / HOP)), a_b) - ext)
+    f1 = min(T - 1, max(int(np.ceil(max(run_b, offset_s) * SAMPLE_RATE / HOP)), a_e) + ext)
+    return f0 * HOP, min(n_samples, f1 * HOP + 1), (a_b - f0, a_e - f0)
+
+
+def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSettings,
+                 name: str = "<vowel>") -> tuple:
+    """``((t_b, t_e), objective)``: the vowel of a cut's (T, 22) ``features`` decoded jointly with
+    its aligned frames ``aligned = (a_b, a_e)`` (module docstring, step 2), frames of the cut
+    (floats: the average over ``settings.pulls``, rounded to 0.5 frame).
+
+    Raises :class:`~aligner.errors.AlignerError` when nothing voiced is near the aligned vowel,
+    when its voiced frames never look like a vowel, or when no vowel of the model's durations
+    fits the window."""
+    T = features.shape[0]
+    a_b = min(max(int(aligned[0]), 0), T - 1)
+    a_e = min(max(int(aligned[1]), 0), T - 1)
+    lo, hi = model.edge_margin, T - 1 - model.edge_margin
+    m = T if settings.margin is None else int(settings.margin)
+    on = (max(a_b - m, lo), min(a_b + m, hi))
+    off = (max(a_e - m, lo), min(a_e + m, hi))
+    if on[0] > on[1] or off[0] > off[1]:
+        raise AlignerError(f"{name}: the aligned vowel lies at the edge of the recording")
+    if model.vowel_like_flag(features[on[0]:off[1] + 1], name):  # raises when nothing is voiced
+        raise AlignerError(f"{name}: no vowel-like frame near the aligned vowel")
+    x = make_vowel_input(features, model.min_dur, model.max_dur, on, off, columns=model.columns,
+                         widths=model.widths, outside_width=model.outside_width, name=name)
+    norm = float(np.linalg.norm(model.weights))
+    ys, values = [], []
+    for pull in settings.pulls:
+        if pull > 0 and a_b < a_e:
+            y, value = model.task.decode_with_value(x, model.weights, y=np.array([a_b, a_e]), eps=-pull * norm,
+                                                    cap=settings.cap)
+        else:
+            y, value = model.task.decode_with_value(x, model.weights)
+        ys.append(y)
+        values.append(value)
+    y = np.mean(np.asarray(ys, dtype=np.float64), axis=0)
+    return (float(y[0]), float(y[1])), float(np.mean(values))
+
+
+def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings) -> tuple:
+    """``(cuts, features)`` of :func:`fuse_vowels`'s first step: each vowel's cut
+    (:func:`fusion_cut`) and its (T, 22) acoustics (or the :class:`~aligner.errors.FeatureError`
+    computing them raised), analysed together. Depends on ``settings.extend`` alone."""
+    from aligner.features.vowel_acoustics import vowel_acoustics_many
+
+    samples = np.asarray(samples, dtype=np.float32)
+    cuts = [fusion_cut(v, samples.shape[0], settings) for v in vowels]
+    feats = vowel_acoustics_many([samples[a:b] for a, b, _ in cuts], model.classifier) if cuts else []
+    return cuts, feats
+
+
+def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings,
+                name: str = "<recording>", features: Optional[tuple] = None) -> list:
+    """Re-measure each aligned vowel of a 16 kHz recording with the vowel model.
+
+    ``samples``: (n,) float audio at 16 kHz; ``vowels``: ``[(onset_s, offset_s, runs_start_s,
+    runs_end_s), ...]``, each aligned vowel's interval and :func:`consonant_runs` (seconds);
+    ``model``: a :class:`~aligner.vowels.model.VowelModel`. Returns one :class:`FusedVowel` per
+    vowel, in order (the aligned interval with mode ``align`` where the vowel model cannot
+    measure it). ``features``: :func:`fusion_features` of these vowels with the same ``extend``,
+    if already computed (a settings search reuses them)."""
+    n = np.asarray(samples).shape[0]
+    cuts, feats = features if features is not None else fusion_features(model, samples, vowels, settings)
+    out = []
+    mix = float(settings.mix)
+    end_s = n / SAMPLE_RATE
+    for v, (a, _, aligned), f in zip(vowels, cuts, feats):
+        on_s, off_s = float(v[0]), float(v[1])
+        where = f"{name} [{on_s:.3f}-{off_s:.3f} s]"
+        try:
+            if isinstance(f, Exception):
+                raise f
+            (t_b, t_e), value = decode_fused(model, f, aligned, settings, where)
+        except AlignerError as exc:
+            out.append(FusedVowel(on_s, off_s, ALIGN_MODE, note=str(exc)))
+            continue
+        d_on, d_off = frames_to_seconds(t_b, t_e)  # linear: fractional frames map the same way
+        shift = a / SAMPLE_RATE
+        d_on, d_off = d_on + shift, min(d_off + shift, end_s)
+        f_on = on_s + mix * (d_on - on_s)
+        f_off = off_s + mix * (d_off - off_s)
+        if not f_off > f_on:
+            out.append(FusedVowel(on_s, off_s, ALIGN_MODE, note=f"{where}: empty fused interval"))
+            continue
+        out.append(FusedVowel(float(f_on), float(f_off), FUSED_MODE, value))
+    return out
