@@ -226,8 +226,39 @@ def word_figures(rows: list) -> dict:
             "f1_20": float(w.f1), "within20": float(w.within_ms[20])}
 
 
+def base_mode(mode: str) -> str:
+    """``phones`` of ``phones@white5``: a mode, without the degradation its recordings get."""
+    return mode.split("@")[0]
+
+
+def check_mode(mode: str) -> str:
+    """argparse type: one of :data:`MODES`, optionally ``@CONDITION`` of
+    :data:`benchmarks.eval_degraded.CONDITIONS` (the test speakers' recordings degraded, adapted
+    on and scored as degraded copies)."""
+    from benchmarks.eval_degraded import CONDITIONS
+
+    base, _, cond = mode.partition("@")
+    if base not in MODES or (cond and cond not in CONDITIONS):
+        raise argparse.ArgumentTypeError(f"{mode!r}: a mode is one of {', '.join(MODES)}, optionally "
+                                         f"@CONDITION ({', '.join(CONDITIONS)})")
+    return mode
+
+
+def degraded(utts: list[dict], mode: str) -> list[dict]:
+    """``utts`` with their samples degraded as ``mode``'s ``@CONDITION`` says (each recording
+    seeded by its name), or as they are."""
+    import zlib
+
+    from benchmarks.eval_degraded import degrade
+
+    cond = mode.partition("@")[2]
+    if not cond:
+        return utts
+    return [dict(u, samples=degrade(u["samples"], cond, zlib.crc32(u["name"].encode()))) for u in utts]
+
+
 def figures(mode: str, rows: list) -> dict:
-    return word_figures(rows) if mode == "words" else phone_figures(rows)
+    return word_figures(rows) if base_mode(mode) == "words" else phone_figures(rows)
 
 
 #: (key, larger is better) of the figure settings are selected by
@@ -247,25 +278,26 @@ def run_fold(mode: str, k: int, model, test_speakers: list, utts: list[dict], se
         got = json.loads(path.read_text())
         if got["rounds"] >= rounds:
             return got
-    if mode == "noharm":
-        own = [u for u in utts if u["speaker"] not in test_speakers]
+    base = base_mode(mode)
+    if base == "noharm":
+        own = degraded([u for u in utts if u["speaker"] not in test_speakers], mode)
         adapt_on, score_on = own, own
     else:
-        own = [u for u in utts if u["speaker"] in test_speakers]
+        own = degraded([u for u in utts if u["speaker"] in test_speakers], mode)
         adapt_on = own
-        refs = reference_choice(own) if mode == "references" else set()
+        refs = reference_choice(own) if base == "references" else set()
         score_on = [u for u in own if u["name"] not in refs]
     recordings = []
     for u in adapt_on:
-        if mode == "words":
+        if base == "words":
             recordings.append(Recording(u["samples"], u["text"], u["speaker"], u["name"], "words"))
         else:
             ref = None
-            if mode == "references" and u["name"] in refs:
+            if base == "references" and u["name"] in refs:
                 ref = list(zip(u["phn_starts"], u["phn_ends"], u["symbols"]))
             recordings.append(Recording(u["samples"], u["symbols"], u["speaker"], u["name"], "phones",
                                         "timit61", ref))
-    score = word_rows if mode == "words" else phone_rows
+    score = word_rows if base == "words" else phone_rows
     out = {"mode": mode, "fold": k, "setting": setting, "rounds": rounds, "test_speakers": test_speakers,
            "audio_s": float(sum(len(u["samples"]) for u in adapt_on) / 16000.0), "by_round": {}}
     base_path = cache / f"{mode}_fold{k}_round0.json"
@@ -296,7 +328,7 @@ def run_fold(mode: str, k: int, model, test_speakers: list, utts: list[dict], se
 
 
 def fmt(mode: str, f: dict) -> str:
-    if mode == "words":
+    if base_mode(mode) == "words":
         return f"word MAE {f['word_mae_ms']:.1f} ms, F1@20 {f['f1_20']:.1f} %, within 20 {f['within20']:.1f} %"
     return f"{f['within20']:.1f} % within 20 ms, mean {f['mean_ms']:.2f} ms, within 10 {f['within10']:.1f} %"
 
@@ -325,7 +357,7 @@ def summarize(mode: str, results: dict, folds: list) -> dict:
         per = [rows_of(f, cand) for f in folds]
         if all(p is not None for p in per):
             table[f"{cand[0]} r{cand[1]}"] = figures(mode, [row for p in per for row in p])
-    key, larger = SELECT_BY[mode]
+    key, larger = SELECT_BY[base_mode(mode)]
     chosen, selected_rows = {}, []
     for f in folds:
         others = [g for g in folds if g != f]
@@ -348,7 +380,9 @@ def main(argv=None):
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
     ap.add_argument("--folds-dir", type=Path, default=Path("runs/folds"), help="fold models (fold0..3)")
     ap.add_argument("--work", type=Path, default=Path("runs/adapt"), help="cache of results and review models")
-    ap.add_argument("--modes", nargs="+", default=["phones", "words"], choices=MODES)
+    ap.add_argument("--modes", nargs="+", default=["phones", "words"], type=check_mode,
+                    help=f"of {', '.join(MODES)}; MODE@CONDITION adapts on and scores degraded copies "
+                         f"(conditions of benchmarks.eval_degraded)")
     ap.add_argument("--settings", default="clf300", help=f"comma-separated, of {', '.join(SETTINGS)}")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--folds", default="", help="only these folds (comma-separated), e.g. to split the work")

@@ -307,11 +307,12 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     def on_round(rnd, _model, round_report):
         if message:
             left = round_report.files_left_out
+            conf = round_report.mean_confidence
+            moved = (f", {round_report.moved_20ms} of {round_report.boundaries} boundaries moved > 20 ms since "
+                     f"round {rnd - 1}" if round_report.boundaries else "")
             message(f"round {rnd}: {round_report.files_used} files used, {len(left)} left out, "
-                    f"{round_report.frames} frames, mean confidence "
-                    f"{'-' if round_report.mean_confidence is None else f'{round_report.mean_confidence:.2f}'}, "
-                    f"{round_report.moved_20ms} of {round_report.boundaries} boundaries moved > 20 ms "
-                    f"({round_report.seconds:.1f} s)")
+                    f"{round_report.frames} frames, mean confidence {'-' if conf is None else f'{conf:.2f}'}"
+                    f"{moved} ({round_report.seconds:.1f} s)")
 
     file_progress = None if progress is None else (lambda rnd, done, total: progress(f"round {rnd}", done, total))
     try:

@@ -73,9 +73,12 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, round
         echo(f"{len(last.files_left_out)} recordings left out of the last round:", err=True)
         for name, why in sorted(last.files_left_out.items()):
             echo(f"  {name}: {why}", err=True)
-    echo(f"adapted on {report.recordings} recordings of {report.speakers} speakers ({report.audio_seconds:.1f} s, "
-         f"{report.references} with reference alignments), {len(report.rounds)} rounds in {report.seconds:.1f} s; "
-         f"wrote {report.model_dir}")
+    def n(count, word):
+        return f"{count} {word}{'' if count == 1 else 's'}"
+
+    echo(f"adapted on {n(report.recordings, 'recording')} of {n(report.speakers, 'speaker')} "
+         f"({report.audio_seconds:.1f} s, {report.references} with reference alignments), "
+         f"{n(len(report.rounds), 'round')} in {report.seconds:.1f} s; wrote {report.model_dir}")
     if report.alignment is not None:
         a = report.alignment
         echo(f"aligned {len(a.written)} files with the adapted model into {output_dir}")
