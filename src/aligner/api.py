@@ -64,7 +64,7 @@ def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float |
     return plot_alignment(audio, textgrid, out, start_s, end_s, tiers, confidences)
 
 
-def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None, rounds: int = 1,
+def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None, rounds: int = 3,
           kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
           message=None) -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped

@@ -257,7 +257,7 @@ def save_atomically(model: AlignmentModel, model_out: Path) -> None:
 
 
 def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None,
-                 rounds: int = 1, kind: str = "auto", output_dir=None, jobs: int = 1, settings=None,
+                 rounds: int = 3, kind: str = "auto", output_dir=None, jobs: int = 1, settings=None,
                  progress: Optional[Callable[[str, int, int], None]] = None,
                  message: Optional[Callable[[str], None]] = None) -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped

@@ -41,7 +41,7 @@ class _StageBars:
 @click.option("--references", type=click.Path(file_okay=False, exists=True),
               help="Hand-aligned TextGrids (a phones tier) of some files, by relative path or stem: their "
                    "boundaries replace the decoded ones and count more.")
-@click.option("--rounds", type=click.IntRange(min=1, max=10), default=1, show_default=True,
+@click.option("--rounds", type=click.IntRange(min=1, max=10), default=3, show_default=True,
               help="Align the corpus and re-estimate the model this many times.")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Also align the corpus with the adapted model and write the TextGrids here.")
