@@ -42,14 +42,14 @@ def small():
 
 def _stats(clf, frames, labels, weights=None):
     stats = ad.OutputLayerStats(clf.landmarks.shape[0], clf.n_classes)
-    E = ad.kernel_values(clf, frames)
+    E = clf.kernel_values(frames)
     stats.add(E, labels, np.ones(len(labels)) if weights is None else weights, clf.weights, clf.bias)
     return stats
 
 
 def test_kernel_values_reproduce_the_classifier(small):
     clf, frames, _ = small
-    E = ad.kernel_values(clf, frames)
+    E = clf.kernel_values(frames)
     assert E.shape == (len(frames), clf.landmarks.shape[0])
     np.testing.assert_allclose(E @ clf.weights + clf.bias, clf.decision_function(frames), atol=1e-3)
 

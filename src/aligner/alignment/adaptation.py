@@ -57,7 +57,7 @@ import numpy as np
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.alignment.stop_closures import expand_stop_closures, should_split_stops
 from aligner.errors import AlignmentError
-from aligner.features.frame_classifier import FrameClassifier, stack_context
+from aligner.features.frame_classifier import FrameClassifier, landmark_eigenbasis
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
 from aligner.phonetics import CLASSES39, get_phone_set
@@ -193,31 +193,18 @@ class Decoded:
 
 def word_pronunciations(text, dictionary=None) -> tuple[list, list]:
     """``(labels, pronunciations)`` of an orthographic transcript (a string, or a list of words
-    joined by spaces) as ``aligner align`` reads it: normalised
+    joined by spaces) as ``aligner align`` reads it
+    (:func:`aligner.alignment.pipeline._pronunciations`): normalised
     (:func:`aligner.words.normalize.normalize_transcript`), every word's dictionary
     pronunciations (CMU by default), the shipped G2P's for unknown words, non-speech
     annotations the dictionary lacks skipped."""
-    from aligner.errors import TranscriptError
-    from aligner.words.dictionary import load_dictionary
+    from aligner.alignment.pipeline import _pronunciations, load_dictionary
     from aligner.words.normalize import normalize_transcript
 
     if not isinstance(text, str):
         text = " ".join(text)
-    words_dict = load_dictionary(None) if dictionary is None else dictionary
-    labels, prons = [], []
-    for token in normalize_transcript(text, words_dict):
-        alternatives = words_dict.pronunciations(token.word)
-        if not alternatives:
-            if token.annotation:
-                continue
-            from aligner.words.g2p import default_g2p
-
-            alternatives = [tuple(default_g2p().predict(token.word))]
-        labels.append(token.word)
-        prons.append(alternatives)
-    if not labels:
-        raise TranscriptError("transcript has no words to align")
-    return labels, prons
+    words_dict = load_dictionary(dictionary)
+    return _pronunciations(normalize_transcript(text, words_dict), words_dict, "g2p", "transcript", {})
 
 
 # -------------------------------------------------------------------------------------------
@@ -382,26 +369,6 @@ def frame_weights(T: int, y: np.ndarray, confidences: np.ndarray | None, setting
 # the output layer
 # -------------------------------------------------------------------------------------------
 
-def kernel_values(clf: FrameClassifier, frames: np.ndarray) -> np.ndarray:
-    """(T, m) float32 RBF kernel values ``exp(-gamma / d ||p_t - l_j||^2)`` of (T, 42) frames
-    against the classifier's m landmarks (the ``E`` of ``scores = E @ weights + bias``), edge
-    frames' context padded by repetition (as :meth:`FrameClassifier.decision_function`, for a
-    block that is the whole recording)."""
-    X = stack_context(np.asarray(frames, np.float32), clf.context)
-    P = (X - clf.mean) * clf.inv_std
-    d = P.shape[1]
-    if clf.projection.size:
-        P = P @ clf.projection
-    g = np.float32(clf.gamma / d)
-    E = P @ clf.landmarks.T
-    E *= 2 * g
-    E -= g * clf.landmark_sqnorm
-    E -= (g * np.einsum("ij,ij->i", P, P))[:, None]
-    np.minimum(E, 0, out=E)
-    np.exp(E, out=E)
-    return E
-
-
 def whitening(clf: FrameClassifier) -> tuple[np.ndarray, np.ndarray]:
     """``(M (m, r), S (r, m))``: the Nystroem whitening ``M = K_LL^{-1/2}`` (rank-truncated as the
     classifier's training truncated it) recomputed from the stored landmarks, and ``S`` with
@@ -422,15 +389,8 @@ WHITENING_CACHE = 4
 
 
 def _whitening(clf: FrameClassifier) -> tuple[np.ndarray, np.ndarray]:
-    L = clf.landmarks.astype(np.float64)
-    d = clf.mean.shape[0]
-    sq = (L * L).sum(1)
-    K = np.exp(-(clf.gamma / d) * np.maximum(sq[:, None] + sq[None, :] - 2 * (L @ L.T), 0))
-    w, U = np.linalg.eigh(K)
-    keep = w > 1e-6 * w.max()
-    M = U[:, keep] / np.sqrt(w[keep])
-    S = (U[:, keep] * np.sqrt(w[keep])).T
-    return M, S
+    U, w = landmark_eigenbasis(clf.landmarks, clf.gamma / clf.mean.shape[0])
+    return U / np.sqrt(w), (U * np.sqrt(w)).T
 
 
 class OutputLayerStats:
@@ -596,26 +556,16 @@ def check_recordings(recordings: Sequence[Recording]) -> None:
             raise ValueError(f"{rec.name}: a phones transcript is a non-empty list of symbols")
 
 
-def _blas_threads(n: int):
-    """A context running BLAS on ``n`` threads (0: as it is; nothing without threadpoolctl). One
-    thread is the fastest on a machine whose cores are shared: the Cholesky factorisation of the
-    refit took 3.3 s on the default threads and 0.5 s on one while two other jobs ran."""
-    import contextlib
-
-    if n <= 0:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(n, user_api="blas")
-
-
 def adapt_model(base: AlignmentModel, recordings: Sequence[Recording], rounds: int = 1,
                 settings: AdaptSettings | None = None, dictionary=None, progress=None, on_round=None,
                 warps: dict | None = None, blas_threads: int = 1, file_progress=None) -> tuple:
-    """:func:`_adapt_model` with BLAS on ``blas_threads`` threads (0: as it is)."""
-    with _blas_threads(blas_threads):
+    """:func:`_adapt_model` with BLAS on ``blas_threads`` threads (0: as it is;
+    :func:`aligner.runtime.blas.limit`). One thread is the fastest on a machine whose cores are
+    shared: the Cholesky factorisation of the refit took 3.3 s on the default threads and 0.5 s
+    on one while two other jobs ran."""
+    from aligner.runtime import blas
+
+    with blas.limit(blas_threads):
         return _adapt_model(base, recordings, rounds, settings, dictionary, progress, on_round, warps,
                             file_progress)
 
@@ -685,7 +635,7 @@ def _adapt_model(base: AlignmentModel, recordings: Sequence[Recording], rounds: 
             if stats is not None:
                 for a in range(0, len(frames), STATS_BLOCK_FRAMES):
                     lo, hi = max(0, a - clf.context), min(len(frames), a + STATS_BLOCK_FRAMES + clf.context)
-                    E = kernel_values(clf, frames[lo:hi])[a - lo:min(a + STATS_BLOCK_FRAMES, len(frames)) - lo]
+                    E = clf.kernel_values(frames[lo:hi])[a - lo:min(a + STATS_BLOCK_FRAMES, len(frames)) - lo]
                     b = a + len(E)
                     stats.add(E, dec.labels[a:b], dec.weights[a:b], clf.weights, clf.bias)
         if file_progress is not None:

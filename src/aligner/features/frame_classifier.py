@@ -311,6 +311,16 @@ class FrameClassifier:
     def _svm_outputs(self, frames: np.ndarray) -> np.ndarray:
         """(T, n_classes) float32 SVM outputs of (T, n_features) float32 frames, unsmoothed
         (edge frames' context padded by repetition)."""
+        E = self.kernel_values(frames)
+        with blas.limit(self.blas_threads):
+            dec = E @ self.weights
+        dec += self.bias
+        return dec
+
+    def kernel_values(self, frames: np.ndarray) -> np.ndarray:
+        """(T, m) float32 RBF kernel values ``exp(-gamma / d ||p_t - l_j||^2)`` of (T, n_features)
+        float32 frames against the m landmarks: the ``E`` of the SVM outputs ``E @ weights +
+        bias`` (edge frames' context padded by repetition, the whole array one block)."""
         P = self._standardised(frames)
         g = np.float32(self.gamma / P.shape[1])
         with blas.limit(self.blas_threads):
@@ -320,9 +330,7 @@ class FrameClassifier:
             E = P @ self._landmarks_by_column()
             _kernel_exponent(E, 2 * g, g * self.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
             np.exp(E, out=E)
-            dec = E @ self.weights
-        dec += self.bias
-        return dec
+        return E
 
     def _standardised(self, frames: np.ndarray) -> np.ndarray:
         """(T, (2 context + 1) n_features) float32 standardised context vectors of (T,
@@ -474,12 +482,20 @@ def _rbf(A: np.ndarray, B: np.ndarray, g: float) -> np.ndarray:
     return np.exp(-g * np.maximum(sq, 0))
 
 
-def _nystroem_features(P: np.ndarray, L: np.ndarray, g: float) -> tuple[np.ndarray, np.ndarray]:
-    """Nystroem features ``Z = k(P, L) M`` (float32) and ``M = K_LL^{-1/2}`` (rank-truncated)."""
+def landmark_eigenbasis(L: np.ndarray, g: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(U (m, r), w (r,))``: the eigenvectors and eigenvalues of the landmarks' float64 RBF
+    kernel matrix ``K_LL = exp(-g ||l_i - l_j||^2)`` (m, m) that the Nystroem map keeps (those
+    above 1e-6 times the largest): ``K_LL^{-1/2} = U / sqrt(w)`` on their span."""
     K = _rbf(L.astype(np.float64), L.astype(np.float64), g)
     w, U = np.linalg.eigh(K)
     keep = w > 1e-6 * w.max()
-    M = (U[:, keep] / np.sqrt(w[keep])).astype(np.float32)
+    return U[:, keep], w[keep]
+
+
+def _nystroem_features(P: np.ndarray, L: np.ndarray, g: float) -> tuple[np.ndarray, np.ndarray]:
+    """Nystroem features ``Z = k(P, L) M`` (float32) and ``M = K_LL^{-1/2}`` (rank-truncated)."""
+    U, w = landmark_eigenbasis(L, g)
+    M = (U / np.sqrt(w)).astype(np.float32)
     Z = np.empty((len(P), M.shape[1]), np.float32)
     for s in range(0, len(P), 8192):
         Z[s:s + 8192] = _rbf(P[s:s + 8192], L, g).astype(np.float32) @ M
