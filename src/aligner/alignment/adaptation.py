@@ -237,27 +237,20 @@ def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, 
         y, starts = model.decode_phones(frames, scores, classes, symbols, duration_s, rec.name)
         conf, match = model.review(frames, scores, classes, symbols, y, starts)
         return classes, symbols, y, starts, conf, match, starts
-    from aligner.alignment.graph_band import WORD_BAND_FRAMES, decode_banded
-    from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
     from aligner.alignment.long_recordings import needs_long_path
     from aligner.alignment.task import dp_cells
-    from aligner.alignment.words import PHONE_BONUS, word_graph
+    from aligner.alignment.words import decode_word_graph, word_graph
 
     labels, pronunciations = prons
-    graph, _ = word_graph(model, pronunciations)
-    if needs_long_path(dp_cells(len(frames), graph.max_frames, model.min_frames)):
+    built = word_graph(model, pronunciations)
+    if needs_long_path(dp_cells(len(frames), built[0].max_frames, model.min_frames)):
         raise AlignmentError(f"{rec.name}: too long for adaptation from words in one piece "
                              f"({len(frames)} frames); cut it into utterances")
-    x = make_graph_input(scores, frames, graph, model.min_frames, name=rec.name)
-    path = decode_banded(GraphAlignmentTask(phone_bonus=PHONE_BONUS), x, model.weights, WORD_BAND_FRAMES)
+    graph, _, _, path, starts = decode_word_graph(model, frames, scores, pronunciations, duration_s, rec.name,
+                                                  built=built)
     nodes, y = path.nodes, path.starts
     classes = np.asarray(graph.classes[nodes], np.int64)
     symbols = [graph.labels[n] for n in nodes]
-    if model.refiner is None:
-        starts = phone_start_times(y)
-    else:
-        starts = model.refiner.start_times(scores, frames, classes, y, x.dur_mean[nodes], x.dur_std[nodes],
-                                           duration_s)
     conf, match = model.review(frames, scores, classes, symbols, y, starts)
     return classes, symbols, y, starts, conf, match, starts[path.word_start >= 0]
 
@@ -273,15 +266,11 @@ def alignment_value(model: AlignmentModel, rec: Recording, frames: np.ndarray, p
         y, _ = model.decode_phones(frames, scores, classes, symbols, rec.duration_s, rec.name)
         x = model.make_input(frames, classes, scores, name=rec.name, symbols=symbols)
         return float(AlignmentTask().score(x, y, model.weights))
-    from aligner.alignment.graph_band import WORD_BAND_FRAMES, decode_banded
-    from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
-    from aligner.alignment.words import PHONE_BONUS, word_graph
+    from aligner.alignment.graph_task import GraphAlignmentTask
+    from aligner.alignment.words import PHONE_BONUS, decode_word_graph
 
-    graph, _ = word_graph(model, prons[1])
-    x = make_graph_input(scores, frames, graph, model.min_frames, name=rec.name)
-    task = GraphAlignmentTask(phone_bonus=PHONE_BONUS)
-    path = decode_banded(task, x, model.weights, WORD_BAND_FRAMES)
-    return float(task.score(x, path, model.weights))
+    _, _, x, path, _ = decode_word_graph(model, frames, scores, prons[1], rec.duration_s, rec.name, refine=False)
+    return float(GraphAlignmentTask(phone_bonus=PHONE_BONUS).score(x, path, model.weights))
 
 
 #: vocal-tract-length warps tried per speaker by :func:`choose_warps`

@@ -282,20 +282,37 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
     return graph, expansions
 
 
-def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
-                      rules, pause_bonus, review=False, band=WORD_BAND_FRAMES) -> WordAlignment:
-    """:func:`align_words_scored` by one graph DP over all T frames, within ``band`` frames of a
-    first pass (:mod:`aligner.alignment.graph_band`; ``band=0``: the exact DP over all states)."""
-    graph, expansions = word_graph(model, pronunciations, rules)
+def decode_word_graph(model, frames, scores, pronunciations, duration_s, name="<utterance>",
+                      phone_bonus=PHONE_BONUS, rules=DEFAULT_RULES, pause_bonus=0.0, band=WORD_BAND_FRAMES,
+                      refine: bool = True, built=None) -> tuple:
+    """One graph DP over all T frames (within ``band`` frames of a first pass,
+    :mod:`aligner.alignment.graph_band`; ``band=0``: the exact DP over all states) of words
+    with these ``pronunciations``: ``(graph, expansions, graph input, path, start times (K,) in
+    seconds of the path's phones)``, the times refined by the model's refiner when it has one
+    (grid times without it, or with ``refine=False``: then None). ``built``: ``word_graph(model,
+    pronunciations, rules)`` when the caller has it already."""
+    graph, expansions = built if built is not None else word_graph(model, pronunciations, rules)
     x = make_graph_input(scores, frames, graph, model.min_frames, name=name)
     task = GraphAlignmentTask(phone_bonus=phone_bonus, pause_bonus=pause_bonus)
     path = decode_banded(task, x, model.weights, band) if band else task.decode(x, model.weights)
     nodes = path.nodes
-    if model.refiner is None:
+    if not refine:
+        starts_s = None
+    elif model.refiner is None:
         starts_s = phone_start_times(path.starts)
     else:
         starts_s = model.refiner.start_times(scores, frames, graph.classes[nodes], path.starts,
                                              x.dur_mean[nodes], x.dur_std[nodes], duration_s)
+    return graph, expansions, x, path, starts_s
+
+
+def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
+                      rules, pause_bonus, review=False, band=WORD_BAND_FRAMES) -> WordAlignment:
+    """:func:`align_words_scored` by one graph DP over all T frames, within ``band`` frames of a
+    first pass (:mod:`aligner.alignment.graph_band`; ``band=0``: the exact DP over all states)."""
+    graph, expansions, x, path, starts_s = decode_word_graph(model, frames, scores, pronunciations, duration_s,
+                                                              name, phone_bonus, rules, pause_bonus, band)
+    nodes = path.nodes
     ends_s = np.append(starts_s[1:], duration_s)
     conf, match = (None, None)
     if review:
