@@ -101,6 +101,17 @@ def fmt(m: tuple) -> str:
     return f"onset {m[0]:.2f} ms, offset {m[1]:.2f} ms, duration MAE {m[2]:.1f} ms, r {m[3]:.3f} (n {m[4]})"
 
 
+def _corpus_of(wavs, root: Path, phones: bool) -> None:
+    """A corpus under ``root`` (one folder per speaker) of links to ``wavs`` with a copy of each
+    one's ``.phn`` (``phones``) or ``.txt`` transcript beside it."""
+    for w in wavs:
+        d = root / w.parent.name
+        d.mkdir(exist_ok=True)
+        (d / w.name).symlink_to(w.resolve())
+        src = w.with_suffix(".phn" if phones else ".txt")
+        shutil.copy(src, d / src.name)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
@@ -269,12 +280,7 @@ def main(argv=None) -> int:
         for fold in folds:
             mine = [w for w in wavs if fold_of.get(w) == fold]
             with tempfile.TemporaryDirectory() as tmp:
-                for w in mine:
-                    d = Path(tmp) / w.parent.name
-                    d.mkdir(exist_ok=True)
-                    (d / w.name).symlink_to(w.resolve())
-                    src = w.with_suffix(".phn" if args.phones else ".txt")
-                    shutil.copy(src, d / src.name)
+                _corpus_of(mine, Path(tmp), args.phones)
                 report = api.measure_vowels([tmp], str(args.vowel_models / fold.name), mode="align", jobs=args.jobs,
                                             alignment_model=str(fold))
                 for r in report.records:
@@ -300,12 +306,7 @@ def main(argv=None) -> int:
         audio_s = sum(audio_duration(w) for w in wavs)
         speeds: dict = {False: [], True: []}
         with tempfile.TemporaryDirectory() as tmp:
-            for w in wavs:
-                d = Path(tmp) / w.parent.name
-                d.mkdir(exist_ok=True)
-                (d / w.name).symlink_to(w.resolve())
-                src = w.with_suffix(".phn" if args.phones else ".txt")
-                shutil.copy(src, d / src.name)
+            _corpus_of(wavs, Path(tmp), args.phones)
             for _ in range(args.speed_runs):
                 for fuse in (False, True):
                     speeds[fuse].append(audio_s / api.measure_vowels([tmp], mode="align", jobs=args.jobs,
