@@ -21,10 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from aligner.alignment.model import starts_to_intervals, times_to_intervals
-from aligner.io.corpus import find_utterances, speaker_folds
+from aligner.io.corpus import speaker_folds
 from aligner.alignment.evaluation import evaluate_directories
 from aligner.io.textgrids import write_textgrid
-from aligner.alignment.training import load_utterances, train_alignment_model
+from aligner.alignment.evaluation import score_alignments
+from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 
@@ -52,24 +53,34 @@ def main(argv=None):
     p.add_argument("--val-speakers", type=int, default=2)
     p.add_argument("--warps", default="0.9,1.1", help="VTLP factors of the classifier's training copies ('' = none)")
     p.add_argument("--no-refine", action="store_true", help="no sub-frame boundary refinement")
+    p.add_argument("--phones-tier", help="train on the data's own phones, read from this TextGrid tier "
+                   "(as `aligner train --phones-tier`)")
+    p.add_argument("--phone-classes", type=Path, help="as `aligner train --phone-classes`")
+    p.add_argument("--phone-code", default="auto", help="as `aligner train --phone-code`")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
     start = time.perf_counter()
-    utterances = find_utterances(args.data)
-    data = load_utterances(utterances, warps=tuple(float(w) for w in args.warps.split(',') if w.strip()))
+    # the phone inventory is chosen from every utterance's labels (no times), as a user's
+    # transcripts would show it; the classifier, weights and refiner see training speakers only
+    corpus = read_training_corpus(args.data, args.phones_tier, args.phone_classes, args.phone_code)
+    if corpus.choice is not None:
+        print(f"{len(corpus.choice.inventory)} phone classes; folded: {corpus.choice.folded}", file=sys.stderr)
+    data = load_utterances(corpus.utterances, warps=tuple(float(w) for w in args.warps.split(',') if w.strip()),
+                           phone_set=corpus.phone_set, tier=corpus.tier)
     by_name = {d.name: d for d in data}
     folds = speaker_folds(data, args.folds)
-    histories = []
+    histories, pairs = [], []
     for f, test_speakers in enumerate(folds):
         train = [d for d in data if d.speaker not in test_speakers]
         test = [d for d in data if d.speaker in test_speakers]
         t0 = time.perf_counter()
         model, result = train_alignment_model(
             train, args.trainer, json.loads(args.params), json.loads(args.classifier),
-            n_folds=args.inner_folds, n_val_speakers=args.val_speakers, refine=not args.no_refine)
+            n_folds=args.inner_folds, n_val_speakers=args.val_speakers, refine=not args.no_refine,
+            phone_set=corpus.phone_set)
         if args.save_models is not None:
             model.training["test_speakers"] = list(test_speakers)
             model.save(args.save_models / f"fold{f}")
@@ -80,6 +91,7 @@ def main(argv=None):
             x = model.make_input(d.frames, d.classes, scores, name=d.name, symbols=d.symbols)
             y = model.align_frames(x)
             times = model.start_times(x, y, scores, d.frames, d.duration_s)
+            pairs.append((d.starts_s, times))
             write_textgrid(args.out / "hyp" / f"{d.name}.TextGrid",
                            [("phones", times_to_intervals(times, d.symbols, d.duration_s))], d.duration_s)
             if model.refiner is not None:  # the same decode without the sub-frame shifts
@@ -91,11 +103,17 @@ def main(argv=None):
         print(f"fold {f + 1}/{len(folds)} (test {', '.join(test_speakers)}): trained in "
               f"{histories[-1]['seconds']} s, weights {np.round(model.weights, 3).tolist()}", file=sys.stderr)
 
-    scores, problems = evaluate_directories(args.data, args.out / "hyp")
-    base, _ = evaluate_directories(args.data, args.out / "baseline")
-    grid = evaluate_directories(args.data, args.out / "grid")[0] if (args.out / "grid").is_dir() else None
-    assert not problems, problems
-    report = {"aligner": scores.to_dict(), "duration_only": base.to_dict(),
+    # every boundary of the hand-aligned intervals, scored as `aligner evaluate` scores a .phn
+    scores = score_alignments(pairs)
+    if corpus.choice is None:  # the same through the files, as a user would score them
+        by_files, problems = evaluate_directories(args.data, args.out / "hyp")
+        assert not problems, problems
+        assert abs(by_files.mean_ms - scores.mean_ms) < 1e-6, (by_files.mean_ms, scores.mean_ms)
+        base, _ = evaluate_directories(args.data, args.out / "baseline")
+        grid = evaluate_directories(args.data, args.out / "grid")[0] if (args.out / "grid").is_dir() else None
+    else:
+        base = grid = None
+    report = {"aligner": scores.to_dict(), "duration_only": base.to_dict() if base else None,
               "without_refinement": grid.to_dict() if grid else None, "folds": histories,
               "trainer": args.trainer, "utterances": len(by_name), "seconds": round(time.perf_counter() - start, 1)}
     if args.json:
@@ -106,8 +124,9 @@ def main(argv=None):
     print(f"aligner ({args.trainer}):\n{scores.format()}\n")
     if grid:
         print(f"the same decodes on the 10 ms grid (no boundary refinement):\n{grid.format()}\n")
-    print(f"duration-only baseline:\n{base.format()}\n")
-    print(f"same figures: aligner evaluate {args.data} {args.out / 'hyp'}")
+    if base:
+        print(f"duration-only baseline:\n{base.format()}\n")
+        print(f"same figures: aligner evaluate {args.data} {args.out / 'hyp'}")
 
 
 if __name__ == "__main__":

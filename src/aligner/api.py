@@ -31,7 +31,6 @@ from aligner.alignment.pipeline import (PHONE_TIER, STREAM_SECONDS, TIER_OVERRUN
                                         align_words, check_output_not_input, load_dictionary, load_model,
                                         output_path, warm_up, warm_up_words)
 from aligner.errors import AlignerError
-from aligner.io.corpus import find_utterances
 from aligner.io.textgrids import Interval
 from aligner.vowels.pipeline import (VOWEL_CSV_ALIGNED_FIELDS, VOWEL_CSV_FIELDS, VOWEL_CSV_TIER_FIELDS,
                                      VOWEL_RESUME_MESSAGE, VOWEL_TIER, VOWEL_TRANSCRIPTS, VowelRecord, VowelReport,
@@ -133,17 +132,29 @@ def evaluate(ref_dir, hyp_dir, allow_missing: bool = False) -> Evaluation:
 
 def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[dict] = None,
           classifier_params: Optional[dict] = None, n_folds: int = 4, n_val_speakers: int = 2,
-          progress=None, epoch_callback=None) -> AlignmentModel:
-    """Train an alignment model on a TIMIT-layout corpus and save it to ``out_dir``."""
-    from aligner.alignment.training import load_utterances, train_alignment_model
+          progress=None, epoch_callback=None, phones_tier: Optional[str] = None, phone_classes=None,
+          phone_code: str = "auto", min_class_tokens: Optional[int] = None, on_inventory=None) -> AlignmentModel:
+    """Train an alignment model on a corpus of hand-aligned phones and save it to ``out_dir``.
 
-    utterances = find_utterances(corpus_dir)
-    if not utterances:
-        raise AlignerError(f"{corpus_dir}: no audio file with a .phn transcript beside it")
-    data = load_utterances(utterances, progress)
+    TIMIT ``.phn`` in a standard phone set train a 39-class model; TextGrids (tier
+    ``phones_tier``, default ``phones``), a ``phone_classes`` file or a ``phone_code``
+    (``ipa``, ``xsampa``, ``arpabet``, ``timit``, ``buckeye``) train a model of the data's own
+    phones (:func:`aligner.alignment.training.read_training_corpus`); ``on_inventory(choice)``
+    is called with the classes chosen before the audio is read.
+    """
+    from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
+
+    corpus = read_training_corpus(corpus_dir, phones_tier, phone_classes, phone_code, min_class_tokens)
+    if corpus.choice is not None and on_inventory is not None:
+        on_inventory(corpus.choice)
+    data = load_utterances(corpus.utterances, progress, phone_set=corpus.phone_set, tier=corpus.tier)
     model, _ = train_alignment_model(data, trainer, trainer_params, classifier_params, n_folds,
-                                     n_val_speakers, progress=progress, epoch_callback=epoch_callback)
+                                     n_val_speakers, progress=progress, epoch_callback=epoch_callback,
+                                     phone_set=corpus.phone_set)
     model.training["corpus"] = str(corpus_dir)
+    if corpus.choice is not None:
+        model.training["phone_classes"] = corpus.choice.describe()
+        model.training["folded_symbols"] = dict(sorted(corpus.choice.folded.items()))
     model.save(out_dir)
     return model
 

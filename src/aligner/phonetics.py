@@ -20,6 +20,7 @@ phone, and a glottal stop is acoustically a short closure).
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -42,7 +43,10 @@ __all__ = [
     "TIMIT61_VOWELS",
     "TIMIT61_CLOSURES",
     "PHONE_SET_NAMES",
+    "PhoneInventory",
+    "TIMIT39_INVENTORY",
     "PhoneSet",
+    "model_phone_set",
     "get_phone_set",
     "detect_phone_set",
 ]
@@ -79,6 +83,84 @@ assert sorted(BROAD_CLASS_OF) == sorted(CLASSES39)
 VOWEL_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c] == "vowel")
 NASAL_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c] == "nasal")
 GLIDE_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c] == "glide")
+
+
+class PhoneInventory:
+    """The classes a model tells apart, each with its broad class (a key of :data:`BROAD_CLASSES`).
+
+    ``classes``: the class names, in the order of the frame classifier's outputs;
+    ``broad``: the broad class of each. Exactly one class is silence (broad class ``silence``):
+    pauses, utterance edges and (in TIMIT's convention) stop closures. The shipped models use
+    :data:`TIMIT39_INVENTORY` (the 39 classes of Lee & Hon); a model trained on another phone set
+    stores its own (:meth:`to_json`), so nothing that reads a model assumes English.
+    """
+
+    def __init__(self, classes, broad):
+        self.classes: tuple[str, ...] = tuple(str(c) for c in classes)
+        self.broad: tuple[str, ...] = tuple(str(b) for b in broad)
+        if len(self.classes) != len(self.broad) or len(self.classes) < 2:
+            raise ValueError("a phone inventory needs at least two classes, each with one broad class")
+        if len(set(self.classes)) != len(self.classes) or any(not c.strip() for c in self.classes):
+            raise ValueError("phone inventory class names must be distinct and non-empty")
+        unknown = sorted(set(self.broad) - set(BROAD_CLASSES))
+        if unknown:
+            raise ValueError(f"unknown broad class {unknown[0]!r}; choose from {', '.join(BROAD_CLASSES)}")
+        silences = [i for i, b in enumerate(self.broad) if b == "silence"]
+        if len(silences) != 1:
+            raise ValueError(f"a phone inventory needs exactly one silence class, got {len(silences)}")
+        #: index of the silence class
+        self.silence_index: int = silences[0]
+        self._index = {c: i for i, c in enumerate(self.classes)}
+        #: (C,) int64: index of every class's broad class in :data:`BROAD_CLASSES`
+        self.broad_indices: np.ndarray = np.array([list(BROAD_CLASSES).index(b) for b in self.broad], np.int64)
+        self.broad_indices.setflags(write=False)
+
+    def __len__(self) -> int:
+        return len(self.classes)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PhoneInventory) and (self.classes, self.broad) == (other.classes, other.broad)
+
+    def __hash__(self) -> int:
+        return hash((self.classes, self.broad))
+
+    def __repr__(self) -> str:
+        return f"PhoneInventory({len(self.classes)} classes)"
+
+    @property
+    def silence(self) -> str:
+        return self.classes[self.silence_index]
+
+    def index(self, name: str) -> int:
+        """The index of class ``name``; KeyError if the inventory has no such class."""
+        return self._index[name]
+
+    def indices_of(self, broad: str) -> np.ndarray:
+        """(n,) int64 indices of the classes of broad class ``broad``, in inventory order."""
+        return np.array([i for i, b in enumerate(self.broad) if b == broad], np.int64)
+
+    def to_json(self) -> dict:
+        return {"classes": list(self.classes), "broad_classes": list(self.broad)}
+
+    @classmethod
+    def from_json(cls, d: Mapping) -> "PhoneInventory":
+        """The inventory of a model's JSON (``classes`` and ``broad_classes``); a model saved
+        before inventories were stored has ``classes`` only, which must then be the 39."""
+        classes = d["classes"]
+        if not isinstance(classes, list) or not all(isinstance(c, str) for c in classes):
+            raise ValueError("classes must be a list of names")
+        if "broad_classes" not in d:
+            if classes != list(CLASSES39):
+                raise ValueError("phone classes differ from the 39 and the model names no broad classes")
+            return TIMIT39_INVENTORY
+        broad = d["broad_classes"]
+        if not isinstance(broad, list) or not all(isinstance(b, str) for b in broad):
+            raise ValueError("broad_classes must be a list of names")
+        return cls(classes, broad)
+
+
+#: The inventory of the shipped models: the 39 classes of Lee & Hon and their broad classes.
+TIMIT39_INVENTORY = PhoneInventory(CLASSES39, [BROAD_CLASS_OF[c] for c in CLASSES39])
 
 
 # TIMIT symbols that fold into another class; every other TIMIT-61 symbol is its own class.
@@ -136,22 +218,30 @@ ARPABET_VOWELS = frozenset(p for p in ARPABET if BROAD_CLASS_OF[ARPABET_TO_39[p]
 PHONE_SET_NAMES = ("timit61", "timit39", "arpabet")
 
 _TIMIT61_SET = frozenset(TIMIT61)
-_CLASS_INDEX = {c: i for i, c in enumerate(CLASSES39)}
 _STRESSED_VOWEL = re.compile(r"^([a-z]+)[012]$")
 
 
 class PhoneSet:
-    """A named set of phone symbols, each mapped onto one of the 39 classes.
+    """A named set of phone symbols, each mapped onto one class of a :class:`PhoneInventory`.
 
-    Symbols are looked up case-insensitively; the ``arpabet`` set also strips a vowel's stress
-    digit. Use :func:`get_phone_set` rather than building one.
+    The sets of :func:`get_phone_set` map onto the 39 classes (:data:`TIMIT39_INVENTORY`) and
+    are looked up case-insensitively (the ``arpabet`` set also strips a vowel's stress digit);
+    a model trained on its own phones has a case-sensitive set of them
+    (:func:`model_phone_set`). Use those functions rather than building one.
     """
 
-    def __init__(self, name: str, description: str, to_class: Mapping[str, str], strip_stress: bool):
+    def __init__(self, name: str, description: str, to_class: Mapping[str, str], strip_stress: bool,
+                 inventory: "PhoneInventory | None" = None, case_sensitive: bool = False):
         self.name = name
         self.description = description
         self._to_class = dict(to_class)
         self._strip_stress = strip_stress
+        self._case_sensitive = case_sensitive
+        #: the classes the symbols map onto
+        self.inventory: PhoneInventory = TIMIT39_INVENTORY if inventory is None else inventory
+        missing = sorted(set(self._to_class.values()) - set(self.inventory.classes))
+        if missing:
+            raise ValueError(f"phone set {name!r} maps onto {missing[0]!r}, which is not a class of its inventory")
         #: The set's canonical symbols (lower case, without stress), sorted.
         self.symbols: tuple[str, ...] = tuple(sorted(self._to_class))
         self._class_index_of: dict[str, int] = {}  # transcript spelling -> class index, filled as met
@@ -161,6 +251,9 @@ class PhoneSet:
 
     def normalize(self, symbol: str) -> str | None:
         """The canonical spelling of ``symbol`` in this set, or None if it is not in the set."""
+        if self._case_sensitive:
+            key = unicodedata.normalize("NFC", symbol.strip())
+            return key if key in self._to_class else None
         key = symbol.strip().lower()
         if self._strip_stress:
             m = _STRESSED_VOWEL.match(key)
@@ -172,15 +265,15 @@ class PhoneSet:
         return isinstance(symbol, str) and self.normalize(symbol) is not None
 
     def class_of(self, symbol: str) -> str:
-        """The 39-class label of ``symbol`` (e.g. TIMIT ``ix`` -> ``ih``); KeyError if unknown."""
+        """The class of ``symbol`` (e.g. TIMIT ``ix`` -> ``ih``); KeyError if unknown."""
         key = self.normalize(symbol)
         if key is None:
             raise KeyError(f"{symbol!r} is not in the {self.name} phone set")
         return self._to_class[key]
 
     def class_index(self, symbol: str) -> int:
-        """The index of ``symbol``'s class in :data:`CLASSES39`; KeyError if unknown."""
-        return _CLASS_INDEX[self.class_of(symbol)]
+        """The index of ``symbol``'s class in :attr:`inventory`; KeyError if unknown."""
+        return self.inventory.index(self.class_of(symbol))
 
     def class_indices(self, symbols: Iterable[str]) -> np.ndarray:
         """:meth:`class_index` of every symbol, as an int64 array (each spelling looked up once
@@ -233,6 +326,15 @@ _PHONE_SETS = {
         strip_stress=True,
     ),
 }
+
+
+def model_phone_set(inventory: PhoneInventory, to_class: Mapping[str, str], description: str = "") -> PhoneSet:
+    """The phone set of a model trained on its own phones: ``to_class`` maps each symbol (as the
+    training transcripts write it, Unicode NFC) onto a class of ``inventory``. Case-sensitive
+    (IPA and X-SAMPA tell ``A`` from ``a``)."""
+    symbols = {unicodedata.normalize("NFC", s): c for s, c in to_class.items()}
+    return PhoneSet("model", description or f"the model's {len(symbols)} phones", symbols,
+                    strip_stress=False, inventory=inventory, case_sensitive=True)
 
 
 def get_phone_set(name: str, symbols: Sequence[str] | None = None, source: str = "transcript") -> PhoneSet:

@@ -519,22 +519,26 @@ class BoundaryConfidence:
         self.cal_folds = int(cal_folds)
         self.seed = int(seed)
         self._params = None
+        #: (C,) broad-class index of every class of the model's inventory (the 39 by default;
+        #: :meth:`from_arrays` takes the model's)
+        self.broad_of_class: np.ndarray = _BROAD_OF_CLASS
 
     # -- design ----------------------------------------------------------------------------
     @staticmethod
-    def _split(evidence: np.ndarray) -> tuple:
+    def _split(evidence: np.ndarray, broad_of_class: np.ndarray | None = None) -> tuple:
         E = np.asarray(evidence, np.float64)
         if E.ndim != 2 or E.shape[1] != N_EVIDENCE:
             raise ValueError(f"evidence must be (n, {N_EVIDENCE}), got shape {E.shape}")
+        broad = _BROAD_OF_CLASS if broad_of_class is None else broad_of_class
         cls = E[:, N_NUMERIC:]
-        if np.any(cls != np.round(cls)) or np.any(cls < 0) or np.any(cls >= N_CLASSES):
+        if np.any(cls != np.round(cls)) or np.any(cls < 0) or np.any(cls >= len(broad)):
             raise ValueError("class columns of the evidence must hold class indices")
         left, right = cls[:, 0].astype(np.int64), cls[:, 1].astype(np.int64)
-        return E[:, :N_NUMERIC], left, right, _BROAD_OF_CLASS[left] * N_BROAD + _BROAD_OF_CLASS[right]
+        return E[:, :N_NUMERIC], left, right, broad[left] * N_BROAD + broad[right]
 
     @staticmethod
-    def _design(evidence, tables) -> np.ndarray:
-        numeric, left, right, pair = BoundaryConfidence._split(evidence)
+    def _design(evidence, tables, broad_of_class: np.ndarray | None = None) -> np.ndarray:
+        numeric, left, right, pair = BoundaryConfidence._split(evidence, broad_of_class)
         n = len(numeric)
         X = np.zeros((n, N_DESIGN))
         X[:, :N_NUMERIC] = numeric
@@ -553,11 +557,12 @@ class BoundaryConfidence:
     def _fit_raw(self, E: np.ndarray, c: np.ndarray, labels: np.ndarray) -> dict:
         """The uncalibrated model's arrays, fitted on evidence E (n, N_EVIDENCE), the tolerance
         labels c (n,) (the class-rate tables) and one label column per threshold (n, M)."""
-        _, left, right, pair = self._split(E)
+        _, left, right, pair = self._split(E, self.broad_of_class)
+        n_classes = len(self.broad_of_class)
         p = {"pair_logit": self._rate_logits(pair, c, N_BROAD * N_BROAD),
-             "left_logit": self._rate_logits(left, c, N_CLASSES),
-             "right_logit": self._rate_logits(right, c, N_CLASSES)}
-        X = self._design(E, p)
+             "left_logit": self._rate_logits(left, c, n_classes),
+             "right_logit": self._rate_logits(right, c, n_classes)}
+        X = self._design(E, p, self.broad_of_class)
         p["mean"] = X.mean(axis=0)
         scale = X.std(axis=0)
         scale[scale < 1e-9] = 1.0
@@ -593,9 +598,9 @@ class BoundaryConfidence:
         return p
 
     @staticmethod
-    def _raw_logit(E: np.ndarray, p: dict) -> np.ndarray:
+    def _raw_logit(E: np.ndarray, p: dict, broad_of_class: np.ndarray | None = None) -> np.ndarray:
         """Mean over the thresholds' models of their logits."""
-        Z = (BoundaryConfidence._design(E, p) - p["mean"]) / p["scale"]
+        Z = (BoundaryConfidence._design(E, p, broad_of_class) - p["mean"]) / p["scale"]
         total = np.zeros(len(Z))
         M = p["output_bias"].shape[0]
         for i in range(M):
@@ -647,7 +652,7 @@ class BoundaryConfidence:
                 tr, te = fold != f, fold == f
                 if c[tr].all() or not c[tr].any():
                     raise ValueError("a calibration fold holds one kind of boundary only; give more groups")
-                oof[te] = self._raw_logit(E[te], self._fit_raw(E[tr], c[tr], labels[tr]))
+                oof[te] = self._raw_logit(E[te], self._fit_raw(E[tr], c[tr], labels[tr]), self.broad_of_class)
             if self.calibration == "platt":
                 from sklearn.linear_model import LogisticRegression
 
@@ -666,7 +671,7 @@ class BoundaryConfidence:
         """The uncalibrated logit (n,) of evidence (n, :data:`N_EVIDENCE`)."""
         if self._params is None:
             raise ModelError("the boundary confidence model is not fitted")
-        return self._raw_logit(np.asarray(evidence, np.float64), self._params)
+        return self._raw_logit(np.asarray(evidence, np.float64), self._params, self.broad_of_class)
 
     def predict_proba(self, evidence: np.ndarray) -> np.ndarray:
         """P(within tolerance) (n,) of boundaries with evidence (n, :data:`N_EVIDENCE`);
@@ -697,9 +702,13 @@ class BoundaryConfidence:
         return out
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "BoundaryConfidence":
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray],
+                    broad_of_class: np.ndarray | None = None) -> "BoundaryConfidence":
         """Rebuild from :meth:`to_arrays`; raises :class:`ModelError` (one line) on a missing,
-        mis-shaped, non-finite or inconsistent array, or one made for other evidence."""
+        mis-shaped, non-finite or inconsistent array, or one made for other evidence.
+        ``broad_of_class``: (C,) the broad-class index of each class of the model's inventory
+        (None: the 39 classes')."""
+        broad = _BROAD_OF_CLASS if broad_of_class is None else np.asarray(broad_of_class, np.int64)
         try:
             version = int(np.asarray(arrays["format_version"]))
             if version != _FORMAT_VERSION:
@@ -725,7 +734,9 @@ class BoundaryConfidence:
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"boundary confidence arrays unusable ({exc})") from None
         h, M = conf.hidden, len(conf.thresholds_ms)
-        expect = {"pair_logit": (N_BROAD * N_BROAD,), "left_logit": (N_CLASSES,), "right_logit": (N_CLASSES,),
+        conf.broad_of_class = broad
+        n_classes = len(broad)
+        expect = {"pair_logit": (N_BROAD * N_BROAD,), "left_logit": (n_classes,), "right_logit": (n_classes,),
                   "mean": (N_DESIGN,), "scale": (N_DESIGN,), "hidden_weights": (M, N_DESIGN, h),
                   "hidden_bias": (M, h), "output_weights": (M, h) if h else (M, N_DESIGN), "output_bias": (M,),
                   "platt": (2,)}

@@ -21,7 +21,7 @@ from aligner.features.mfcc import mfcc_features
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, n_frames, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_number
-from aligner.phonetics import CLASSES39, PhoneSet
+from aligner.phonetics import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
 from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
 from aligner.alignment.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, decode_banded,
                                    dp_cells, make_alignment_input)
@@ -55,7 +55,7 @@ def duration_key(symbol: str) -> str:
 class DurationStats:
     """Phone durations, in frames: mean, std, and the longest length the decoder tries.
 
-    Per class of :data:`CLASSES39` (``mean``, ``std``, ``max_frames``, shape (39,)), and per
+    Per class of the model's inventory (``mean``, ``std``, ``max_frames``, shape (C,)), and per
     transcript symbol seen at least :data:`MIN_SYMBOL_COUNT` times in training
     (``symbols`` (S,) keys of :func:`duration_key`, ``symbol_mean``/``symbol_std``/
     ``symbol_max_frames`` (S,)). The class of silence holds TIMIT's utterance-edge silence
@@ -74,9 +74,11 @@ class DurationStats:
     @classmethod
     def fit(cls, lengths_by_class: list, n_classes: int = len(CLASSES39),
             max_phone_frames: int = MAX_PHONE_FRAMES, max_silence_frames: int = MAX_SILENCE_FRAMES,
-            lengths_by_symbol: dict | None = None, min_symbol_count: int = MIN_SYMBOL_COUNT):
+            lengths_by_symbol: dict | None = None, min_symbol_count: int = MIN_SYMBOL_COUNT,
+            silence_class: int = SILENCE_CLASS):
         """Statistics from observed lengths: ``lengths_by_class[c]`` is a list of lengths (frames);
-        ``lengths_by_symbol`` maps a transcript symbol to ``(class, lengths)``.
+        ``lengths_by_symbol`` maps a transcript symbol to ``(class, lengths)``; ``silence_class``
+        is the index of silence in the ``n_classes`` classes.
 
         A class never seen gets the mean and std of all phones. ``max_frames`` is twice the
         longest observed length, at least 15 frames, capped at ``max_phone_frames``
@@ -89,7 +91,7 @@ class DurationStats:
         mean = np.full(n_classes, every.mean())
         std = np.full(n_classes, every.std())
         caps = np.full(n_classes, max_phone_frames, dtype=np.int64)
-        caps[SILENCE_CLASS] = max_silence_frames
+        caps[silence_class] = max_silence_frames
         max_frames = caps.copy()
         for c in range(n_classes):
             v = np.asarray(lengths_by_class[c], float)
@@ -169,6 +171,28 @@ class AlignmentModel:
     confidence: object = None
     #: transcript-mismatch check (:class:`~aligner.alignment.confidence.UtteranceCheck`); None = none
     utterance_check: object = None
+    #: the classes the model tells apart (the 39 of the shipped models, or a trained phone set's)
+    inventory: PhoneInventory = TIMIT39_INVENTORY
+    #: for a model trained on its own phones: transcript symbol -> class name; None = the
+    #: standard sets of :func:`~aligner.phonetics.get_phone_set` (39-class models)
+    phone_symbols: dict | None = None
+
+    def __post_init__(self):
+        for part in (self.refiner, self.confidence):
+            if part is not None:  # the refiner and confidence model read this inventory's broad classes
+                part.broad_of_class = self.inventory.broad_indices
+
+    @property
+    def phone_set(self) -> PhoneSet | None:
+        """The model's own phone set (a model trained on its own phones), or None: a 39-class
+        model reads the standard sets (TIMIT-61, the 39 classes, ARPAbet)."""
+        if self.phone_symbols is None:
+            return None
+        cached = self.__dict__.get("_phone_set")
+        if cached is None:
+            cached = model_phone_set(self.inventory, self.phone_symbols)
+            self.__dict__["_phone_set"] = cached
+        return cached
 
     @property
     def task(self) -> AlignmentTask:
@@ -381,9 +405,13 @@ class AlignmentModel:
         params = {"alignment": {"weights": [float(v) for v in self.weights],
                                 "feature_names": list(FEATURE_NAMES),
                                 "min_frames": int(self.min_frames),
-                                "classes": list(CLASSES39),
+                                **self.inventory.to_json(),
                                 "frame_shift_samples": FRAME_SHIFT,
                                 "sample_rate": SAMPLE_RATE}}
+        if self.inventory == TIMIT39_INVENTORY:
+            del params["alignment"]["broad_classes"]  # as saved before inventories were stored
+        if self.phone_symbols is not None:
+            params["alignment"]["phone_symbols"] = dict(sorted(self.phone_symbols.items()))
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -394,12 +422,20 @@ class AlignmentModel:
             weights = np.asarray(p["weights"], dtype=float)
             if weights.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(weights)):
                 raise ValueError(f"weights must be {len(FEATURE_NAMES)} finite numbers")
-            if list(p["classes"]) != list(CLASSES39):
-                raise ValueError("phone classes differ from this aligner's")
+            inventory = PhoneInventory.from_json(p)
+            phone_symbols = p.get("phone_symbols")
+            if phone_symbols is not None:
+                if not isinstance(phone_symbols, dict) or not phone_symbols or not all(
+                        isinstance(k, str) and k.strip() and v in inventory.classes for k, v in phone_symbols.items()):
+                    raise ValueError("phone_symbols must map symbols onto the model's classes")
+            elif inventory != TIMIT39_INVENTORY:
+                raise ValueError("a model of its own phone classes must list its phone symbols")
             durations = DurationStats.from_arrays(arrays["durations"])
-            if durations.mean.shape != (len(CLASSES39),):
+            if durations.mean.shape != (len(inventory),):
                 raise ValueError("duration statistics have the wrong shape")
             classifier = FrameClassifier.from_arrays(arrays["classifier"])
+            if classifier.n_classes != len(inventory):
+                raise ValueError(f"the classifier has {classifier.n_classes} classes, the model {len(inventory)}")
             min_frames = whole_number(p["min_frames"], "min_frames", 1, int(durations.max_frames.min()))
             if whole_number(p.get("frame_shift_samples", FRAME_SHIFT), "frame_shift_samples", 1, 10**6) != FRAME_SHIFT:
                 raise ValueError(f"frame_shift_samples {p['frame_shift_samples']} is not this aligner's {FRAME_SHIFT}")
@@ -411,13 +447,13 @@ class AlignmentModel:
                 from aligner.alignment.confidence import BoundaryConfidence, UtteranceCheck
 
                 if "confidence" in arrays:
-                    confidence = BoundaryConfidence.from_arrays(arrays["confidence"])
+                    confidence = BoundaryConfidence.from_arrays(arrays["confidence"], inventory.broad_indices)
                 if "utterance_check" in arrays:
                     utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
         except (KeyError, ValueError, TypeError, ModelError) as exc:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
         return cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
-                   confidence, utterance_check)
+                   confidence, utterance_check, inventory, phone_symbols)
 
 
 def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list[Interval]:

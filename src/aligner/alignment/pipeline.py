@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel
-from aligner.errors import AlignerError, AlignmentError
+from aligner.errors import AlignerError, AlignmentError, TranscriptError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import load_audio, samples_at_model_rate
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
@@ -95,15 +95,13 @@ def _check_words_fit(m: AlignmentModel, prons, seconds: float, label: str) -> No
     from aligner.alignment.task import check_fits
     from aligner.alignment.words import EDGE_SYMBOL, PAUSE_SYMBOL
     from aligner.frames import n_frames
-    from aligner.phonetics import CLASSES39, SILENCE
-
     T = n_frames(int(seconds * SAMPLE_RATE))
     if T < 1 or not prons:
         return
     fewest = sum(min(len(p) for p in alternatives) for alternatives in prons)
     # the most the words can cover: a pause between (and around) the words and every phone at
     # its longest (stops and affricates decode as two phones)
-    sil = np.array([CLASSES39.index(SILENCE)])
+    sil = np.array([m.inventory.silence_index])
     pause = int(m.durations.for_phones(sil, [PAUSE_SYMBOL])[2][0])
     edge = int(m.durations.for_phones(sil, [EDGE_SYMBOL])[2][0])
     longest = int(m.durations.max_frames.max())
@@ -149,13 +147,29 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     return _align_phones(load_model(model), audio, phones, phone_set, name, split_stops, sr, review=False)[0]
 
 
+def model_reading(m: AlignmentModel, phone_set):
+    """The phone set a transcript for model ``m`` is read in: ``phone_set`` (a name, ``auto``
+    or a :class:`~aligner.phonetics.PhoneSet`) for a 39-class model; the model's own phones for a
+    model trained on its own phone set, which takes ``auto`` (or ``model``) only."""
+    own = m.phone_set
+    if own is None:
+        if phone_set == "model":
+            raise TranscriptError("this model reads the standard phone sets (timit61, timit39, arpabet); "
+                                  "--phone-set model is for models trained on their own phones")
+        return phone_set
+    if phone_set not in ("auto", "model") and phone_set is not own:
+        raise TranscriptError(f"this model was trained on its own phones ({own.description}) and reads "
+                              f"those only; leave the phone set at auto, not {getattr(phone_set, 'name', phone_set)!r}")
+    return own
+
+
 def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops, sr, review: bool) -> tuple:
     """:func:`align`'s work: ``(intervals, confidences or None, transcript match or None)``.
     The transcript must fit the audio (checked from a file's header before its samples are
     read); an alignment error names the recording."""
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
-    symbols, pset = read_transcript(phones, phone_set)
+    symbols, pset = read_transcript(phones, model_reading(m, phone_set))
     if name is None and isinstance(audio, (str, os.PathLike)):
         name = str(audio)
     try:
@@ -275,6 +289,9 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     if oov not in ("g2p", "error"):
         raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
     m = load_model(model)
+    if m.phone_set is not None:
+        raise TranscriptError(f"{name or audio}: this model was trained on its own phones ({m.phone_set.description}); "
+                              "word transcripts need the English 39-class model for now: give the phones instead")
     words_dict = load_dictionary(dictionary)
     if isinstance(audio, (str, os.PathLike)):  # checks from the header first: no samples read yet
         from aligner.io.audio import audio_duration
@@ -344,6 +361,9 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
     as an :class:`Alignment`."""
     from aligner.io.transcripts import transcript_kind
 
+    model = load_model(model)
+    if kind == "auto" and model.phone_set is not None:
+        kind = "phones"  # a model of its own phones reads phone transcripts in its symbols
     if transcript_kind(transcript, kind) == "words":
         return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name)
     return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr)
@@ -417,8 +437,14 @@ def warm_up(model: AlignmentModel) -> None:
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
     from aligner.phonetics import get_phone_set
 
-    model.align_with_review(samples, ["h#", "aa", "h#"], get_phone_set("timit61"), name="<warm-up>",
-                            review=model.confidence is not None)
+    own = model.phone_set
+    if own is None:
+        symbols, pset = ["h#", "aa", "h#"], get_phone_set("timit61")
+    else:  # the model's silence around one of its other phones
+        silence = next(s for s in own.symbols if own.class_of(s) == model.inventory.silence)
+        other = next(s for s in own.symbols if own.class_of(s) != model.inventory.silence)
+        symbols, pset = [silence, other, silence], own
+    model.align_with_review(samples, symbols, pset, name="<warm-up>", review=model.confidence is not None)
 
 
 def warm_up_words(model: AlignmentModel) -> None:

@@ -48,11 +48,13 @@ import numpy as np
 
 from aligner.errors import ModelError
 from aligner.frames import phone_start_times
-from aligner.phonetics import BROAD_CLASS_OF, BROAD_CLASSES, CLASSES39
+from aligner.phonetics import BROAD_CLASSES, TIMIT39_INVENTORY
 
 #: class index (of :data:`~aligner.phonetics.CLASSES39`) -> index of its broad class in
-#: :data:`~aligner.phonetics.BROAD_CLASSES`, for the broad-class pair indicator
-_BROAD_OF_CLASS = np.array([list(BROAD_CLASSES).index(BROAD_CLASS_OF[c]) for c in CLASSES39], np.int64)
+#: :data:`~aligner.phonetics.BROAD_CLASSES`, for the broad-class pair indicator of the shipped
+#: models' inventory; a model of another inventory passes its own
+#: (:attr:`~aligner.phonetics.PhoneInventory.broad_indices`)
+_BROAD_OF_CLASS = TIMIT39_INVENTORY.broad_indices
 N_BROAD = len(BROAD_CLASSES)
 SCORE_OFFSETS = np.arange(-3, 3)  #: frames relative to the boundary frame b, for the score difference
 CHANGE_OFFSETS = np.arange(-2, 3)  #: frames t (relative to b) of the change ||s_t - s_{t-1}||
@@ -68,13 +70,16 @@ REFINE_BLOCK_PHONES = 20_000
 
 
 def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarray,
-                      y: np.ndarray, dur_mean: np.ndarray, dur_std: np.ndarray) -> np.ndarray:
+                      y: np.ndarray, dur_mean: np.ndarray, dur_std: np.ndarray,
+                      broad_of_class: np.ndarray | None = None) -> np.ndarray:
     """Features (K-1, :data:`N_REFINER_FEATURES`) of the boundaries before phones 2..K.
 
-    ``scores``: (T, 39) classifier scores; ``frames``: (T, D) MFCC frames; ``classes``: (K,)
+    ``scores``: (T, C) classifier scores; ``frames``: (T, D) MFCC frames; ``classes``: (K,)
     phone classes; ``y``: (K,) start frames from the decoder; ``dur_mean``, ``dur_std``: (K,)
-    the decoder's duration statistics of each phone, in frames.
+    the decoder's duration statistics of each phone, in frames; ``broad_of_class``: (C,) each
+    class's broad-class index (None: the 39 classes').
     """
+    broad = _BROAD_OF_CLASS if broad_of_class is None else np.asarray(broad_of_class, np.int64)
     # scores and frames stay in their own dtype; only the rows read are converted (a long
     # recording's arrays are not copied)
     scores, frames = np.asarray(scores), np.asarray(frames)
@@ -92,7 +97,7 @@ def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarra
     change[at == 0] = 0.0
     change = change.reshape(K - 1, len(CHANGE_OFFSETS))
     pair = np.zeros((K - 1, N_BROAD * N_BROAD))
-    pair[np.arange(K - 1), _BROAD_OF_CLASS[classes[:-1]] * N_BROAD + _BROAD_OF_CLASS[classes[1:]]] = 1.0
+    pair[np.arange(K - 1), broad[classes[:-1]] * N_BROAD + broad[classes[1:]]] = 1.0
     energy = frames[np.clip(b + ENERGY_OFFSETS[None, :], 0, T - 1), ENERGY_COLUMN].astype(np.float64)
     lengths = np.diff(np.append(y, T)).astype(np.float64)
     z = (lengths - np.asarray(dur_mean, np.float64)) / np.asarray(dur_std, np.float64)
@@ -129,6 +134,8 @@ class BoundaryRefiner:
         self.hidden_bias = np.zeros(0)  #: (hidden,)
         self.output_weights = None  #: (hidden,) or, for ridge, (F,)
         self.output_bias = 0.0
+        #: (C,) broad-class index of every class of the model's inventory (set by the model)
+        self.broad_of_class: np.ndarray = _BROAD_OF_CLASS
 
     @property
     def n_features(self) -> int:
@@ -183,7 +190,7 @@ class BoundaryRefiner:
         (and stay below ``duration_s`` when given). Arguments as for :func:`boundary_features`."""
         K = len(y)
         if K <= REFINE_BLOCK_PHONES:
-            features = boundary_features(scores, frames, classes, y, dur_mean, dur_std)
+            features = boundary_features(scores, frames, classes, y, dur_mean, dur_std, self.broad_of_class)
             return refined_start_times(y, self.shifts_ms(features), duration_s)
         # a long recording: blocks of boundaries, each computed with two phones of context on
         # either side (the features of a boundary read its two phones and frames near it only)
@@ -193,7 +200,8 @@ class BoundaryRefiner:
         for a in range(1, K, REFINE_BLOCK_PHONES):
             b = min(K, a + REFINE_BLOCK_PHONES)
             lo, hi = max(0, a - 2), min(K, b + 2)
-            part = boundary_features(scores, frames, classes[lo:hi], y[lo:hi], dur_mean[lo:hi], dur_std[lo:hi])
+            part = boundary_features(scores, frames, classes[lo:hi], y[lo:hi], dur_mean[lo:hi], dur_std[lo:hi],
+                                     self.broad_of_class)
             if lo > 0:
                 part[0, -2] = 0.0  # the block's first boundary is not the recording's
             if hi < K:

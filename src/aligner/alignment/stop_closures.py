@@ -25,7 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
-from aligner.phonetics import CLASSES39, PhoneSet, SILENCE, TIMIT61_CLOSURES
+from aligner.phonetics import CLASSES39, PhoneSet, SILENCE, TIMIT39_INVENTORY, TIMIT61_CLOSURES
 
 __all__ = [
     "CLOSURE_OF_STOP",
@@ -74,7 +74,10 @@ def phone_set_has_closures(phone_set: PhoneSet) -> bool:
 
 def should_split_stops(phone_set: PhoneSet, split_stops: bool | None = None) -> bool:
     """Whether to split stops before decoding: ``split_stops`` if given, else automatic (split
-    exactly when ``phone_set`` has no closure symbols: ``arpabet`` and ``timit39``)."""
+    exactly when ``phone_set`` has no closure symbols: ``arpabet`` and ``timit39``). A model's
+    own phone set (not of the 39 classes) never splits: the closures are TIMIT's."""
+    if phone_set.inventory is not TIMIT39_INVENTORY:
+        return False
     if split_stops is None:
         return not phone_set_has_closures(phone_set)
     return bool(split_stops)

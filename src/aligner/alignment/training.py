@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -27,8 +28,8 @@ from aligner.io.corpus import Utterance, speaker_folds
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times, time_to_boundary_frame
 from aligner.learn import Trainer, ValidationSearch, make_trainer, param_grid, plain_params
-from aligner.io.transcripts import read_phn
-from aligner.phonetics import CLASSES39, get_phone_set
+from aligner.io.transcripts import read_phn, read_reference_phones
+from aligner.phonetics import TIMIT39_INVENTORY, PhoneInventory, PhoneSet, get_phone_set
 from aligner.alignment.task import AlignmentTask
 
 Progress = Optional[Callable[[str, int, int], None]]
@@ -90,38 +91,64 @@ def reference_starts(starts_samples: np.ndarray, n_frames: int, sample_rate: int
     return y
 
 
-def load_utterance(utt: Utterance, warps: tuple = ()) -> UtteranceData:
-    """Read one corpus utterance (audio + TIMIT ``.phn``); ``warps``: VTLP copies to add."""
+def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None = None,
+                   tier: str | None = None) -> UtteranceData:
+    """Read one corpus utterance (audio + hand-aligned phones); ``warps``: VTLP copies to add.
+
+    Without ``phone_set`` the transcript is a TIMIT ``.phn`` in a standard phone set (the 39
+    classes); with one (a model's own, :func:`~aligner.alignment.inventory.build_inventory`) it is
+    a ``.phn`` or the interval tier ``tier`` of a TextGrid
+    (:func:`~aligner.io.transcripts.read_reference_phones`), every label read in that set.
+    """
     samples = load_audio(utt.audio)
     frames = mfcc_features(samples)
-    starts, _, labels = read_phn(utt.transcript)
-    phone_set = get_phone_set("auto", labels, source=str(utt.transcript))
+    if phone_set is None:
+        starts, _, labels = read_phn(utt.transcript)
+        phone_set = get_phone_set("auto", labels, source=str(utt.transcript))
+    else:
+        from aligner.alignment.inventory import normalize_symbol
+        from aligner.errors import TranscriptError
+
+        starts_s, ends_s, labels = read_reference_phones(utt.transcript, tier)
+        labels = [normalize_symbol(s) for s in labels]
+        duration = len(samples) / SAMPLE_RATE
+        if ends_s[-1] > duration + 0.01:
+            raise TranscriptError(f"{utt.transcript}: the phones run to {ends_s[-1]:.3f} s, past the end of "
+                                  f"{utt.audio} ({duration:.3f} s)")
+        if len(labels) > len(frames):
+            raise TranscriptError(f"{utt.transcript}: {len(labels)} phones do not fit {len(frames)} frames of audio")
+        phone_set.validate(labels, str(utt.transcript))
+        starts = np.round(starts_s * SAMPLE_RATE)
     y = reference_starts(starts, len(frames))
     warped = [mfcc_features(samples, warp=w) for w in warps]
     return UtteranceData(utt.name, utt.speaker, frames, phone_set.class_indices(labels), list(labels), y,
                          len(samples) / SAMPLE_RATE, warped, np.asarray(starts, np.float64) / SAMPLE_RATE)
 
 
-def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS) -> list:
-    """Read every utterance, with its VTLP copies at ``warps`` for the classifier."""
+def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS,
+                    phone_set: PhoneSet | None = None, tier: str | None = None) -> list:
+    """Read every utterance, with its VTLP copies at ``warps`` for the classifier
+    (``phone_set``, ``tier``: as for :func:`load_utterance`)."""
     out = []
     for i, utt in enumerate(utterances):
-        out.append(load_utterance(utt, tuple(warps)))
+        out.append(load_utterance(utt, tuple(warps), phone_set, tier))
         if progress:
             progress("features", i + 1, len(utterances))
     return out
 
 
-def duration_stats(data: list) -> DurationStats:
-    """Per-class and per-symbol duration statistics (frames) of the reference alignments in ``data``."""
-    by_class = [[] for _ in CLASSES39]
+def duration_stats(data: list, inventory: PhoneInventory = TIMIT39_INVENTORY) -> DurationStats:
+    """Per-class and per-symbol duration statistics (frames) of the reference alignments in ``data``,
+    for the classes of ``inventory``."""
+    by_class = [[] for _ in inventory.classes]
     by_symbol = {}
     for d in data:
         lengths = np.diff(np.append(d.y, len(d.frames)))
         for c, sym, n in zip(d.classes, d.symbols, lengths):
             by_class[c].append(int(n))
             by_symbol.setdefault(duration_key(sym), (int(c), []))[1].append(int(n))
-    return DurationStats.fit(by_class, lengths_by_symbol=by_symbol)
+    return DurationStats.fit(by_class, len(inventory), lengths_by_symbol=by_symbol,
+                             silence_class=inventory.silence_index)
 
 
 def fit_classifier(data: list, classifier_params: dict) -> FrameClassifier:
@@ -162,7 +189,8 @@ def fit_boundary_refiner(model: AlignmentModel, prepared: "PreparedWeightTrainin
         if d.starts_s is None:
             raise ValueError(f"{d.name}: no hand-labelled times to fit the boundary refiner on")
         y = model.align_frames(x)
-        features.append(boundary_features(s, d.frames, x.phone_classes, y, x.dur_mean, x.dur_std))
+        features.append(boundary_features(s, d.frames, x.phone_classes, y, x.dur_mean, x.dur_std,
+                                          model.inventory.broad_indices))
         shifts.append(1000.0 * (d.starts_s[1:] - phone_start_times(y)[1:]))
     return BoundaryRefiner().fit(features, shifts)
 
@@ -186,7 +214,9 @@ class PreparedWeightTraining:
     classifier_params: dict
     n_folds: int  #: classifier folds of the out-of-fold scores (0: a separate classifier part)
     seconds: float  #: wall time of the preparation (classifiers and inputs), seconds
-    scores: list = field(default_factory=list)  #: (T, 39) out-of-fold classifier scores of ``data``
+    scores: list = field(default_factory=list)  #: (T, C) out-of-fold classifier scores of ``data``
+    inventory: PhoneInventory = TIMIT39_INVENTORY  #: the classes of ``data``'s labels
+    phone_symbols: Optional[dict] = None  #: a model's own phone set (symbol -> class), or None
 
     @property
     def speakers(self) -> list:
@@ -205,6 +235,7 @@ def prepare_weight_training(
     progress: Progress = None,
     classifier_data: Optional[list] = None,
     validation_speakers: Optional[set] = None,
+    phone_set: Optional[PhoneSet] = None,
 ) -> PreparedWeightTraining:
     """Duration statistics, out-of-fold scores and the final classifier of ``data``, once.
 
@@ -214,21 +245,26 @@ def prepare_weight_training(
     With ``classifier_data`` (utterances of other speakers, as in the orbit and DLM papers'
     TIMIT split) the classifier is trained once on those and scores every utterance of
     ``data``, instead of out-of-fold scores over ``data``; the duration statistics then come
-    from both.
+    from both. ``phone_set``: the model's own phone set the utterances were read in
+    (:func:`load_utterance`); None: the 39 classes.
     """
     start = time.perf_counter()
+    inventory = TIMIT39_INVENTORY if phone_set is None else phone_set.inventory
+    phone_symbols = None if phone_set is None else {s: phone_set.class_of(s) for s in phone_set.symbols}
     classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
+    if inventory is not TIMIT39_INVENTORY:
+        classifier_params["n_classes"] = len(inventory)
     if classifier_data:
-        durations = duration_stats(list(classifier_data) + list(data))
+        durations = duration_stats(list(classifier_data) + list(data), inventory)
         final_classifier = fit_classifier(classifier_data, classifier_params)
         scores = [final_classifier.scores(d.frames) for d in data]
     else:
-        durations = duration_stats(data)
+        durations = duration_stats(data, inventory)
         scores = out_of_fold_scores(data, n_folds, classifier_params, progress)
         final_classifier = fit_classifier(data, classifier_params)
     if progress:
         progress("final classifier", 1, 1)
-    model = AlignmentModel(final_classifier, durations, np.zeros(7))
+    model = AlignmentModel(final_classifier, durations, np.zeros(7), inventory=inventory, phone_symbols=phone_symbols)
     inputs = [model.make_input(d.frames, d.classes, s, name=d.name, symbols=d.symbols)
               for d, s in zip(data, scores)]
     speakers = sorted({d.speaker for d in data})
@@ -241,7 +277,7 @@ def prepare_weight_training(
         [i for i, d in enumerate(data) if d.speaker not in val_speakers],
         [i for i, d in enumerate(data) if d.speaker in val_speakers],
         final_classifier, durations, classifier_params, 0 if classifier_data else n_folds,
-        time.perf_counter() - start, scores)
+        time.perf_counter() - start, scores, inventory, phone_symbols)
 
 
 def fit_weights(
@@ -286,7 +322,8 @@ def weights_model(prepared: PreparedWeightTraining, fitted: Trainer, refine: boo
     """
     start = time.perf_counter()
     data = prepared.data
-    model = AlignmentModel(prepared.classifier, prepared.durations, fitted.w_)
+    model = AlignmentModel(prepared.classifier, prepared.durations, fitted.w_, inventory=prepared.inventory,
+                           phone_symbols=prepared.phone_symbols)
     if refine:
         model.refiner = fit_boundary_refiner(model, prepared)
     model.training = {
@@ -320,6 +357,7 @@ def train_alignment_model(
     epoch_callback=None,
     refine: bool = True,
     eta0_grid: tuple = (),
+    phone_set: Optional[PhoneSet] = None,
 ) -> tuple:
     """Train an :class:`AlignmentModel` on ``data`` (list of :class:`UtteranceData`).
 
@@ -328,9 +366,11 @@ def train_alignment_model(
     to :func:`prepare_weight_training` then :func:`fit_weights` (``refine``: fit a
     :class:`BoundaryRefiner` too), except that when ``eta0_grid`` holds several step sizes,
     ``trainer_params`` leave ``eta0`` open and there are validation speakers, every step size of
-    the grid is fitted and the one with the lowest validation cost kept.
+    the grid is fitted and the one with the lowest validation cost kept. ``phone_set``: the
+    model's own phone set ``data`` was read in (:func:`load_utterance`); None: the 39 classes.
     """
-    prepared = prepare_weight_training(data, classifier_params, n_folds, n_val_speakers, progress)
+    prepared = prepare_weight_training(data, classifier_params, n_folds, n_val_speakers, progress,
+                                       phone_set=phone_set)
     params = dict(trainer_params or {})
     if "eta0" in params or not prepared.val_idx or len(eta0_grid) < 2:
         return fit_weights(prepared, trainer, params, task_params, epoch_callback, refine)
@@ -348,3 +388,64 @@ def train_alignment_model(
     model.training["eta0_validation_costs"] = {
         str(r["params"]["eta0"]): round(float(r["val_cost_mean"]), 5) for r in search.candidate_results_}
     return model, fitted
+
+
+@dataclass
+class TrainingCorpus:
+    """The utterances of a training corpus and how their phones are read: ``phone_set`` None
+    for TIMIT ``.phn`` in a standard phone set (the 39 classes); else the model's own set, and
+    ``choice`` the :class:`~aligner.alignment.inventory.InventoryChoice` that made it."""
+
+    utterances: list
+    phone_set: Optional[PhoneSet] = None
+    choice: object = None
+    tier: Optional[str] = None
+
+
+def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_classes=None,
+                         phone_code: str = "auto", min_class_tokens: Optional[int] = None) -> TrainingCorpus:
+    """Find a corpus's hand-aligned utterances and decide how to read their phones.
+
+    TIMIT ``.phn`` files whose symbols are TIMIT-61 (or ARPAbet, or the 39 classes) train a
+    39-class model, as the shipped one. TextGrids (the interval tier ``phones_tier``, default
+    ``phones``; MFA's layout, speakers from folders), or any transcripts when ``phone_classes``
+    (a file path or a :func:`~aligner.alignment.inventory.read_phone_classes` table) or a
+    ``phone_code`` other than ``auto`` is given, train a model of the data's own phones
+    (:func:`~aligner.alignment.inventory.build_inventory`). Raises an
+    :class:`~aligner.errors.AlignerError` naming the corpus or the file at fault.
+    """
+    from aligner.alignment.inventory import MIN_CLASS_TOKENS, build_inventory, normalize_symbol, read_phone_classes
+    from aligner.errors import AlignerError, TranscriptError
+    from aligner.io.corpus import find_utterances
+    from aligner.phonetics import model_phone_set
+
+    textgrid = (".TextGrid", ".textgrid")
+    utterances = [] if phones_tier is not None else find_utterances(corpus_dir, (".phn",))
+    if not utterances:
+        utterances = find_utterances(corpus_dir, textgrid)
+    if not utterances:
+        raise AlignerError(f"{corpus_dir}: no audio file with a .phn or TextGrid of hand-aligned phones beside it")
+    own = phone_classes is not None or phone_code != "auto" or utterances[0].transcript.suffix.lower() != ".phn"
+    labels_of = {}
+    if not own:
+        try:
+            for u in utterances:
+                get_phone_set("auto", read_phn(u.transcript)[2], source=str(u.transcript))
+        except TranscriptError:
+            own = True  # symbols of no standard set: the data's own phones
+    if not own:
+        return TrainingCorpus(utterances)
+    where = {}
+    for u in utterances:
+        labels = [normalize_symbol(s) for s in read_reference_phones(u.transcript, phones_tier)[2]]
+        labels_of[u.name] = labels
+        for s in labels:
+            where.setdefault(s, str(u.transcript))
+    counts = {}
+    for labels in labels_of.values():
+        for s in labels:
+            counts[s] = counts.get(s, 0) + 1
+    table = read_phone_classes(phone_classes) if isinstance(phone_classes, (str, os.PathLike)) else phone_classes
+    choice = build_inventory(counts, phone_code, table,
+                             MIN_CLASS_TOKENS if min_class_tokens is None else min_class_tokens, where)
+    return TrainingCorpus(utterances, model_phone_set(choice.inventory, choice.symbol_class), choice, phones_tier)

@@ -19,8 +19,25 @@ from aligner.cli.common import echo, run
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--folds", type=click.IntRange(min=2), default=4, show_default=True,
               help="Speaker folds for the out-of-fold classifier scores.")
-def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds):
-    """Train an alignment model on CORPUS_DIR (TIMIT layout: audio + .phn) into OUT_DIR."""
+@click.option("--phones-tier", default=None, metavar="NAME",
+              help="Read hand-aligned phones from this interval tier of TextGrids beside the audio [phones].")
+@click.option("--phone-classes", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="File of 'SYMBOL BROAD_CLASS [CLASS]' lines: each symbol's broad class (vowel, glide, nasal, "
+                   "stop, affricate, fricative, silence) and optionally the class it joins.")
+@click.option("--phone-code", type=click.Choice(["auto", "ipa", "xsampa", "arpabet", "timit", "buckeye"]),
+              default="auto", show_default=True,
+              help="The symbols' code, read as IPA for their phonological features (auto: IPA, or TIMIT/ARPAbet "
+                   "when every symbol is one).")
+@click.option("--min-class-tokens", type=click.IntRange(min=1), default=None,
+              help="A symbol seen fewer times joins the nearest class of its broad class [20].")
+def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
+          min_class_tokens):
+    """Train an alignment model on CORPUS_DIR into OUT_DIR.
+
+    CORPUS_DIR holds audio with hand-aligned phones beside it: TIMIT .phn files (a 39-class
+    model, as the shipped one), or Praat TextGrids with a phones tier in any symbols (IPA,
+    X-SAMPA, ARPAbet, TIMIT, Buckeye-style; speakers from folders, as MFA reads them): a model
+    of the data's own phones, whose classes are printed before training."""
     from aligner import api
 
     params = {"epochs": epochs, "seed": seed}
@@ -36,5 +53,14 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds):
         echo(f"epoch {record.epoch}: train cost {record.train_cost:.4f}, "
                    f"validation cost {record.val_cost:.4f}, {record.seconds:.1f} s", err=True)
 
-    model = run(api.train, corpus_dir, out_dir, trainer, params, None, folds, 2, progress, epoch)
+    def inventory(choice):
+        echo(f"{len(choice.inventory)} phone classes (class, broad class, symbols):", err=True)
+        for line in choice.describe():
+            echo("  " + line.replace("\t", "  "), err=True)
+        for symbol, target in sorted(choice.folded.items()):
+            echo(f"  rare symbol {symbol!r} joins class {target!r}", err=True)
+
+    model = run(api.train, corpus_dir, out_dir, trainer, params, None, folds, 2, progress, epoch,
+                phones_tier=phones_tier, phone_classes=phone_classes, phone_code=phone_code,
+                min_class_tokens=min_class_tokens, on_inventory=inventory)
     echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")

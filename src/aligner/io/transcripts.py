@@ -322,3 +322,54 @@ def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> t
         raise TranscriptError(f"{path}: tier {tier_name!r} holds no labelled intervals")
     boundaries = np.array([start for start, _ in phones], dtype=np.float64)
     return boundaries, [label.strip() for _, label in phones]
+
+
+_ZERO_LENGTH = re.compile(r"xmin\s*=\s*([-+0-9.eE]+)\s*xmax\s*=\s*([-+0-9.eE]+)\s*(?:text|mark)\s*=\s*\"((?:[^\"]|\"\")*)\"")
+
+
+def read_reference_phones(path: str | os.PathLike, tier: str | None = None,
+                          sample_rate: int = SAMPLE_RATE) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Hand-aligned phones to train on: ``(starts_s (K,), ends_s (K,), labels)``, every interval
+    of the file in order, empty labels included (silence, as MFA and Praat write it).
+
+    ``path``: a TIMIT ``.phn`` (sample counts at ``sample_rate``) or a Praat TextGrid, whose
+    interval tier ``tier`` is read (None: ``phones``, else the only interval tier). Raises
+    :class:`TranscriptError` naming the file (and tier) for a missing tier, a tier with no
+    labelled interval, a zero-length interval, or intervals that overlap or leave a gap.
+    """
+    from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
+
+    path = Path(path)
+    if path.suffix.lower() == ".phn":
+        starts, ends, labels = read_phn(path)
+        return starts / float(sample_rate), ends / float(sample_rate), labels
+    grid = load_textgrid(path)
+    if tier is None:
+        names = tier_names(grid, interval=True)
+        if "phones" in names or len(names) != 1:
+            tier = "phones"
+        else:
+            tier = names[0]
+    intervals = interval_tier(grid, path, tier)
+    where = f"{path}: tier {tier!r}"
+    text = read_text(path, "TextGrid", TranscriptError)
+    for a, b, label in _ZERO_LENGTH.findall(text):  # the textgrid package drops these silently
+        try:
+            zero = float(a) == float(b)
+        except ValueError:
+            continue
+        if zero:
+            raise TranscriptError(f"{path}: zero-length interval at {float(a):g} s ({label!r}); remove it or "
+                                  "give it a duration")
+    if not any(iv.label.strip() for iv in intervals):
+        raise TranscriptError(f"{where} holds no labelled intervals")
+    for prev, cur in zip(intervals, intervals[1:]):
+        if cur.start_s < prev.end_s - 1e-6:
+            raise TranscriptError(f"{where}: intervals overlap at {cur.start_s:g} s ({prev.label!r} ends at "
+                                  f"{prev.end_s:g} s)")
+        if cur.start_s > prev.end_s + 1e-6:
+            raise TranscriptError(f"{where}: gap between {prev.end_s:g} and {cur.start_s:g} s; an interval "
+                                  "tier must cover its time without gaps")
+    starts = np.array([iv.start_s for iv in intervals], np.float64)
+    ends = np.array([iv.end_s for iv in intervals], np.float64)
+    return starts, ends, [iv.label for iv in intervals]
