@@ -8,6 +8,9 @@ Tools (``--tools``):
   ``python -m benchmarks.eval_alignment_cv --save-models DIR`` writes (``--folds-dir DIR``);
 * ``aligner-phones-cv``: the same models given the reference phones (the ``.phn`` sequence),
   words placed from the ``.wrd`` word/phone correspondence: the upper bound of the words row;
+* ``aligner-language-cv``: the fold models from the ``.txt`` words through ``--language en-us``
+  (gruut's IPA, each phone reached through the closest model phone by features): English
+  aligned as a language the model never heard, against ``aligner-cv``'s native dictionary;
 * ``aligner``: the shipped model (trained on these 12 speakers: in-sample, for speed figures);
 * ``pocketsphinx``: its own en-us model and dictionary.
 
@@ -262,8 +265,22 @@ def align_aligner_phones(session, words, pcm, utt) -> tuple:
     return hyp_words, [Interval(float(s), float(e), lab) for s, e, lab in zip(conv_starts, conv_ends, conv_labels)]
 
 
+def align_aligner_language(session, words, pcm, utt) -> tuple:
+    """aligner from the ``.txt`` words as if English were a language it never heard: each word
+    read by gruut's en-us G2P (IPA), each IPA phone aligned as the model phone closest by
+    features (``--language en-us``); phones scored as those model phones."""
+    from aligner import api
+
+    result = api.align_words(pcm.astype(np.float32) / 32768.0, utt.txt, _model_for(session, utt),
+                             sr=SAMPLE_RATE, name=utt.name, language="en-us")
+    tiers = dict(result.tiers)
+    as_model = [iv._replace(label=result.phone_map.get(iv.label, iv.label).upper()) for iv in tiers["phones"]]
+    return tiers["words"], as_model
+
+
 #: tool name -> (loader(args) -> session, align(session, words, pcm, utt) -> (words, phones))
 TOOLS = {
+    "aligner-language-cv": (load_aligner_cv, align_aligner_language),
     "aligner-cv": (load_aligner_cv, align_aligner),
     "aligner-phones-cv": (load_aligner_cv, align_aligner_phones),
     "aligner": (load_aligner, align_aligner),

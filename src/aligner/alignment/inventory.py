@@ -109,12 +109,18 @@ def _feature_table():
     return _FEATURE_TABLE
 
 
+def panphon_form(ipa: str) -> str:
+    """``ipa`` as panphon reads it: NFC, ASCII ``g`` as IPA ``ɡ`` (G2Ps write either), the
+    precomposed rhotic vowels ``ɝ``/``ɚ`` as vowel + rhotic hook."""
+    return "".join(_RHOTIC_VOWELS.get(ch, "ɡ" if ch == "g" else ch) for ch in unicodedata.normalize("NFC", ipa))
+
+
 def ipa_features(ipa: str) -> list[dict]:
     """The phonological features (panphon's, each -1, 0 or +1) of each segment of an IPA string;
     an empty list unless panphon reads every letter of it (diacritics it does not know are
     dropped; a letter or digit it does not know is not: ``p01`` is no ``p``)."""
     ft = _feature_table()
-    base = "".join(_RHOTIC_VOWELS.get(ch, ch) for ch in unicodedata.normalize("NFC", ipa))
+    base = panphon_form(ipa)
     if not ft.validate_word(base):
         bare = unicodedata.normalize("NFC", "".join(
             ch for ch in unicodedata.normalize("NFD", base)

@@ -177,10 +177,13 @@ class AlignmentModel:
     #: standard sets of :func:`~aligner.phonetics.get_phone_set` (39-class models)
     phone_symbols: dict | None = None
 
-    def __post_init__(self):
-        for part in (self.refiner, self.confidence):
-            if part is not None:  # the refiner and confidence model read this inventory's broad classes
-                part.broad_of_class = self.inventory.broad_indices
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if name in ("refiner", "confidence", "inventory"):  # however they are set, the refiner and
+            inventory = self.__dict__.get("inventory")    # the confidence model read this inventory's
+            for part in (self.__dict__.get("refiner"), self.__dict__.get("confidence")):  # broad classes
+                if part is not None and inventory is not None:
+                    part.broad_of_class = inventory.broad_indices
 
     @property
     def phone_set(self) -> PhoneSet | None:

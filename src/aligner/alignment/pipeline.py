@@ -221,6 +221,8 @@ class Alignment:
     transcript_match: Optional[float] = None
     #: the model's check says the transcript probably does not match the audio
     transcript_flagged: bool = False
+    #: with a language (``--language``): each of the language's phones -> the model phone it was aligned as
+    phone_map: dict = field(default_factory=dict)
 
     def review(self) -> tuple[int, int, float]:
         """``(boundaries, boundaries with confidence below 0.5, lowest confidence)`` over the
@@ -267,7 +269,8 @@ def _g2p_pronunciation(word: str) -> tuple:
 
 
 def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
-                name: str | None = None, tier: str | None = None) -> Alignment:
+                name: str | None = None, tier: str | None = None, language: str | None = None,
+                phone_map=None) -> Alignment:
     """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
     ``words`` and ``phones`` tiers (MFA's names and order).
 
@@ -278,6 +281,12 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     CMU) or a loaded dictionary. ``oov``: ``"g2p"`` (unknown words get the G2P's
     pronunciation, listed in ``oovs``) or ``"error"``. ``tier``: of a TextGrid transcript, that
     interval tier alone. Text normalisation: :mod:`aligner.words.normalize`.
+
+    ``language`` (e.g. ``es``): the words are in that language: each is read by its G2P, its
+    IPA phones reach the model through their closest model phones by features (``phone_map``:
+    a file or dict of ``LANGUAGE_PHONE MODEL_PHONE`` to override), and the phones tier is
+    written in the language's IPA (:mod:`aligner.alignment.languages`); the mapping is in the
+    result's ``phone_map``.
     """
     from aligner.alignment.words import align_words_scored
     from aligner.errors import TranscriptError
@@ -292,7 +301,15 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     if m.phone_set is not None:
         raise TranscriptError(f"{name or audio}: this model was trained on its own phones ({m.phone_set.description}); "
                               "word transcripts need the English 39-class model for now: give the phones instead")
-    words_dict = load_dictionary(dictionary)
+    if language is not None:
+        from aligner.alignment.languages import check_language, read_phone_map
+
+        check_language(language)
+        if isinstance(phone_map, (str, os.PathLike)):
+            phone_map = read_phone_map(phone_map)
+    words_dict = load_dictionary(dictionary) if language is None else None
+    mapping: dict = {}
+    ipa_of: dict = {}
     if isinstance(audio, (str, os.PathLike)):  # checks from the header first: no samples read yet
         from aligner.io.audio import audio_duration
 
@@ -317,8 +334,11 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
                                   f"{name} ({duration:.3f} s)")
         end = min(end, duration)
         label = name if seg.start_s is None else f"{name} [{start:.3f}-{end:.3f} s]"
-        tokens = normalize_transcript(seg.text, words_dict)
-        labels, prons = _pronunciations(tokens, words_dict, oov, where, oovs)
+        if language is None:
+            tokens = normalize_transcript(seg.text, words_dict)
+            labels, prons = _pronunciations(tokens, words_dict, oov, where, oovs)
+        else:
+            labels, prons = _language_pronunciations(m, seg.text, language, phone_map, mapping, ipa_of, where)
         _check_words_fit(m, prons, end - start, label)
         work.append((seg, start, end, label, labels, prons))
     if samples is None:
@@ -335,6 +355,8 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
         result = result.shifted(start)
+        if language is not None:
+            result.phones = _relabel_phones(result.words, result.phones, ipa_of)
         by_speaker[seg.speaker][0].extend(result.words)
         by_speaker[seg.speaker][1].extend(result.phones)
         if result.word_confidences is not None:
@@ -350,22 +372,61 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
             confidences[tier_name("words", speaker)] = word_conf
             confidences[tier_name("phones", speaker)] = phone_conf
     match = min(matches) if matches else None
-    return Alignment(tiers, duration, oovs, confidences, match, _flagged(m, match))
+    return Alignment(tiers, duration, oovs, confidences, match, _flagged(m, match), phone_map=mapping)
+
+
+def _language_pronunciations(m: AlignmentModel, text: str, language: str, overrides, mapping: dict,
+                             ipa_of: dict, where: str) -> tuple[list, list]:
+    """Labels and (one) pronunciation of each word of ``text`` in ``language``: the G2P's IPA
+    phones (kept in ``ipa_of``), each as its model phone (``mapping``, grown as phones are met)."""
+    from aligner.alignment.languages import language_pronunciations, language_words, phone_mapping
+
+    words = language_words(text)
+    if not words:
+        raise TranscriptError(f"{where}: transcript has no words to align")
+    new = {w: p for w, p in language_pronunciations([w for w in words if w not in ipa_of], language).items()}
+    ipa_of.update(new)
+    unmapped = [p for w in words for p in ipa_of[w] if p not in mapping]
+    if unmapped:
+        mapping.update(phone_mapping(unmapped, m, overrides))
+    return words, [[tuple(mapping[p].upper() for p in ipa_of[w])] for w in words]
+
+
+def _relabel_phones(words: list, phones: list, ipa_of: dict) -> list:
+    """The phones tier with each word's phones written as the language's IPA (``ipa_of``), where
+    the word was aligned with as many phones (always, unless a pause split it)."""
+    out = list(phones)
+    k = 0
+    for w in words:
+        inside = []
+        while k < len(out) and out[k].start_s < w.end_s - 1e-9:
+            if out[k].start_s >= w.start_s - 1e-9 and out[k].label.strip():
+                inside.append(k)
+            k += 1
+        ipa = ipa_of.get(w.label)
+        if ipa is not None and len(inside) == len(ipa):
+            for i, label in zip(inside, ipa):
+                out[i] = out[i]._replace(label=label)
+    return out
 
 
 def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_set: str = "auto",
                      split_stops: bool | None = None, dictionary=None, oov: str = "g2p",
-                     sr: int | None = None, name: str | None = None) -> Alignment:
+                     sr: int | None = None, name: str | None = None, language: str | None = None,
+                     phone_map=None) -> Alignment:
     """Align ``audio`` to a phone or words transcript (``kind``: ``auto``, ``phones``, ``words``;
     see :func:`aligner.io.transcripts.transcript_kind`): :func:`align` or :func:`align_words`,
     as an :class:`Alignment`."""
     from aligner.io.transcripts import transcript_kind
 
     model = load_model(model)
-    if kind == "auto" and model.phone_set is not None:
+    if language is not None:
+        kind = "words"  # a language's words, through its G2P
+    elif kind == "auto" and model.phone_set is not None:
         kind = "phones"  # a model of its own phones reads phone transcripts in its symbols
     if transcript_kind(transcript, kind) == "words":
-        return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name)
+        return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name, language=language,
+                           phone_map=phone_map)
     return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr)
 
 
@@ -409,21 +470,24 @@ def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
 
 def align_file_reviewed(audio, transcript, out=None, model=None, phone_set: str = "auto",
                         split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
-                        dictionary=None, oov: str = "g2p", confidence_tiers: bool = False) -> tuple[Path, Alignment]:
+                        dictionary=None, oov: str = "g2p", confidence_tiers: bool = False,
+                        language: str | None = None, phone_map=None) -> tuple[Path, Alignment]:
     """:func:`align_file`, returning ``(path written, the Alignment written there)`` (its
-    confidences, transcript check and unknown words)."""
+    confidences, transcript check and unknown words); ``language``, ``phone_map``: as for
+    :func:`align_words`."""
     return _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary, oov,
-                            confidence_tiers)
+                            confidence_tiers, language, phone_map)
 
 
 def _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary,
-                     oov, confidence_tiers: bool = False) -> tuple[Path, Alignment]:
+                     oov, confidence_tiers: bool = False, language=None, phone_map=None) -> tuple[Path, Alignment]:
     """:func:`align_file`'s work: the path written and the :class:`Alignment` written there."""
     from aligner.io.exports import write_alignment
 
     out = Path(out) if out is not None else output_path(audio, fmt)
     check_output_not_input(out, audio, transcript, dictionary)
-    result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov)
+    result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov,
+                              language=language, phone_map=phone_map)
     return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem,
                            confidences=result.confidences or None, confidence_tiers=confidence_tiers), result
 

@@ -17,9 +17,16 @@ from aligner.cli.options import phone_options, transcript_options
 @click.option("--confidence-tier", is_flag=True,
               help="TextGrid: add a point tier per tier with each boundary's confidence (CSV and JSON "
                    "always carry it).")
+@click.option("--language", metavar="CODE",
+              help="The words are in this language (es, de, fr, ...): each is read by the gruut G2P "
+                   "(pip install \"aligner[languages]\" gruut-lang-CODE), its phones aligned as the model's "
+                   "closest phones by phonological features (printed), and written in the language's IPA.")
+@click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
+              help="With --language: a file of 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @transcript_options
 @phone_options
-def align(audio, transcript, output, model, confidence_tier, kind, fmt, dictionary, oov, phone_set, split_stops):
+def align(audio, transcript, output, model, confidence_tier, language, phone_map, kind, fmt, dictionary, oov,
+          phone_set, split_stops):
     """Align AUDIO to TRANSCRIPT and write its words and phones tiers (a phones tier alone for a
     phone transcript).
 
@@ -37,7 +44,10 @@ def align(audio, transcript, output, model, confidence_tier, kind, fmt, dictiona
     from aligner import api
 
     out, result = run(api.align_file_reviewed, audio, transcript, output, model, phone_set, split_stops, kind,
-                      fmt, dictionary, oov, confidence_tier)
+                      fmt, dictionary, oov, confidence_tier, language=language, phone_map=phone_map)
+    if result.phone_map:
+        echo(f"{language} phones aligned as model phones: "
+             + ", ".join(f"{p} -> {m}" for p, m in sorted(result.phone_map.items())), err=True)
     for word, pronunciation in sorted(result.oovs.items()):
         echo(f"not in the dictionary: {word} (aligned as {pronunciation})", err=True)
     if result.transcript_flagged:
