@@ -95,13 +95,19 @@ class _Progress:
               help="Also train on tokens whose audio leaves the SPHERE header's sample range.")
 @click.option("--held-out-classifier", is_flag=True,
               help="Score each fold with a frame classifier trained without its test speakers (slow).")
+@click.option("--vowel-tier", metavar="NAME",
+              help="Train on the labelled intervals of this tier of TextGrids beside the audio (each a vowel, any "
+                   "language or symbols) instead of TIMIT's CVC tokens.")
+@click.option("--pad", type=click.FloatRange(min=0), default=0.1, show_default=True,
+              help="With --vowel-tier: seconds of audio on either side of each vowel in its training cut.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False),
               help="Also write the training record (settings and cross-validation scores) to this JSON file.")
 def train_vowels(corpus_dir, model_dir, alignment_model, trainers, params, widths, epochs, folds, tau, prior,
-                 prior_widen, runs, all_columns, keep_corrupted, held_out_classifier, json_out):
+                 prior_widen, runs, all_columns, keep_corrupted, held_out_classifier, vowel_tier, pad, json_out):
     """Train a vowel duration model on the CVC tokens of CORPUS_DIR and save it to MODEL_DIR.
 
-    CORPUS_DIR: TIMIT layout (audio with a .phn beside it, one folder per speaker). Each
+    CORPUS_DIR: TIMIT layout (audio with a .phn beside it, one folder per speaker), or, with
+    --vowel-tier, audio with a TextGrid beside it whose tier marks the vowels. Each
     candidate (trainer setting x edge-width set) is fitted with early stopping on validation
     speakers and the best is scored on held-out speakers, in speaker folds; the candidate with
     the lowest validation cost is refitted on every speaker and saved.
@@ -112,6 +118,8 @@ def train_vowels(corpus_dir, model_dir, alignment_model, trainers, params, width
     options = {"trainers": trainers, "epochs": epochs, "n_folds": folds, "tau": tau, "prior_form": prior,
                "prior_widen": prior_widen, "n_runs": runs, "keep_corrupted": keep_corrupted,
                "held_out_classifier": held_out_classifier}
+    if vowel_tier is not None:
+        options["vowel_tier"], options["pad_s"] = vowel_tier, pad
     if widths:
         options["width_sets"] = widths
     if all_columns:

@@ -157,6 +157,54 @@ def load_cvc_examples(corpus, classifier, progress: Progress = None) -> tuple[li
     return examples, skipped
 
 
+#: seconds of audio on either side of a vowel-tier interval in its training cut (``--pad``)
+DEFAULT_TIER_PAD_S = 0.1
+
+
+def load_tier_examples(utterances: list, classifier, tier: str, pad_s: float = DEFAULT_TIER_PAD_S,
+                       progress: Progress = None) -> tuple[list, list]:
+    """Every vowel of a corpus of TextGrids, with its cut's acoustics: ``(examples, skipped)``.
+
+    Each labelled interval of the interval tier ``tier`` is a vowel (its label the vowel's name,
+    any symbols); its cut runs ``pad_s`` seconds before and after it (clipped to the recording),
+    as the windows given to ``aligner vowels`` run around a vowel. Raises
+    :class:`~aligner.errors.AlignerError` naming the file for unreadable audio, a missing tier or
+    an interval past the end of its audio; a tier with no vowel adds nothing.
+    """
+    from aligner.errors import TranscriptError
+    from aligner.io.textgrids import read_interval_tier
+
+    examples, skipped = [], []
+    for i, utt in enumerate(utterances):
+        audio = load_audio(utt.audio)
+        bad = corrupted_samples(utt.audio, audio)
+        duration = len(audio) / SAMPLE_RATE
+        vowels = [iv for iv in read_interval_tier(utt.transcript, tier) if iv.label.strip()]
+        for k, iv in enumerate(vowels):
+            if iv.end_s > duration + 0.01:
+                raise TranscriptError(f"{utt.transcript}: tier {tier!r}: the interval {iv.start_s:.3f}-{iv.end_s:.3f} s "
+                                      f"runs past the end of {utt.audio} ({duration:.3f} s)")
+            a = max(0, int(round((iv.start_s - pad_s) * SAMPLE_RATE)))
+            b = min(len(audio), int(round((iv.end_s + pad_s) * SAMPLE_RATE)))
+            cut = audio[a:b]
+            on_s, off_s = iv.start_s - a / SAMPLE_RATE, min(iv.end_s, duration) - a / SAMPLE_RATE
+            try:
+                feats = vowel_acoustics(cut, classifier)
+            except AlignerError as exc:
+                skipped.append(f"{utt.name} vowel {k}: {exc}")
+                continue
+            y = np.array(seconds_to_frames(on_s, off_s), dtype=np.int64)
+            y[1] = min(y[1], len(feats) - 1)
+            if not 0 <= y[0] < y[1]:
+                skipped.append(f"{utt.name} vowel {k}: vowel shorter than one frame")
+                continue
+            examples.append(CVCExample(utt.speaker, f"{utt.name}#{k}:{iv.label.strip()}", feats, y, (on_s, off_s),
+                                       len(cut) / SAMPLE_RATE, bool(bad[a:b].any())))
+        if progress:
+            progress("features", i + 1, len(utterances))
+    return examples, skipped
+
+
 def vowel_input(features: np.ndarray, min_dur: int, max_dur: int, columns: Sequence[int], widths: Sequence[int],
                 edge_margin: int = EDGE_MARGIN, name: str = "<cut>") -> VowelInput:
     """The decoder's input for a whole cut, as :meth:`VowelModel.decode_frames` builds it at
@@ -560,6 +608,8 @@ def train_vowel_model(
     held_out_classifier: bool = False,
     blas_threads: Optional[int] = 1,
     progress: Progress = None,
+    vowel_tier: Optional[str] = None,
+    pad_s: float = DEFAULT_TIER_PAD_S,
 ) -> VowelModel:
     """Train a :class:`VowelModel` on the CVC tokens of a TIMIT-layout corpus (module docstring).
 
@@ -586,6 +636,9 @@ def train_vowel_model(
             weights bit-identical from run to run and machine to machine with the same
             libraries: a multi-threaded BLAS sums in an order that depends on the thread count.
         progress: ``progress(stage, done, total)``.
+        vowel_tier: train on the vowels of this interval tier of TextGrids beside the audio (any
+            language and symbols; :func:`load_tier_examples`) instead of TIMIT's CVC tokens.
+        pad_s: with ``vowel_tier``, seconds of context on either side of each vowel.
 
     The model's ``training`` record holds the settings, the chosen candidate and the
     cross-validation scores (``training["cv"]``, :meth:`VowelCrossValidation.record`).
@@ -600,12 +653,12 @@ def train_vowel_model(
             corpus_dir, alignment_model, trainers=trainers, grid=grid, width_sets=width_sets, epochs=epochs,
             n_folds=n_folds, n_val_speakers=n_val_speakers, tau=tau, columns=columns, prior_form=prior_form,
             prior_widen=prior_widen, n_runs=n_runs, keep_corrupted=keep_corrupted,
-            held_out_classifier=held_out_classifier, progress=progress)
+            held_out_classifier=held_out_classifier, progress=progress, vowel_tier=vowel_tier, pad_s=pad_s)
 
 
 def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_sets, epochs, n_folds, n_val_speakers,
                        tau, columns, prior_form, prior_widen, n_runs, keep_corrupted, held_out_classifier,
-                       progress) -> VowelModel:
+                       progress, vowel_tier=None, pad_s=DEFAULT_TIER_PAD_S) -> VowelModel:
     from aligner.alignment.model import AlignmentModel
     from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
 
@@ -613,19 +666,33 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
     cands = check_settings(trainers, grid, width_sets, epochs=epochs, n_folds=n_folds, n_val_speakers=n_val_speakers,
                            tau=tau, columns=columns, prior_form=prior_form, prior_widen=prior_widen, n_runs=n_runs,
                            held_out_classifier=held_out_classifier)
-    utterances = find_utterances(corpus_dir)
-    if not utterances:
-        raise AlignerError(f"{corpus_dir}: no audio file with a .phn transcript beside it")
+    if vowel_tier is not None:
+        if held_out_classifier:
+            raise VowelSettingsError("--held-out-classifier needs TIMIT .phn files (it retrains the frame classifier "
+                                     "on their phones); leave it out with --vowel-tier")
+        if not pad_s >= 0:
+            raise VowelSettingsError(f"pad must be 0 or more seconds, got {pad_s}")
+        utterances = find_utterances(corpus_dir, (".TextGrid", ".textgrid"))
+        if not utterances:
+            raise AlignerError(f"{corpus_dir}: no audio file with a TextGrid beside it")
+    else:
+        utterances = find_utterances(corpus_dir)
+        if not utterances:
+            raise AlignerError(f"{corpus_dir}: no audio file with a .phn transcript beside it")
     if isinstance(alignment_model, AlignmentModel):
         classifier, classifier_source = alignment_model.classifier, {"path": None, "sha256": None}
     else:
         model_dir = Path(alignment_model) if alignment_model is not None else default_model_dir(ALIGNMENT_KIND)
         classifier = AlignmentModel.load(model_dir).classifier
         classifier_source = _file_record(model_dir / "classifier.npz")
-    all_examples, skipped = load_cvc_examples(utterances, classifier, progress)
+    if vowel_tier is not None:
+        all_examples, skipped = load_tier_examples(utterances, classifier, vowel_tier, pad_s, progress)
+    else:
+        all_examples, skipped = load_cvc_examples(utterances, classifier, progress)
     examples = [t for t in all_examples if keep_corrupted or not t.corrupted]
     if not examples:
-        raise AlignerError(f"{corpus_dir}: no usable CVC token in {len(utterances)} utterances")
+        what = f"vowel in tier {vowel_tier!r}" if vowel_tier is not None else "CVC token"
+        raise AlignerError(f"{corpus_dir}: no usable {what} in {len(utterances)} utterances")
     n_speakers = len({t.speaker for t in examples})
     if n_folds and (n_folds > n_speakers or n_speakers - -(-n_speakers // n_folds) < 2):
         # every fold needs a test speaker, and besides its test speakers one to train on and one for validation
@@ -665,6 +732,8 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
         "duration_prior": {"form": prior_form, "widen": prior_widen},
         "classifier_source": classifier_source,
     }
+    if vowel_tier is not None:
+        training["vowel_tier"], training["pad_s"] = vowel_tier, pad_s
     if cv is not None:
         training["cv"] = cv.record()
     return fit.model(classifier, columns, training)
