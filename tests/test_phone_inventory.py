@@ -218,7 +218,30 @@ def test_train_on_ipa_textgrids_and_align_with_the_model(tmp_path):
     assert code == 1 and "trained on its own phones" in one_line_error(out)
     code, out = run("align", test.audio, "she had your dark suit", "-o", tmp_path / "w.TextGrid",
                     "--model", tmp_path / "model", "--transcript", "words")
-    assert code == 1 and "word transcripts need the English 39-class model" in one_line_error(out)
+    assert code == 1 and "word transcripts need a --dictionary in those phones" in one_line_error(out)
+
+    # words, with a dictionary in the model's phones (here: each word's phones in the reference)
+    from aligner.io.transcripts import read_sample_intervals
+
+    starts, ends, labels = read_phn(test.transcript)
+    phones_ipa = as_ipa(labels)
+    w_starts, w_ends, words = read_sample_intervals(test.transcript.with_suffix(".wrd"), "words", "word")
+    lines = {}
+    for a, b, w in zip(w_starts, w_ends, words):
+        lines.setdefault(w, " ".join(p for s, e, p in zip(starts, ends, phones_ipa) if s >= a and e <= b))
+    lexicon = tmp_path / "lexicon.txt"
+    lexicon.write_text("".join(f"{w}\t{p}\n" for w, p in lines.items()), encoding="utf-8")
+    result = api.align_words(test.audio, " ".join(words), model=tmp_path / "model", dictionary=lexicon)
+    aligned = dict(result.tiers)
+    assert [iv.label for iv in aligned["words"]] == list(words)
+    word_err = np.mean([abs(iv.start_s - a / 16000) for iv, a in zip(aligned["words"], w_starts)])
+    assert word_err < 0.05  # a tiny model, but the words land near their references
+    bad = tmp_path / "bad-lexicon.txt"
+    bad.write_text("dark d ɑ ɹ kk\n", encoding="utf-8")
+    code, out = run("align", test.audio, "dark", "-o", tmp_path / "d.TextGrid", "--model", tmp_path / "model",
+                    "--dictionary", bad)
+    assert code == 1 and "phone 'kk' in the pronunciation of 'dark' is not one of the model's phones" in \
+        one_line_error(out)
 
     # a damaged inventory in the model's JSON is one ModelError
     params = tmp_path / "model" / "params.json"

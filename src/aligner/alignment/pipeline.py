@@ -188,6 +188,13 @@ def _dictionary_cached(user: str | None):
     return load_dictionary(user)
 
 
+@lru_cache(maxsize=4)
+def _own_dictionary_cached(path: str, phone_set):
+    from aligner.words.dictionary import read_user_dictionary
+
+    return read_user_dictionary(path, phone_set)
+
+
 def load_dictionary(dictionary=None):
     """The pronouncing dictionary: ``dictionary`` itself (a
     :class:`~aligner.words.dictionary.PronouncingDictionary`), or the CMU Pronouncing Dictionary
@@ -298,16 +305,25 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     if oov not in ("g2p", "error"):
         raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
     m = load_model(model)
-    if m.phone_set is not None:
-        raise TranscriptError(f"{name or audio}: this model was trained on its own phones ({m.phone_set.description}); "
-                              "word transcripts need the English 39-class model for now: give the phones instead")
+    if m.phone_set is not None and language is None:
+        if dictionary is None:
+            raise TranscriptError(f"{name or audio}: this model was trained on its own phones ({m.phone_set.description}): "
+                                  "word transcripts need a --dictionary in those phones, or --language CODE for a G2P")
+        if oov != "error":
+            oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
     if language is not None:
         from aligner.alignment.languages import check_language, read_phone_map
 
         check_language(language)
         if isinstance(phone_map, (str, os.PathLike)):
             phone_map = read_phone_map(phone_map)
-    words_dict = load_dictionary(dictionary) if language is None else None
+    if language is not None:
+        words_dict = None
+    elif m.phone_set is not None:
+        words_dict = _own_dictionary_cached(str(Path(dictionary).resolve()), m.phone_set) \
+            if isinstance(dictionary, (str, os.PathLike)) else dictionary
+    else:
+        words_dict = load_dictionary(dictionary)
     mapping: dict = {}
     ipa_of: dict = {}
     if isinstance(audio, (str, os.PathLike)):  # checks from the header first: no samples read yet
@@ -389,7 +405,8 @@ def _language_pronunciations(m: AlignmentModel, text: str, language: str, overri
     unmapped = [p for w in words for p in ipa_of[w] if p not in mapping]
     if unmapped:
         mapping.update(phone_mapping(unmapped, m, overrides))
-    return words, [[tuple(mapping[p].upper() for p in ipa_of[w])] for w in words]
+    spell = str.upper if m.phone_set is None else str  # ARPAbet upper case; a model's own phones as written
+    return words, [[tuple(spell(mapping[p]) for p in ipa_of[w])] for w in words]
 
 
 def _relabel_phones(words: list, phones: list, ipa_of: dict) -> list:
@@ -422,8 +439,8 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
     model = load_model(model)
     if language is not None:
         kind = "words"  # a language's words, through its G2P
-    elif kind == "auto" and model.phone_set is not None:
-        kind = "phones"  # a model of its own phones reads phone transcripts in its symbols
+    elif kind == "auto" and model.phone_set is not None and dictionary is None:
+        kind = "phones"  # a model of its own phones reads phone transcripts in its symbols (words need a dictionary)
     if transcript_kind(transcript, kind) == "words":
         return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name, language=language,
                            phone_map=phone_map)

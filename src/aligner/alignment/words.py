@@ -30,13 +30,12 @@ from aligner.alignment.graph_task import GraphAlignmentTask, make_graph_input
 from aligner.alignment.stop_closures import ExpandedTranscript, expand_stop_closures
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.textgrids import Interval
-from aligner.phonetics import CLASSES39, SILENCE, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
+from aligner.phonetics import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
 
 #: per-phone bonus of the graph decoder (units of the per-phone score ``w . features``)
 PHONE_BONUS = 2.0
 #: duration-statistics symbols of a pause between words and of the silence at either end
 PAUSE_SYMBOL, EDGE_SYMBOL = "pau", "h#"
-_SIL = CLASSES39.index(SILENCE)
 FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
 
 
@@ -79,9 +78,20 @@ DEFAULT_RULES = ("no_initial_closure",)
 _VOWEL_CLASS_INDICES = frozenset(CLASSES39.index(c) for c in VOWEL_CLASSES)
 
 
+def words_phone_set(model):
+    """The phone set pronunciations for ``model`` are written in: ARPAbet for the 39-class
+    models, a model's own phones otherwise."""
+    return model.phone_set if model.phone_set is not None else get_phone_set("arpabet")
+
+
 def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
     """The internal phone sequences of one pronunciation: stops split into closure + release,
-    then each rule of ``rules`` applied on its own (one more sequence per rule that changes it)."""
+    then each rule of ``rules`` applied on its own (one more sequence per rule that changes it).
+    A model's own phone set (``arpabet`` not of the 39 classes) has no TIMIT closures and no
+    English rules: the pronunciation as written."""
+    if arpabet.inventory is not TIMIT39_INVENTORY:
+        n = len(phones)
+        return [ExpandedTranscript(list(phones), arpabet.class_indices(phones), np.arange(n, dtype=np.int64), n)]
     base = expand_stop_closures(list(phones), arpabet)
     out = [base]
     syms, cls, own = list(base.symbols), list(base.classes), list(base.owner)
@@ -154,8 +164,9 @@ def _pause(model, symbol: str) -> Segment:
     key = ("pause", symbol)
     seg = cache.get(key)
     if seg is None:
-        mean, std, mx = model.durations.for_phones(np.array([_SIL]), [symbol])
-        seg = cache[key] = Segment.make([_SIL], mean, std, mx, labels=[symbol])
+        sil = model.inventory.silence_index
+        mean, std, mx = model.durations.for_phones(np.array([sil]), [symbol])
+        seg = cache[key] = Segment.make([sil], mean, std, mx, labels=[symbol])
     return seg
 
 
@@ -188,7 +199,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     from aligner.alignment.long_recordings import first_pass_starts, needs_long_path
     from aligner.alignment.task import check_fits, dp_cells
 
-    arpabet = get_phone_set("arpabet")
+    arpabet = words_phone_set(model)
     # the first pronunciations as the dictionary writes them (the first expansion of each)
     canonical = [_pronunciation_segments(model, tuple(alternatives[0]), tuple(rules), arpabet)[0][1]
                  for alternatives in pronunciations]
@@ -267,7 +278,7 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
     word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
     optional pause between words and at either end) with ``model``'s duration statistics, and
     per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
-    arpabet = get_phone_set("arpabet")
+    arpabet = words_phone_set(model)
     words, expansions = [], []
     for alternatives in pronunciations:
         segs, exps = [], []

@@ -254,16 +254,19 @@ def load_cmudict() -> PronouncingDictionary:
 # --------------------------------------------------------------------------- user dictionaries
 
 
-def read_user_dictionary(path: str | os.PathLike) -> PronouncingDictionary:
+def read_user_dictionary(path: str | os.PathLike, phone_set=None) -> PronouncingDictionary:
     """Read a pronouncing dictionary in MFA format (see the module docstring).
 
+    ``phone_set``: the phones the pronunciations are written in (a model's own
+    :class:`~aligner.phonetics.PhoneSet`, kept as written); None: ARPAbet (upper-cased).
     Raises :class:`~aligner.errors.TranscriptError` (one line, naming the file and line) if the
-    file is missing, not UTF-8, has a word without phones, a phone outside the ARPAbet set, or
+    file is missing, not UTF-8, has a word without phones, a phone outside the phone set, or
     no entries at all.
     """
     from aligner.phonetics import get_phone_set  # imports numpy: only when a file is read
 
-    arpabet = get_phone_set("arpabet")
+    own = phone_set is not None
+    arpabet = phone_set if own else get_phone_set("arpabet")
     path = Path(path)
     from aligner.io.transcripts import read_text  # numpy: only when a file is read
 
@@ -283,26 +286,30 @@ def read_user_dictionary(path: str | os.PathLike) -> PronouncingDictionary:
             raise TranscriptError(f"{path}:{number}: word {fields[0]!r} has no phones")
         for phone in rest:
             if arpabet.normalize(phone) is None:
+                if own:
+                    raise TranscriptError(f"{path}:{number}: phone {phone!r} in the pronunciation of {fields[0]!r} "
+                                          f"is not one of the model's phones ({arpabet.description}); map it to one "
+                                          "of them")
                 raise TranscriptError(
                     f"{path}:{number}: unknown phone {phone!r} in the pronunciation of "
                     f"{fields[0]!r}; use ARPAbet ({arpabet.description}; stress digits on vowels only)"
                 )
-        result._add(word, " ".join(p.upper() for p in rest))
+        result._add(word, " ".join(arpabet.normalize(p) if own else p.upper() for p in rest))
     if not len(result):
         raise TranscriptError(f"{path}: pronouncing dictionary has no entries")
     return result
 
 
 def load_dictionary(user: str | os.PathLike | None = None, extend: bool = False,
-                    cmudict: bool = True) -> PronouncingDictionary:
+                    cmudict: bool = True, phone_set=None) -> PronouncingDictionary:
     """The dictionary to align with: CMU (if ``cmudict``) with the user file (if given) on top.
 
     ``extend`` as in :meth:`PronouncingDictionary.with_user`. With ``cmudict=False`` only the user
-    dictionary is used (then ``user`` is required).
+    dictionary is used (then ``user`` is required), its phones in ``phone_set`` (None: ARPAbet).
     """
     if not cmudict:
         if user is None:
             raise ValueError("load_dictionary(cmudict=False) needs a user dictionary")
-        return read_user_dictionary(user)
+        return read_user_dictionary(user, phone_set)
     base = load_cmudict()
     return base if user is None else base.with_user(read_user_dictionary(user), extend=extend)
