@@ -61,7 +61,11 @@ def language_pronunciations(words: list[str], code: str) -> dict[str, list[str]]
     gruut = _gruut()
     check_language(code)
     out: dict[str, list[str]] = {}
+    known = _G2P_CACHE.setdefault(code, {})
     for word in dict.fromkeys(words):
+        if word in known:
+            out[word] = list(known[word])
+            continue
         phones: list[str] = []
         try:
             for sentence in gruut.sentences(word, lang=code):
@@ -74,19 +78,32 @@ def language_pronunciations(words: list[str], code: str) -> dict[str, list[str]]
         if not phones:
             raise TranscriptError(f"the {code} G2P gives no phones for {word!r}")
         out[word] = phones
+        if len(known) < 100_000:  # bounded, whatever a corpus holds
+            known[word] = tuple(phones)
     return out
+
+
+#: language -> word -> its phones (a corpus repeats its words; the G2P takes milliseconds a word)
+_G2P_CACHE: dict = {}
+#: (IPA phone, the model's candidates) -> the closest model phone
+_NEAREST_CACHE: dict = {}
 
 
 def model_phones_ipa(model) -> dict[str, str]:
     """``{model phone symbol: its IPA reading}``, silence left out: for the 39-class models the
     ARPAbet phones (as a words transcript reaches them), for a model of its own phones every
     symbol with an IPA reading."""
+    cached = model.__dict__.get("_phones_ipa")
+    if cached is not None:
+        return cached
     if model.phone_set is None:
-        return {p: to_ipa(p, "arpabet") for p in ARPABET}
-    pset, out = model.phone_set, {}
-    for s in pset.symbols:
-        if pset.class_of(s) != model.inventory.silence and ipa_features(s):
-            out[s] = s
+        out = {p: to_ipa(p, "arpabet") for p in ARPABET}
+    else:
+        pset, out = model.phone_set, {}
+        for s in pset.symbols:
+            if pset.class_of(s) != model.inventory.silence and ipa_features(s):
+                out[s] = s
+    model.__dict__["_phones_ipa"] = out
     return out
 
 
@@ -109,6 +126,20 @@ def read_phone_map(path: str | os.PathLike) -> dict[str, str]:
     return out
 
 
+_DISTANCE = None
+
+
+def _distance():
+    global _DISTANCE
+    if _DISTANCE is None:
+        try:
+            from panphon.distance import Distance
+        except ImportError:
+            raise PhoneClassError(f"mapping phones by their features needs panphon: {LANGUAGES_EXTRA}") from None
+        _DISTANCE = Distance()
+    return _DISTANCE
+
+
 def phone_mapping(ipa_phones, model, overrides: dict | None = None) -> dict[str, str]:
     """``{IPA phone: model phone}`` for every phone of ``ipa_phones``: ``overrides`` first (each
     must name a phone of the model), else the model phone of least weighted feature edit
@@ -121,11 +152,7 @@ def phone_mapping(ipa_phones, model, overrides: dict | None = None) -> dict[str,
     for phone, target in overrides.items():
         if target.lower() not in known and target not in known:
             raise PhoneClassError(f"the phone map sends {phone!r} to {target!r}, which is not a phone of the model")
-    try:
-        from panphon.distance import Distance
-    except ImportError:
-        raise PhoneClassError(f"mapping phones by their features needs panphon: {LANGUAGES_EXTRA}") from None
-    distance = Distance()
+    distance = _distance()
     out: dict[str, str] = {}
     for phone in dict.fromkeys(ipa_phones):
         if phone in overrides:
@@ -133,9 +160,13 @@ def phone_mapping(ipa_phones, model, overrides: dict | None = None) -> dict[str,
             continue
         if not ipa_features(phone):
             raise PhoneClassError(f"phone {phone!r} has no phonological features; map it with --phone-map FILE")
-        form = panphon_form(phone)
-        best = min(candidates, key=lambda m: (distance.weighted_feature_edit_distance(form, panphon_form(candidates[m])),
-                                              list(candidates).index(m)))
+        key = (phone, tuple(sorted(candidates.items())))
+        best = _NEAREST_CACHE.get(key)
+        if best is None:
+            form = panphon_form(phone)
+            best = min(candidates, key=lambda m: (distance.weighted_feature_edit_distance(form, panphon_form(candidates[m])),
+                                                  list(candidates).index(m)))
+            _NEAREST_CACHE[key] = best
         out[phone] = best
     return out
 
