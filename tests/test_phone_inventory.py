@@ -236,6 +236,19 @@ def test_train_on_ipa_textgrids_and_align_with_the_model(tmp_path):
     assert [iv.label for iv in aligned["words"]] == list(words)
     word_err = np.mean([abs(iv.start_s - a / 16000) for iv, a in zip(aligned["words"], w_starts)])
     assert word_err < 0.05  # a tiny model, but the words land near their references
+    # a corpus of such words, and of phones in the model's symbols, through align-corpus's workers
+    corpus = tmp_path / "to-align" / "spk"
+    corpus.mkdir(parents=True)
+    (corpus / "w.wav").symlink_to(test.audio.resolve())
+    (corpus / "w.lab").write_text(" ".join(words), encoding="utf-8")
+    code, out = run("align-corpus", corpus.parent, tmp_path / "aligned", "--model", tmp_path / "model",
+                    "--dictionary", lexicon, "--jobs", "2")
+    assert code == 0 and (tmp_path / "aligned" / "spk" / "w.TextGrid").is_file(), out
+    (corpus / "p.wav").symlink_to(test.audio.resolve())
+    (corpus / "p.phones").write_text(" ".join(ipa), encoding="utf-8")
+    code, out = run("align-corpus", corpus.parent, tmp_path / "aligned-phones", "--model", tmp_path / "model",
+                    "--transcript", "phones")
+    assert code == 0 and (tmp_path / "aligned-phones" / "spk" / "p.TextGrid").is_file(), out
     bad = tmp_path / "bad-lexicon.txt"
     bad.write_text("dark d ɑ ɹ kk\n", encoding="utf-8")
     code, out = run("align", test.audio, "dark", "-o", tmp_path / "d.TextGrid", "--model", tmp_path / "model",

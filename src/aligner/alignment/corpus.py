@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from aligner.alignment.model import AlignmentModel
-from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, load_dictionary,
-                                        load_model, warm_up, warm_up_words)
+from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, _own_dictionary_cached,
+                                        load_dictionary, load_model, warm_up, warm_up_words)
 from aligner.errors import AlignerError
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
 from aligner.io.corpus import find_audio_files, find_utterances
@@ -116,10 +116,10 @@ def _warm_up_sphere_repair() -> None:
 
 def _align_one(job) -> tuple:
     """Align one corpus file: ``(audio, error or None, seconds of audio, oovs)``; never raises."""
-    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers, plot_png = job
+    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers, plot_png, language, phone_map = job
     try:
         _, result = _align_and_write(audio, transcript, out, _WORKER_MODEL, "auto", None, kind, fmt,
-                                     dictionary, oov, confidence_tiers)
+                                     dictionary, oov, confidence_tiers, language, phone_map)
         review = FileReview(*result.review(), result.transcript_match, result.transcript_flagged)
     except AlignerError as exc:
         return str(audio), str(exc), 0.0, {}, None, None
@@ -154,8 +154,22 @@ def _plot_result(audio, textgrid, png, result: "Alignment") -> None:
 _WORDS_WARM: set = set()
 
 
+def _preload_words(model: AlignmentModel, dictionary, language: Optional[str]) -> None:
+    """Load what word transcripts need before any file (a bad dictionary or language: one error,
+    not one per file): the language's G2P, a model's own-phone dictionary, or CMU plus the user's."""
+    if language is not None:
+        from aligner.alignment.languages import check_language
+
+        check_language(language)
+    elif model.phone_set is not None:
+        if dictionary is not None:
+            _own_dictionary_cached(str(Path(dictionary).resolve()), model.phone_set)
+    else:
+        load_dictionary(dictionary)
+
+
 def _corpus_worker_init(model_path: Optional[str], blas_threads: Optional[int], dictionary: Optional[str],
-                        words: bool) -> None:
+                        words: bool, language: Optional[str] = None) -> None:
     """Set up a Dask worker for a corpus: the model at ``model_path`` (None: the worker's own
     shipped model) loaded and its decoder warmed (:func:`worker_init`), and, for word
     transcripts (``words``), the pronouncing dictionary (CMU plus the one at ``dictionary``)
@@ -163,7 +177,7 @@ def _corpus_worker_init(model_path: Optional[str], blas_threads: Optional[int], 
     model_path = model_path or str(default_model_dir(ALIGNMENT_KIND).resolve())
     worker_init(model_path, blas_threads)
     if words:
-        load_dictionary(dictionary)
+        _preload_words(_WORKER_MODEL, dictionary, language)
         if model_path not in _WORDS_WARM:
             warm_up_words(_WORKER_MODEL)
             _WORDS_WARM.add(model_path)
@@ -173,7 +187,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  progress: Optional[Callable[[int, int], None]] = None, kind: str = "auto",
                  fmt: str = "textgrid", dictionary=None, oov: str = "g2p", engine: Optional[str] = None,
                  scheduler: Optional[str] = None, resume: bool = False,
-                 confidence_tiers: bool = False, plot_dir=None) -> CorpusReport:
+                 confidence_tiers: bool = False, plot_dir=None, language: Optional[str] = None,
+                 phone_map=None) -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's corpus layout (flat, or one folder per speaker; ``.lab``, ``.txt``
@@ -198,6 +213,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     ``plot_dir``: also draw each TextGrid's review picture (:func:`aligner.plotting.plot_alignment`) to
     ``plot_dir/<relative path>.png`` (the first 60 s of longer recordings; needs the ``plot``
     extra); a picture that cannot be drawn is listed in ``report.plot_problems``.
+    ``language``, ``phone_map``: words in a language the model never heard
+    (:func:`~aligner.alignment.pipeline.align_words`).
     """
     from aligner.io.exports import SUFFIXES
 
@@ -233,23 +250,25 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
             report.resumed.append(out)
             continue
         png = None if plot_dir is None else Path(plot_dir) / (u.name + ".png")
-        jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov, confidence_tiers, png))
+        jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov, confidence_tiers, png, language,
+                          phone_map))
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     words = any(Path(job[1]).suffix.lower() != ".phn" for job in jobs_list)
     given = [None] * len(jobs_list)  # per task, its absolute paths -> as given (Dask messages)
     if engine == "dask":
-        load_model(model_ref)  # a damaged model: one error here, not one per file on the workers
-        if words:
-            load_dictionary(dictionary)
+        if words:  # a damaged model, dictionary or language: one error here, not one per file on the workers
+            _preload_words(load_model(model_ref), dictionary, language)
+        else:
+            load_model(model_ref)
         given = [absolute_paths(job[:3] + (dictionary,)) for job in jobs_list]
-        tasks = [(dask_path(a), dask_path(t), dask_path(o), k, f, dask_path(d), v, c, dask_path(p))
-                 for a, t, o, k, f, d, v, c, p in jobs_list]
+        tasks = [(dask_path(a), dask_path(t), dask_path(o), k, f, dask_path(d), v, c, dask_path(p), lang, dask_path(pm))
+                 for a, t, o, k, f, d, v, c, p, lang, pm in jobs_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
-        initializer, initargs = _corpus_worker_init, (dask_model, 1, dask_path(dictionary), words)
+        initializer, initargs = _corpus_worker_init, (dask_model, 1, dask_path(dictionary), words, language)
     else:
         worker_init(model_ref)  # load and warm here: forked workers inherit both
         if words:
-            load_dictionary(dictionary)  # likewise the pronouncing dictionary and the word decoder
+            _preload_words(_WORKER_MODEL, dictionary, language)  # likewise the dictionary and the word decoder
             warm_up_words(_WORKER_MODEL)
         tasks, initializer, initargs = jobs_list, worker_init, (model_ref, 1)
     with open_pool(engine, scheduler, jobs, initializer, initargs, chunksize=1) as pool:

@@ -532,4 +532,11 @@ def warm_up_words(model: AlignmentModel) -> None:
     """Compile (or load from numba's cache) the pronunciation-graph decoder once."""
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
-    align_words(samples, "a", model, sr=SAMPLE_RATE, name="<warm-up>")
+    dictionary = None
+    if model.phone_set is not None:  # one word of one of the model's own phones
+        from aligner.words.dictionary import PronouncingDictionary
+
+        pset = model.phone_set
+        dictionary = PronouncingDictionary({"a": [next(s for s in pset.symbols
+                                                       if pset.class_of(s) != model.inventory.silence)]})
+    align_words(samples, "a", model, dictionary=dictionary, sr=SAMPLE_RATE, name="<warm-up>")

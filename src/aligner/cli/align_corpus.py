@@ -20,10 +20,15 @@ from aligner.cli.options import cluster_options, transcript_options
 @click.option("--confidence-tier", is_flag=True,
               help="TextGrids: add a point tier per tier with each boundary's confidence (CSV and JSON "
                    "always carry it).")
+@click.option("--language", metavar="CODE",
+              help="The words are in this language: read by the gruut G2P and aligned as the model's closest "
+                   "phones by features (as `aligner align --language`).")
+@click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
+              help="With --language: 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @transcript_options
 @cluster_options
-def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, kind, fmt, dictionary, oov, engine,
-                 scheduler, resume):
+def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, language, phone_map, kind, fmt,
+                 dictionary, oov, engine, scheduler, resume):
     """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
@@ -47,7 +52,7 @@ def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, ki
     progress = LazyBar("aligning")
     report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov,
                  engine=engine, scheduler=scheduler, resume=resume, confidence_tiers=confidence_tier,
-                 plot_dir=plot_dir)
+                 plot_dir=plot_dir, language=language, phone_map=phone_map)
     progress.close()
     if report.resumed:
         echo(f"kept {len(report.resumed)} complete outputs of an earlier run (--resume)")
