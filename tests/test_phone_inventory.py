@@ -139,6 +139,10 @@ def test_reference_phones_keep_empty_intervals_and_refuse_broken_tiers(tmp_path)
     gap.write_text(text.replace("xmin = 0.25\n", "xmin = 0.3\n", 1), encoding="utf-8")
     with pytest.raises(TranscriptError, match=r"gap between 0\.25 and 0\.3 s"):
         read_reference_phones(gap)
+    overlap = tmp_path / "overlap.TextGrid"
+    overlap.write_text(text.replace("xmin = 0.25\n", "xmin = 0.2\n", 1), encoding="utf-8")
+    with pytest.raises(TranscriptError, match="overlap"):
+        read_reference_phones(overlap)
     empty = _textgrid(tmp_path / "empty.TextGrid", [(0, 0.5, "")])
     with pytest.raises(TranscriptError, match="holds no labelled intervals"):
         read_reference_phones(empty)
@@ -300,3 +304,19 @@ def test_phones_running_past_the_audio_are_refused(tmp_path):
     corpus = read_training_corpus(tmp_path / "corpus", phone_classes=None, phone_code="ipa", min_class_tokens=1)
     with pytest.raises(TranscriptError, match="past the end of"):
         load_utterances(corpus.utterances, warps=(), phone_set=corpus.phone_set, tier=corpus.tier)
+
+
+@needs_timit
+def test_train_cli_names_the_file_for_a_missing_tier_or_an_unreadable_symbol(tmp_path):
+    pytest.importorskip("panphon")
+    _ipa_corpus(tmp_path / "corpus", n_speakers=1, per_speaker=1)
+    code, out = run("train", tmp_path / "corpus", tmp_path / "m", "--phones-tier", "segments")
+    assert code == 1 and "tier 'segments' not found (interval tiers: 'phones')" in one_line_error(out)
+    grid = next((tmp_path / "corpus").rglob("*.TextGrid"))
+    starts, ends, labels = read_reference_phones(grid)
+    _textgrid(grid, [(a, b, "q9" if i == 3 else s) for i, (a, b, s) in enumerate(zip(starts, ends, labels))])
+    code, out = run("train", tmp_path / "corpus", tmp_path / "m")
+    assert code == 1 and f"{grid}: phone 'q9' has no phonological features" in one_line_error(out)
+    assert not (tmp_path / "m").exists()
+    code, out = run("train", "--help")
+    assert "--phones-tier" in out and "--phone-classes" in out and "--phone-code" in out
