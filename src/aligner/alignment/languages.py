@@ -127,6 +127,13 @@ def read_phone_map(path: str | os.PathLike) -> dict[str, str]:
 
 
 _DISTANCE = None
+_TIE_BARS = str.maketrans("", "", "\u0361\u035c")
+
+
+def _untied(ipa: str) -> str:
+    """``ipa`` as compared by feature distance: panphon's reading, tie bars dropped (G2Ps write
+    ``t͡ʃ``, phone codes ``tʃ``: the same affricate)."""
+    return panphon_form(ipa).translate(_TIE_BARS)
 
 
 def _distance():
@@ -163,8 +170,8 @@ def phone_mapping(ipa_phones, model, overrides: dict | None = None) -> dict[str,
         key = (phone, tuple(sorted(candidates.items())))
         best = _NEAREST_CACHE.get(key)
         if best is None:
-            form = panphon_form(phone)
-            best = min(candidates, key=lambda m: (distance.weighted_feature_edit_distance(form, panphon_form(candidates[m])),
+            form = _untied(phone)
+            best = min(candidates, key=lambda m: (distance.weighted_feature_edit_distance(form, _untied(candidates[m])),
                                                   list(candidates).index(m)))
             _NEAREST_CACHE[key] = best
         out[phone] = best
