@@ -15,6 +15,16 @@ Each run also prints the CPU time per token (this process and its workers, start
 the machine's other jobs do not count in it, so it compares code on a shared machine better
 than tokens/s) and the 1-minute load average. ``--cuts DIR`` keeps the cut WAV files in DIR
 (written there if it is empty, else reused); ``--csv`` writes the last run's CSV.
+
+Vowels from transcripts (issue 27), fused against not fused:
+
+    python -m benchmarks.bench_vowels_speed ../shared/data/timit-sample --aligned [--words] --jobs 2 [--repeat 5]
+
+aligns every utterance of the corpus (its ``.phn`` phones, or with ``--words`` its ``.txt`` words)
+and measures its vowels as ``aligner vowels CORPUS --mode align --jobs N`` does, with the vowel
+model's fusion (the default) and with ``--no-fuse`` alternated, ``--repeat`` times each. Per run:
+x real time (audio seconds / measuring wall time, start-up excluded) and the CPU seconds of the
+run (this process and its workers, start-up included); then the medians.
 """
 
 from __future__ import annotations
@@ -58,7 +68,12 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--cuts", type=Path, help="keep the cut WAV files here (reused if there)")
     ap.add_argument("--csv", type=Path, help="write the last run's CSV here")
+    ap.add_argument("--aligned", action="store_true",
+                    help="align the corpus's transcripts: fused against --no-fuse (x real time)")
+    ap.add_argument("--words", action="store_true", help="with --aligned: the .txt words instead of the .phn phones")
     args = ap.parse_args(argv)
+    if args.aligned:
+        return aligned_speed(args.corpus, args.jobs, args.repeat, args.words, args.csv)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         cuts = args.cuts if args.cuts is not None else tmp / "cuts"
@@ -84,6 +99,42 @@ def main(argv=None):
               f"(runs {', '.join(f'{r:.0f}' for r in rates)})")
         if args.csv is not None:
             args.csv.write_bytes((tmp / "out.csv").read_bytes())
+
+
+def aligned_speed(corpus: Path, jobs: int, repeat: int, words: bool = False, csv: Path | None = None) -> None:
+    """``aligner vowels CORPUS --mode align`` fused and ``--no-fuse``, alternated ``repeat`` times
+    each (module docstring); ``csv``: write the last fused run's CSV there."""
+    import warnings
+
+    from aligner.io.audio import RepairedAudioWarning, audio_duration
+
+    from benchmarks.eval_vowels_fused import _corpus_of
+
+    warnings.simplefilter("ignore", RepairedAudioWarning)
+    wavs = [u.audio for u in find_utterances(corpus) if u.audio.with_suffix(".txt" if words else ".phn").is_file()]
+    audio_s = sum(audio_duration(w) for w in wavs)
+    runs: dict = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        _corpus_of(wavs, Path(tmp), phones=not words)  # links and one transcript each (.phn would win over .txt)
+        api.measure_vowels([tmp], mode="align", jobs=jobs)  # numba's cache and the file system warm
+        for r in range(repeat):
+            for fuse in (True, False):
+                cpu = _cpu_seconds()
+                report = api.measure_vowels([tmp], mode="align", jobs=jobs, fuse=fuse)
+                cpu = _cpu_seconds() - cpu
+                runs[fuse].append((audio_s / report.seconds, cpu))
+                print(f"run {r + 1}, {'fused    ' if fuse else '--no-fuse'}: {len(report.records)} vowels of "
+                      f"{len(wavs)} files ({len(report.failed)} failed) in {report.seconds:.2f} s: "
+                      f"{audio_s / report.seconds:.0f}x real time with --jobs {jobs}; CPU {cpu:.2f} s; load "
+                      f"{os.getloadavg()[0]:.2f}", flush=True)
+                if fuse and csv is not None:
+                    csv.write_text(api.vowels_csv(report.records))
+    kind = ".txt words" if words else ".phn phones"
+    for fuse in (True, False):
+        speeds, cpus = [v[0] for v in runs[fuse]], [v[1] for v in runs[fuse]]
+        print(f"{'fused' if fuse else '--no-fuse'}, {kind}, {audio_s:.0f} s of audio: median "
+              f"{statistics.median(speeds):.0f}x real time (runs {', '.join(f'{v:.0f}' for v in speeds)}), "
+              f"median CPU {statistics.median(cpus):.2f} s")
 
 
 def _cpu_seconds() -> float:

@@ -32,7 +32,9 @@ scores it), on the same tokens.
 ``align``, the shipped settings) with each fold's two models and scores its CSV rows as
 ``benchmarks.eval_vowels_aligned`` does (each token paired with the row that overlaps it
 most). ``--speed-runs N``: one call over every utterance with the shipped models and ``--jobs``
-workers, fused and not fused alternated N times each (x real time, start-up excluded).
+workers, fused and not fused alternated N times each (x real time, start-up excluded; CPU
+seconds): :func:`benchmarks.bench_vowels_speed.aligned_speed`, which ``python -m
+benchmarks.bench_vowels_speed CORPUS --aligned [--words]`` runs without the evaluation.
 """
 
 from __future__ import annotations
@@ -127,7 +129,7 @@ def main(argv=None) -> int:
     from aligner import api
     from aligner.alignment.model import AlignmentModel
     from aligner.alignment.pipeline import align_transcript
-    from aligner.io.audio import RepairedAudioWarning, audio_duration, load_audio
+    from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import speaker_of
     from aligner.io.transcripts import read_phn
     from aligner.vowels.cvc import cvc_tokens
@@ -303,17 +305,9 @@ def main(argv=None) -> int:
               f"{ {m: sum(x.mode == m for v in records.values() for x in v) for m in ('fused', 'align')} }")
 
     if args.speed_runs > 0:
-        audio_s = sum(audio_duration(w) for w in wavs)
-        speeds: dict = {False: [], True: []}
-        with tempfile.TemporaryDirectory() as tmp:
-            _corpus_of(wavs, Path(tmp), args.phones)
-            for _ in range(args.speed_runs):
-                for fuse in (False, True):
-                    speeds[fuse].append(audio_s / api.measure_vowels([tmp], mode="align", jobs=args.jobs,
-                                                                     fuse=fuse).seconds)
-        for fuse in (False, True):
-            print(f"speed, {'fused' if fuse else 'aligned only'}, shipped models, --jobs {args.jobs}: "
-                  f"{float(np.median(speeds[fuse])):.0f}x real time (median; runs {[round(v) for v in speeds[fuse]]})")
+        from benchmarks.bench_vowels_speed import aligned_speed
+
+        aligned_speed(args.data, args.jobs, args.speed_runs, words=not args.phones)
     return 0
 
 

@@ -84,7 +84,8 @@ from aligner.features.mel import htk_mel_filterbank
 from aligner.features.mfcc import _deltas, mfcc_features
 from aligner.features.vowel_kernels import (  # noqa: F401  (the frame geometry, re-exported)
     DELTA_WIDTH, N_FFT, PITCH_WINDOW, SHORT_WINDOW, WINDOW)
-from aligner.features.vowel_kernels import (_cepstral_columns, _columns_0_to_8, _frame_buffers,
+from aligner.features.vowel_kernels import (_cepstral_columns, _columns_0_to_8, _cut_posterior_columns,
+                                           _cut_signal_columns, _frame_buffers, _frame_rows, _mfcc_frame_rows,
                                            _mfcc_normalised, _pitch_peaks, _pitch_power, _posterior_columns,
                                            _row_means, _spectral_sums)
 
@@ -309,16 +310,30 @@ def _classifier_input(classifier, samples: np.ndarray):
     :func:`~aligner.features.mfcc.mfcc_features`, the same bits: the MFCC tail in one kernel),
     or None when the generic :func:`classifier_columns` must score them (more than one MFCC or
     scoring block, under 2 frames, a smoothing or projection-free classifier, non-finite audio)."""
-    from aligner.features import frame_classifier as fc
     from aligner.features import mfcc as mf
 
     Tc = mf.n_frames(samples.shape[0])
-    if (Tc < 2 or Tc > mf.MFCC_BLOCK_FRAMES or Tc > fc.SCORE_BLOCK_FRAMES or classifier.smooth > 0
-            or not classifier.projection.size or not classifier._fitted
-            or classifier.n_features != 3 * (mf.N_MFCC + 1) or not np.isfinite(samples).all()):
+    if not _fast_classifier(classifier, Tc) or not np.isfinite(samples).all():
         return None
-    static = mf._static_features(samples, 0, Tc, 1.0, SAMPLE_RATE)
-    frames = np.empty((Tc, static.shape[1] * 3), np.float32)
+    return _classifier_input_of(classifier, mf._static_features(samples, 0, Tc, 1.0, SAMPLE_RATE))
+
+
+def _fast_classifier(classifier, Tc: int) -> bool:
+    """Whether :func:`_classifier_input` scores a recording of Tc 10 ms frames with this
+    classifier (one MFCC and scoring block, at least 2 frames, no smoothing, a projection)."""
+    from aligner.features import frame_classifier as fc
+    from aligner.features import mfcc as mf
+
+    return not (Tc < 2 or Tc > mf.MFCC_BLOCK_FRAMES or Tc > fc.SCORE_BLOCK_FRAMES or classifier.smooth > 0
+                or not classifier.projection.size or not classifier._fitted
+                or classifier.n_features != 3 * (mf.N_MFCC + 1))
+
+
+def _classifier_input_of(classifier, static: np.ndarray) -> np.ndarray:
+    """:func:`_classifier_input` from a recording's (Tc, 14) static MFCC features."""
+    from aligner.features import mfcc as mf
+
+    frames = np.empty((static.shape[0], static.shape[1] * 3), np.float32)
     _mfcc_normalised(static, mf._STD_FLOOR, frames)
     return classifier._standardised(frames)
 
@@ -328,17 +343,24 @@ def _classifier_finish(classifier, width: int, P: np.ndarray, E: np.ndarray, out
     and their products with the landmarks ``E`` (Tc, m) float32 (overwritten), as
     ``FrameClassifier._svm_outputs`` and :func:`classifier_columns` go on from there; ``width``:
     the context vectors' width before the projection (the kernel width is relative to it)."""
+    with blas.limit(classifier.blas_threads):
+        post = _classifier_posteriors(classifier, width, P, E)
+    centres = (CLASSIFIER_SHIFT * np.arange(P.shape[0]) + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames
+    _posterior_columns(post, _VOWEL_IDX, _NASAL_IDX, _GLIDE_IDX, _SIL_IDX, centres, out, 9)
+
+
+def _classifier_posteriors(classifier, width: int, P: np.ndarray, E: np.ndarray) -> np.ndarray:
+    """(Tc, n_classes) float64 posteriors of one recording's frames from their projected vectors
+    ``P`` (Tc, k) and products with the landmarks ``E`` (Tc, m) float32 (overwritten): the
+    first part of :func:`_classifier_finish`. Its product runs on the caller's BLAS threads."""
     from aligner.features import frame_classifier as fc
 
     g = np.float32(classifier.gamma / width)
-    with blas.limit(classifier.blas_threads):
-        fc._kernel_exponent(E, 2 * g, g * classifier.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
-        np.exp(E, out=E)
-        dec = E @ classifier.weights
+    fc._kernel_exponent(E, 2 * g, g * classifier.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
+    np.exp(E, out=E)
+    dec = E @ classifier.weights
     dec += classifier.bias
-    post = np.exp(fc._log_softmax(classifier.temperature * dec).astype(np.float64))
-    centres = (CLASSIFIER_SHIFT * np.arange(P.shape[0]) + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames
-    _posterior_columns(post, _VOWEL_IDX, _NASAL_IDX, _GLIDE_IDX, _SIL_IDX, centres, out, 9)
+    return np.exp(fc._log_softmax(classifier.temperature * dec).astype(np.float64))
 
 
 def _classifier_columns_many(classifier, items: list) -> None:
@@ -347,8 +369,6 @@ def _classifier_columns_many(classifier, items: list) -> None:
     rows: stacking several recordings' rows into one product saves little and BLAS may add a
     product's terms in another order when the number of rows changes, so a recording's bits
     would depend on the batch it came in."""
-    from aligner.features import frame_classifier as fc
-
     with blas.limit(classifier.blas_threads):
         landmarks = classifier._landmarks_by_column()
         for samples, T, out in items:
@@ -391,6 +411,22 @@ def _signal_columns_short(y: np.ndarray, T: int) -> np.ndarray:
     short_energy, r0, r1 = np.empty(T), np.empty(T), np.empty(T)
     spec_in, pitch_in = np.empty((T, N_FFT)), np.empty((T, _PITCH_NFFT))
     _frame_buffers(y, T, k["hann"], k["pitch_hann"], short_energy, r0, r1, spec_in, pitch_in)
+    logs, log_flatness, log2_f0, voicing, power = _frame_values(short_energy, spec_in, pitch_in)
+    _columns_0_to_8(logs, log_flatness, r0, r1, log2_f0, voicing, y, T, _LOG_FLOOR, _STD_FLOOR,
+                    VOICING_THRESHOLD, out)
+    with blas.limit(1):
+        mfcc = _cepstra(power)
+    _cepstral_columns(mfcc, _STD_FLOOR, out)
+    return out
+
+
+def _frame_values(short_energy: np.ndarray, spec_in: np.ndarray, pitch_in: np.ndarray) -> tuple:
+    """The per-frame values of n frames after :func:`_frame_buffers` (or :func:`_frame_rows`),
+    before any z-score: ``(logs (n, 4) log10 short-term, total, low and high energy, log
+    spectral flatness (n,), log2 f0 (n,), raw voicing (n,), power spectrum (n, 257))``. Each
+    frame's values depend on its own row alone."""
+    k = _fast_constants()
+    T = short_energy.shape[0]
     spectrum = np.fft.rfft(spec_in, axis=1)
     power, thresh = np.empty(spectrum.shape), np.empty(spectrum.shape)
     sums = np.empty((T, 4))
@@ -399,7 +435,7 @@ def _signal_columns_short(y: np.ndarray, T: int) -> np.ndarray:
     logs[:, 0] = np.log10(np.maximum(short_energy, _LOG_FLOOR))
     logs[:, 1:] = np.log10(sums[:, :3] + _LOG_FLOOR)
     log_mean = np.empty(T)
-    _row_means(np.log(thresh), log_mean)
+    _row_means(np.log(thresh, out=thresh), log_mean)
     log_flatness = np.log(np.maximum(np.exp(log_mean) / sums[:, 3], _LOG_FLOOR))
     pitch_spec = np.fft.rfft(pitch_in, axis=1)
     _pitch_power(pitch_spec)
@@ -407,13 +443,15 @@ def _signal_columns_short(y: np.ndarray, T: int) -> np.ndarray:
     f0, voicing = np.empty(T), np.empty(T)
     lo, hi = _PITCH_LAGS
     _pitch_peaks(ac, lo, hi, k["wac"], _LOG_FLOOR, f0, voicing)
-    _columns_0_to_8(logs, log_flatness, r0, r1, np.log2(f0), voicing, y, T, _LOG_FLOOR, _STD_FLOOR,
-                    VOICING_THRESHOLD, out)
-    with blas.limit(1):
-        mel = k["mel"] @ power.T
-        mfcc = (_dct_basis() @ _power_to_db(mel))[1:5]
-    _cepstral_columns(np.ascontiguousarray(mfcc), _STD_FLOOR, out)
-    return out
+    return logs, log_flatness, np.log2(f0), voicing, power
+
+
+def _cepstra(power: np.ndarray) -> np.ndarray:
+    """(4, T) raw cepstra c1..c4 (before their z-scores) of one recording's (T, 257) power
+    spectra (C-contiguous): ``librosa.feature.mfcc(S=dB, n_mfcc=5)[1:5]`` of the 40-band mel
+    spectrogram. Its two matrix products run on the caller's BLAS threads (one)."""
+    mel = _fast_constants()["mel"] @ power.T
+    return np.ascontiguousarray((_dct_basis() @ _power_to_db(mel))[1:5])
 
 
 def vowel_acoustics(samples: np.ndarray, classifier, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
@@ -483,6 +521,7 @@ def vowel_acoustics_many(recordings, classifier) -> list:
 FAST_PATH = True
 
 
+
 def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
     """:func:`vowel_acoustics` of float64 ``y`` (T frames), block by block (any length)."""
     out = np.zeros((T, N_COLUMNS), dtype=np.float64)
@@ -532,3 +571,150 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
         out[:, 14 + j] = _zscore(mfcc[j])
     out[:, 18:22] = _deltas(out[:, 14:18], DELTA_WIDTH)
     return out
+
+
+# -- several cuts of one recording: each frame analysed once -------------------------------
+
+#: frames (5 ms) of cuts analysed together by :func:`vowel_acoustics_cuts` (bounds its buffers)
+CUT_GROUP_FRAMES = 1024
+
+
+def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier) -> list:
+    """:func:`vowel_acoustics_many` of the cuts ``samples[a:b]`` of one 16 kHz recording, for
+    ``(a, b)`` in ``cuts`` (the fusion's cuts, :mod:`aligner.vowels.fused`): per cut its (T, 22)
+    float64 frames or the :class:`~aligner.errors.FeatureError` it would raise, in order.
+
+    The cuts overlap, and each is analysed as a recording of its own (its zero padding, its
+    z-scores, its classifier input standardised over it); but most of the work is per frame and
+    the same in every cut that holds the frame. In a cut that starts on a frame (``a`` a
+    multiple of HOP), frame f is the recording's frame ``a / HOP + f`` wherever its windows lie
+    inside the cut. So the recording's frames inside the cuts are framed and analysed once
+    (energies, FFTs, spectral flatness, pitch, raw cepstra), and only the few frames near a
+    cut's edges, whose windows reach past it, are analysed with the cut's own zero padding; the
+    classifier's 10 ms MFCC frames likewise (but each cut's first, whose pre-emphasis starts on
+    itself). What depends on the whole cut stays per cut, in the operations of a call per cut:
+    the z-scores, the voicing's smoothing, the zero crossings, the deltas, the classifier input
+    and the classifier itself (its products on the cut's own rows: BLAS rounds a row's products
+    differently when the number of rows changes). Up to :data:`CUT_GROUP_FRAMES` frames of cuts
+    are analysed together.
+
+    The result: columns 0-8 the same bits as one cut at a time, the others the same up to
+    rounding, because the mel and DCT products of the frames' spectra (both front ends) run
+    on a group's rows at once (on the 3032 fused cuts of the TIMIT sample: the classifier's
+    columns the same bits, the cepstral ones within 1e-14; tests/test_vowels_fused_speedpath.py).
+    Falls back to :func:`vowel_acoustics_many` for the cuts it cannot share (not on a frame,
+    shorter than 35 ms, over BLOCK_FRAMES frames), and for every cut of a recording with
+    non-finite samples or of a classifier its fast path does not score."""
+    from aligner.features import mfcc as mf
+
+    samples = np.asarray(samples)
+    cuts = [(int(a), int(b)) for a, b in cuts]
+    results: list = [None] * len(cuts)
+    y = samples.astype(np.float64)  # what _checked_signal makes of each cut
+    n = y.shape[0]
+
+    def shareable(a, b):
+        return (a % HOP == 0 and 0 <= a < b <= n and b - a >= WINDOW and n_frames(b - a) <= BLOCK_FRAMES
+                and _fast_classifier(classifier, mf.n_frames(b - a)))
+
+    fast = []
+    if FAST_PATH and y.ndim == 1 and np.isfinite(y).all():
+        fast = [i for i, (a, b) in enumerate(cuts) if shareable(a, b)]
+    rest = sorted(set(range(len(cuts))) - set(fast))
+    for i, r in zip(rest, vowel_acoustics_many([samples[cuts[i][0]:cuts[i][1]] for i in rest], classifier)):
+        results[i] = r
+    y_mfcc = y.astype(np.float32).astype(np.float64)  # the classifier's input: float32 samples
+    group: list = []
+    size = 0
+    for i in fast:
+        group.append(i)
+        size += n_frames(cuts[i][1] - cuts[i][0])
+        if size >= CUT_GROUP_FRAMES or i == fast[-1]:
+            starts = np.array([cuts[j][0] for j in group], dtype=np.int64)
+            lengths = np.array([cuts[j][1] - cuts[j][0] for j in group], dtype=np.int64)
+            for j, out in zip(group, _cut_group(y, y_mfcc, starts, lengths, classifier)):
+                results[j] = out
+            group, size = [], 0
+    return results
+
+
+def _shared_rows(starts: np.ndarray, per_cut: np.ndarray, step: int, inner) -> tuple:
+    """The frames of several cuts as rows analysed once. The cuts' frames are numbered k in
+    order (cut c has ``per_cut[c]``; its frame f starts ``step * f`` samples into it); ``inner(f,
+    c)`` (arrays) says which frames are the recording's: those starting on the same sample are
+    one row; every other frame is a row of its own. Returns ``(rows, first, f, c, offsets)``:
+    frame k is row ``rows[k]``, frame ``f[k]`` of cut ``c[k]``; row r is frame ``first[r]``;
+    cut c's frames are ``offsets[c] .. offsets[c + 1] - 1``."""
+    offsets = np.concatenate([[0], np.cumsum(per_cut)])
+    cut_of = np.repeat(np.arange(per_cut.shape[0]), per_cut)
+    f = np.arange(offsets[-1]) - offsets[cut_of]
+    at = starts[cut_of] + step * f
+    key = np.where(inner(f, cut_of), at, -1 - np.arange(offsets[-1]))
+    _, first, rows = np.unique(key, return_index=True, return_inverse=True)
+    return rows.astype(np.int64), first, f, cut_of, offsets
+
+
+def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: np.ndarray, classifier) -> list:
+    """The (T, 22) frames of the cuts ``y[starts[c]:starts[c] + lengths[c]]`` (each shareable:
+    :func:`vowel_acoustics_cuts`), views of one array."""
+    from aligner.features import mfcc as mf
+
+    k = _fast_constants()
+    n = y.shape[0]
+    # 5 ms frames: the recording's where all their windows lie inside the cut, else the cut's own
+    half = PITCH_WINDOW // 2  # the widest window's
+
+    def inner(f, c):
+        return (HOP * f >= half) & (HOP * f + half <= lengths[c])
+
+    rows, first, f, cut_of, offsets = _shared_rows(starts, lengths // HOP + 1, HOP, inner)
+    f, cut_of = f[first], cut_of[first]
+    own = ~inner(f, cut_of)
+    lo = np.where(own, starts[cut_of], 0)
+    hi = np.where(own, starts[cut_of] + lengths[cut_of], n)
+    R = first.shape[0]
+    short_energy, r0, r1 = np.empty(R), np.empty(R), np.empty(R)
+    spec_in, pitch_in = np.empty((R, N_FFT)), np.empty((R, _PITCH_NFFT))
+    _frame_rows(y, starts[cut_of] + HOP * f, lo, hi, k["hann"], k["pitch_hann"], short_energy, r0, r1, spec_in,
+                pitch_in)
+    logs, log_flatness, log2_f0, voicing, power = _frame_values(short_energy, spec_in, pitch_in)
+    del spec_in, pitch_in
+    with blas.limit(1):
+        cepstra = _cepstra(power)
+    out = np.zeros((offsets[-1], N_COLUMNS))
+    _cut_signal_columns(y, starts, lengths, offsets, rows, logs, log_flatness, r0, r1, log2_f0, voicing, cepstra,
+                        _LOG_FLOOR, _STD_FLOOR, VOICING_THRESHOLD, out)
+
+    # 10 ms classifier frames: the recording's, but for each cut's first (pre-emphasised from itself)
+    rows10, first10, f10, cut10, offsets10 = _shared_rows(starts, mf.n_frames(lengths), mf.FRAME_SHIFT,
+                                                          lambda f, c: f > 0)
+    at = starts[cut10[first10]] + mf.FRAME_SHIFT * f10[first10]
+    prevs = np.where(f10[first10] > 0, y_mfcc[np.maximum(at - 1, 0)], y_mfcc[at])
+    buf, energy = np.empty((at.shape[0], mf.N_FFT)), np.empty(at.shape[0])
+    _mfcc_frame_rows(y_mfcc, at, prevs, mf._hamming(), mf.PREEMPHASIS, buf, energy)
+    power = np.abs(np.fft.rfft(buf, axis=1))
+    power **= 2
+    del buf
+    with blas.limit(classifier.blas_threads):
+        static = _static_of(power, np.log(np.maximum(energy, mf._POWER_FLOOR)))
+        landmarks = classifier._landmarks_by_column()
+        post = []
+        for c in range(starts.shape[0]):  # each cut's classifier on its own rows (see the docstring)
+            P = _classifier_input_of(classifier, static[rows10[offsets10[c]:offsets10[c + 1]]])
+            projected = P @ classifier.projection
+            post.append(_classifier_posteriors(classifier, P.shape[1], projected, projected @ landmarks))
+    post = np.concatenate(post)
+    centres = (CLASSIFIER_SHIFT * f10 + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames, per cut
+    _cut_posterior_columns(post, centres, offsets10, offsets, _VOWEL_IDX, _NASAL_IDX, _GLIDE_IDX, _SIL_IDX, out)
+    return [out[offsets[c]:offsets[c + 1]] for c in range(starts.shape[0])]
+
+
+def _static_of(power: np.ndarray, log_energy: np.ndarray) -> np.ndarray:
+    """(Tc, 14) static MFCC features (c0..c12, log energy) of frames from their (Tc, 257) power
+    spectra and log energies: the tail of :func:`aligner.features.mfcc._static_features`, the
+    same operations."""
+    from aligner.features import mfcc as mf
+
+    mel = power @ mf._mel_basis(SAMPLE_RATE).T
+    log_mel = np.log(np.maximum(mel, mf._POWER_FLOOR))
+    return np.column_stack([log_mel @ mf._dct_matrix(), log_energy])

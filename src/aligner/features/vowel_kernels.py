@@ -9,6 +9,11 @@ and ``np.mean`` do along a row), every other operation is the same IEEE operatio
 order, so the frames equal those of the block path bit for bit
 (tests/test_vowel_speed_paths.py).
 
+The last kernels serve :func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts` (the
+fusion's overlapping cuts of one recording): the same per-frame work on frames given by their
+centre and the cut that bounds them (:func:`_frame_rows`, :func:`_mfcc_frame_rows`), then each
+cut's columns from its frames' rows (:func:`_cut_signal_columns`, :func:`_cut_posterior_columns`).
+
 The frame geometry (window lengths in samples, the FFT size, the delta width in frames) lives
 here, beside the kernels compiled with it; :mod:`aligner.features.vowel_acoustics` re-exports it.
 """
@@ -183,6 +188,49 @@ def _zscore_into(v, out, floor):
 
 
 @njit(cache=True, nogil=True)
+def _frame_row(y, c, lo, hi, hann, pitch_hann, buf, sq, short_energy, r0, r1, spec_row, pitch_row, f):
+    """One frame of :func:`_frame_buffers`: the frame centred on sample ``c`` of float64 ``y``,
+    the samples outside ``lo .. hi - 1`` counting as 0 (the edges of the recording or cut
+    analysed). Writes ``short_energy[f]``, ``r0[f]``, ``r1[f]`` and the rows ``spec_row``
+    (N_FFT,) and ``pitch_row`` (_PITCH_NFFT,); ``buf``, ``sq``: (PITCH_WINDOW,) scratch."""
+    # 10 ms short-term energy
+    a = c - SHORT_WINDOW // 2
+    for i in range(SHORT_WINDOW):
+        k = a + i
+        v = y[k] if lo <= k < hi else 0.0
+        sq[i] = v * v
+    short_energy[f] = _pairwise_sum(sq, 0, SHORT_WINDOW, 1) / SHORT_WINDOW
+    # 25 ms frame: windowed for the FFT; centred autocorrelation at lags 0 and 1
+    a = c - WINDOW // 2
+    for i in range(WINDOW):
+        k = a + i
+        v = y[k] if lo <= k < hi else 0.0
+        buf[i] = v
+        spec_row[i] = v * hann[i]
+    for i in range(WINDOW, N_FFT):
+        spec_row[i] = 0.0
+    mean = _pairwise_sum(buf, 0, WINDOW, 1) / WINDOW
+    for i in range(WINDOW):
+        buf[i] = buf[i] - mean
+    for i in range(WINDOW):
+        sq[i] = buf[i] * buf[i]
+    r0[f] = _pairwise_sum(sq, 0, WINDOW, 1)
+    for i in range(WINDOW - 1):
+        sq[i] = buf[i + 1] * buf[i]
+    r1[f] = _pairwise_sum(sq, 0, WINDOW - 1, 1)
+    # 40 ms pitch frame, mean removed, windowed
+    a = c - PITCH_WINDOW // 2
+    for i in range(PITCH_WINDOW):
+        k = a + i
+        buf[i] = y[k] if lo <= k < hi else 0.0
+    mean = _pairwise_sum(buf, 0, PITCH_WINDOW, 1) / PITCH_WINDOW
+    for i in range(PITCH_WINDOW):
+        pitch_row[i] = (buf[i] - mean) * pitch_hann[i]
+    for i in range(PITCH_WINDOW, pitch_row.shape[0]):
+        pitch_row[i] = 0.0
+
+
+@njit(cache=True, nogil=True)
 def _frame_buffers(y, T, hann, pitch_hann, short_energy, r0, r1, spec_in, pitch_in):
     """The time-domain work of :func:`_frame_quantities` for all T frames of float64 ``y``.
 
@@ -196,44 +244,20 @@ def _frame_buffers(y, T, hann, pitch_hann, short_energy, r0, r1, spec_in, pitch_
     buf = np.empty(PITCH_WINDOW)
     sq = np.empty(PITCH_WINDOW)
     for f in range(T):
-        c = HOP * f
-        # 10 ms short-term energy
-        a = c - SHORT_WINDOW // 2
-        for i in range(SHORT_WINDOW):
-            k = a + i
-            v = y[k] if 0 <= k < n else 0.0
-            sq[i] = v * v
-        short_energy[f] = _pairwise_sum(sq, 0, SHORT_WINDOW, 1) / SHORT_WINDOW
-        # 25 ms frame: windowed for the FFT; centred autocorrelation at lags 0 and 1
-        a = c - WINDOW // 2
-        row = spec_in[f]
-        for i in range(WINDOW):
-            k = a + i
-            v = y[k] if 0 <= k < n else 0.0
-            buf[i] = v
-            row[i] = v * hann[i]
-        for i in range(WINDOW, N_FFT):
-            row[i] = 0.0
-        mean = _pairwise_sum(buf, 0, WINDOW, 1) / WINDOW
-        for i in range(WINDOW):
-            buf[i] = buf[i] - mean
-        for i in range(WINDOW):
-            sq[i] = buf[i] * buf[i]
-        r0[f] = _pairwise_sum(sq, 0, WINDOW, 1)
-        for i in range(WINDOW - 1):
-            sq[i] = buf[i + 1] * buf[i]
-        r1[f] = _pairwise_sum(sq, 0, WINDOW - 1, 1)
-        # 40 ms pitch frame, mean removed, windowed
-        a = c - PITCH_WINDOW // 2
-        for i in range(PITCH_WINDOW):
-            k = a + i
-            buf[i] = y[k] if 0 <= k < n else 0.0
-        mean = _pairwise_sum(buf, 0, PITCH_WINDOW, 1) / PITCH_WINDOW
-        row = pitch_in[f]
-        for i in range(PITCH_WINDOW):
-            row[i] = (buf[i] - mean) * pitch_hann[i]
-        for i in range(PITCH_WINDOW, row.shape[0]):
-            row[i] = 0.0
+        _frame_row(y, HOP * f, 0, n, hann, pitch_hann, buf, sq, short_energy, r0, r1, spec_in[f], pitch_in[f], f)
+
+
+@njit(cache=True, nogil=True)
+def _frame_rows(y, centres, lo, hi, hann, pitch_hann, short_energy, r0, r1, spec_in, pitch_in):
+    """:func:`_frame_buffers` for arbitrary frames of one recording ``y`` (float64): row r is the
+    frame centred on sample ``centres[r]``, the samples outside ``lo[r] .. hi[r] - 1`` counting
+    as 0 (a frame of a cut ``y[lo:hi]`` near its edges; ``0, len(y)`` for a frame that lies
+    inside every cut that has it). The same values as :func:`_frame_buffers` of that cut."""
+    buf = np.empty(PITCH_WINDOW)
+    sq = np.empty(PITCH_WINDOW)
+    for r in range(centres.shape[0]):
+        _frame_row(y, centres[r], lo[r], hi[r], hann, pitch_hann, buf, sq, short_energy, r0, r1, spec_in[r],
+                   pitch_in[r], r)
 
 
 @njit(cache=True, nogil=True)
@@ -503,3 +527,77 @@ def _posterior_columns(post, vowel_idx, nasal_idx, glide_idx, sil_idx, centres, 
                 if np.isnan(v) and y[i] == y[i + 1]:
                     v = y[i]
             out[f, col0 + j] = v
+
+
+# -- several cuts of one recording (aligner.features.vowel_acoustics.vowel_acoustics_cuts) --
+
+@njit(cache=True, nogil=True)
+def _cut_signal_columns(y, cut_start, cut_len, offsets, rows, logs, log_flatness, r0, r1, log2_f0, voicing,
+                        cepstra, floor, std_floor, voicing_threshold, out):
+    """Columns 0-8 and 14-21 of several cuts of one recording ``y`` (float64) into ``out``
+    (sum of T, 22): cut c is ``y[cut_start[c]:cut_start[c] + cut_len[c]]``, its T frames the
+    rows ``offsets[c] .. offsets[c + 1] - 1`` of ``out``; frame k of all cuts takes its per-frame
+    values from row ``rows[k]`` of ``logs`` (R, 4), ``log_flatness``, ``r0``, ``r1``, ``log2_f0``
+    and ``voicing`` (R,) and of the raw cepstra c1..c4 ``cepstra`` (4, R) (frames shared by
+    several cuts are analysed once). Each cut's z-scores, smoothing and zero crossings as
+    :func:`_columns_0_to_8` and :func:`_cepstral_columns` compute them for that cut alone."""
+    for c in range(cut_start.shape[0]):
+        o = offsets[c]
+        T = offsets[c + 1] - o
+        lg = np.empty((T, 4))
+        lf = np.empty(T)
+        a0 = np.empty(T)
+        a1 = np.empty(T)
+        l2 = np.empty(T)
+        v = np.empty(T)
+        m = np.empty((4, T))
+        for f in range(T):
+            r = rows[o + f]
+            for j in range(4):
+                lg[f, j] = logs[r, j]
+            lf[f] = log_flatness[r]
+            a0[f] = r0[r]
+            a1[f] = r1[r]
+            l2[f] = log2_f0[r]
+            v[f] = voicing[r]
+            for j in range(4):
+                m[j, f] = cepstra[j, r]
+        cut = out[o:o + T]
+        _columns_0_to_8(lg, lf, a0, a1, l2, v, y[cut_start[c]:cut_start[c] + cut_len[c]], T, floor, std_floor,
+                        voicing_threshold, cut)
+        _cepstral_columns(m, std_floor, cut)
+
+
+@njit(cache=True, nogil=True)
+def _mfcc_frame_rows(y, starts, prevs, window, preemphasis, buf, energy):
+    """The per-frame work of :func:`aligner.features.mfcc._static_features` for arbitrary 10 ms
+    frames of float64 ``y``: row r is the ``len(window)`` samples from ``starts[r]``;
+    ``energy[r]`` their sum of squares (numpy's pairwise order, as ``np.sum`` of the squared
+    frame), ``buf[r]`` (N_FFT,) the frame pre-emphasised (``prevs[r]``: the sample taken as the
+    one before its first) and windowed, then zero padded (:func:`aligner.features.mfcc._emphasise`)."""
+    n = window.shape[0]
+    sq = np.empty(n)
+    for r in range(starts.shape[0]):
+        s = starts[r]
+        for j in range(n):
+            v = y[s + j]
+            sq[j] = v * v
+        energy[r] = _pairwise_sum(sq, 0, n, 1)
+        row = buf[r]
+        row[0] = (y[s] - preemphasis * prevs[r]) * window[0]
+        for j in range(1, n):
+            row[j] = (y[s + j] - preemphasis * y[s + j - 1]) * window[j]
+        for j in range(n, row.shape[0]):
+            row[j] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _cut_posterior_columns(post, centres, offsets10, offsets, vowel_idx, nasal_idx, glide_idx, sil_idx, out):
+    """Columns 9-13 of several cuts into ``out`` (sum of T, 22): cut c's 10 ms frames are the rows
+    ``offsets10[c] ..`` of the posteriors ``post`` (sum of Tc, n_classes) float64 and of their
+    ``centres`` (in 5 ms frames of the cut), its 5 ms frames the rows ``offsets[c] ..`` of
+    ``out``; :func:`_posterior_columns` of each cut."""
+    for c in range(offsets.shape[0] - 1):
+        a, b = offsets10[c], offsets10[c + 1]
+        _posterior_columns(post[a:b], vowel_idx, nasal_idx, glide_idx, sil_idx, centres[a:b],
+                           out[offsets[c]:offsets[c + 1]], 9)

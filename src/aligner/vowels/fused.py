@@ -9,8 +9,10 @@ the vowel model's exact decoder, pulled toward the aligned boundaries:
    (:func:`consonant_runs`: the span a CVC token's cut covers, :mod:`aligner.vowels.cvc`),
    widened by ``extend`` frames (5 ms) on either side (and at least ``extend`` frames beyond
    the vowel), is analysed on its own as the vowel model's training cuts were: 22 acoustic
-   columns per 5 ms frame, levels z-scored over the cut
-   (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_many`, all cuts of a recording at once).
+   columns per 5 ms frame, levels z-scored over the cut. All cuts of a recording are analysed
+   at once (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`): the frames they
+   share are framed and transformed once, the rest per cut, which gives what analysing each
+   cut alone gives (to rounding in the cepstral columns).
 2. **Joint decode.** Every ``(t_b, t_e)`` of the cut (``margin``: only within that many frames
    of the aligned frames ``a_b``, ``a_e``) scores the vowel model's ``w . phi(t_b, t_e)``
    (:mod:`aligner.vowels.task`) minus ``pull * |w| * (min([|t_b - a_b| - tau_on]_+, cap) +
@@ -209,12 +211,14 @@ def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSe
 def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings) -> tuple:
     """``(cuts, features)`` of :func:`fuse_vowels`'s first step: each vowel's cut
     (:func:`fusion_cut`) and its (T, 22) acoustics (or the :class:`~aligner.errors.FeatureError`
-    computing them raised), analysed together. Depends on ``settings.extend`` alone."""
-    from aligner.features.vowel_acoustics import vowel_acoustics_many
+    computing them raised), analysed together
+    (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`). Depends on
+    ``settings.extend`` alone."""
+    from aligner.features.vowel_acoustics import vowel_acoustics_cuts
 
     samples = np.asarray(samples, dtype=np.float32)
     cuts = [fusion_cut(v, samples.shape[0], settings) for v in vowels]
-    feats = vowel_acoustics_many([samples[a:b] for a, b, _ in cuts], model.classifier) if cuts else []
+    feats = vowel_acoustics_cuts(samples, [(a, b) for a, b, _ in cuts], model.classifier) if cuts else []
     return cuts, feats
 
 

@@ -402,11 +402,12 @@ _WORKER_VOWEL_MODEL = None
 
 
 def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool = False,
-                       alignment_model=None) -> None:
+                       alignment_model=None, fused: bool = False) -> None:
     """Set this process's vowel model (a loaded one, the bundle at a path, or None for the shipped
     one) and warm its decoder, unless it already has that model; optionally cap BLAS threads.
     With ``aligned`` (files measured from their alignment), also the alignment model
-    (:func:`~aligner.alignment.corpus.worker_init`; None: the shipped one) and the pronouncing dictionary."""
+    (:func:`~aligner.alignment.corpus.worker_init`; None: the shipped one) and the pronouncing
+    dictionary; with ``fused`` too, the fusion's kernels (:func:`_warm_up_fusion`)."""
     global _WORKER_VOWEL_MODEL
     if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
         from aligner.runtime.batch import keep_heap_top
@@ -418,6 +419,8 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
     if _WORKER_VOWEL_MODEL is not model:
         _WORKER_VOWEL_MODEL = model
         warm_up_vowels(model)
+    if aligned and fused:
+        _warm_up_fusion(model)
     if aligned:
         if alignment_model is None:
             alignment_model = str(default_model_dir(ALIGNMENT_KIND).resolve())
@@ -437,6 +440,24 @@ def warm_up_vowels(model) -> None:
         model.decode_frames(model.acoustics(samples), name="<warm-up>")
     except AlignerError:
         pass
+
+
+_FUSION_WARM = False
+
+
+def _warm_up_fusion(model) -> None:
+    """Load the kernels of the fusion's acoustics (:func:`~aligner.features.vowel_acoustics.
+    vowel_acoustics_cuts`) once per process, on two overlapping cuts of noise, so that the
+    first fused file of each worker does not pay for them (:func:`warm_up_vowels` loads the rest)."""
+    global _FUSION_WARM
+    if _FUSION_WARM:
+        return
+    from aligner.features.vowel_acoustics import vowel_acoustics_cuts
+
+    rng = np.random.default_rng(0)
+    samples = (0.1 * rng.standard_normal(2 * SAMPLE_RATE // 5)).astype(np.float32)
+    vowel_acoustics_cuts(samples, [(0, 4000), (1680, 6400)], model.classifier)  # both 10 ms phases
+    _FUSION_WARM = True
 
 
 #: why ``measure_vowels`` refuses ``resume``
@@ -539,10 +560,11 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                  for a, n, t, p, g, al in job_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
         worker_align = None if alignment_model is None else dask_path(alignment_model)
-        initializer, initargs = _vowel_worker_init, (dask_model, 1, any_aligned, worker_align)
+        initializer, initargs = _vowel_worker_init, (dask_model, 1, any_aligned, worker_align, fuse is not None)
     else:
-        _vowel_worker_init(vowel_model, None, any_aligned, align_ref)  # forked workers inherit both
-        tasks, initializer, initargs = job_list, _vowel_worker_init, (vowel_model, 1, any_aligned, align_ref)
+        _vowel_worker_init(vowel_model, None, any_aligned, align_ref, fuse is not None)  # forked workers inherit all
+        tasks, initializer, initargs = job_list, _vowel_worker_init, (vowel_model, 1, any_aligned, align_ref,
+                                                                      fuse is not None)
     with open_pool(engine, scheduler, jobs, initializer, initargs,
                    chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as pool:
         report.startup_seconds = time.perf_counter() - t0

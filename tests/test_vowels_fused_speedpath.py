@@ -1,0 +1,133 @@
+"""The fusion's shared acoustics (issue 27, speed): :func:`aligner.features.vowel_acoustics.
+vowel_acoustics_cuts` (each frame of a recording analysed once for all the cuts that hold it)
+against :func:`~aligner.features.vowel_acoustics.vowel_acoustics_many` of the cuts one by one,
+and the fused rows they give.
+
+Columns 0-8 (the per-cut z-scores of the shared per-frame values) are the same bits; the others
+go through matrix products over several cuts' frames at once (the cepstra), whose last bits
+BLAS may round differently, so they are compared to 1e-9.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from aligner import api
+from aligner.errors import FeatureError
+from aligner.features import vowel_acoustics as VA
+from aligner.features import vowel_kernels as VK
+from aligner.vowels.fused import DEFAULT_FUSION, fuse_vowels, fusion_cut, fusion_features
+from conftest import needs_timit
+
+
+def _recording(n: int, seed: int = 3) -> np.ndarray:
+    """Noise, a voiced stretch, near-silence and digital silence, float32."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(n) / 16000
+    y = 0.02 * rng.standard_normal(n)
+    v = slice(n // 5, n // 2)
+    y[v] += 0.3 * np.sin(2 * np.pi * 130 * t[v]) * (1 + 0.3 * np.sin(2 * np.pi * 3 * t[v]))
+    y[int(0.6 * n): int(0.7 * n)] = 1e-12
+    y[int(0.8 * n): int(0.85 * n)] = 0.0
+    return y.astype(np.float32)
+
+
+def _assert_same(got, want, where=""):
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if isinstance(w, Exception):
+            assert type(g) is type(w) and str(g) == str(w), (where, i)
+            continue
+        assert g.shape == w.shape, (where, i)
+        assert np.array_equal(g[:, :9].view(np.int64), np.ascontiguousarray(w[:, :9]).view(np.int64)), (where, i)
+        np.testing.assert_allclose(g, w, rtol=0, atol=1e-9, err_msg=f"{where} cut {i}")
+
+
+def _cuts(n: int) -> list:
+    """Overlapping cuts on even and odd frames, at both ends of the recording, nested and
+    repeated, plus cuts the shared path leaves to the per-cut one (not on a frame, too short
+    for the classifier's two frames, shorter than a window)."""
+    cuts = [(0, 4000), (1680, 6400), (3200, 9680), (3200, 9680), (4000, 4800 + 561), (80 * 61, n),
+            (80 * 100, 80 * 100 + 2400), (80 * 99, 80 * 99 + 5000), (n - 2001, n), (0, n)]
+    cuts += [(8003, 12000), (800, 800 + 559), (800, 800 + 560), (1600, 1600 + 399), (80 * 7, 80 * 7 + 400)]
+    return cuts
+
+
+def test_shared_acoustics_equal_one_cut_at_a_time(monkeypatch):
+    model = api.load_vowel_model()
+    for n in (16000, 16001, 16079):
+        y = _recording(n)
+        cuts = _cuts(n)
+        want = VA.vowel_acoustics_many([y[a:b] for a, b in cuts], model.classifier)
+        assert isinstance(want[-2], FeatureError)  # 399 samples
+        for group in (VA.CUT_GROUP_FRAMES, 64, 1):  # one group, several, a cut each
+            monkeypatch.setattr(VA, "CUT_GROUP_FRAMES", group)
+            _assert_same(VA.vowel_acoustics_cuts(y, cuts, model.classifier), want, f"n {n}, group {group}")
+        _assert_same(VA.vowel_acoustics_cuts(y.astype(np.float64), cuts, model.classifier), want, "float64")
+
+
+def test_shared_acoustics_fall_back_to_one_cut_at_a_time(monkeypatch):
+    model = api.load_vowel_model()
+    y = _recording(12000)
+    cuts = [(0, 4000), (1680, 6400)]
+    bad = y.copy()
+    bad[5000] = np.nan  # every cut of the recording goes the per-cut way: the same errors and frames
+    _assert_same(VA.vowel_acoustics_cuts(bad, cuts, model.classifier),
+                 VA.vowel_acoustics_many([bad[a:b] for a, b in cuts], model.classifier), "nan")
+    monkeypatch.setattr(VA, "FAST_PATH", False)
+    _assert_same(VA.vowel_acoustics_cuts(y, cuts, model.classifier),
+                 VA.vowel_acoustics_many([y[a:b] for a, b in cuts], model.classifier), "no fast path")
+    assert VA.vowel_acoustics_cuts(y, [], model.classifier) == []
+
+
+def test_frame_rows_equal_frame_buffers():
+    y = _recording(9000).astype(np.float64)
+    a, b = 1680, 7201
+    cut = y[a:b]
+    T = VA.n_frames(cut.shape[0])
+    k = VA._fast_constants()
+    want = [np.empty(T), np.empty(T), np.empty(T), np.empty((T, VA.N_FFT)), np.empty((T, VA._PITCH_NFFT))]
+    VK._frame_buffers(cut, T, k["hann"], k["pitch_hann"], *want)
+    got = [np.empty(T), np.empty(T), np.empty(T), np.empty((T, VA.N_FFT)), np.empty((T, VA._PITCH_NFFT))]
+    centres = a + 80 * np.arange(T)
+    VK._frame_rows(y, centres, np.full(T, a), np.full(T, b), k["hann"], k["pitch_hann"], *got)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+
+
+@needs_timit
+def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
+    """Every aligned vowel of a few utterances (phones and words), fused with the shared
+    acoustics and with the acoustics of each cut alone: the same boundaries, modes and notes,
+    scores equal to 1e-9."""
+    from aligner.alignment.pipeline import align_transcript
+    from aligner.io.audio import load_audio
+    from aligner.vowels.from_alignment import aligned_vowels
+
+    model = api.load_vowel_model()
+    n_rows = 0
+    for stem, suffix in (("dr1-fvmh0/sx206.wav", ".phn"), ("dr5-ftlg0/si483.wav", ".txt"),
+                         ("dr8-mbcg0/sx327.wav", ".txt")):
+        audio = timit_dir / stem
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = align_transcript(audio, audio.with_suffix(suffix))
+            samples = load_audio(audio)
+        spans = [(v.onset_s, v.offset_s, v.runs_start_s if v.runs_start_s is not None else v.onset_s,
+                  v.runs_end_s if v.runs_end_s is not None else v.offset_s)
+                 for v in aligned_vowels(result.tiers, result.confidences)]
+        settings = DEFAULT_FUSION["phones" if suffix == ".phn" else "words"]
+        cuts = [fusion_cut(v, samples.shape[0], settings) for v in spans]
+        one_by_one = VA.vowel_acoustics_many([samples[a:b] for a, b, _ in cuts], model.classifier)
+        shared = fusion_features(model, samples, spans, settings)
+        _assert_same(shared[1], one_by_one, stem)
+        want = fuse_vowels(model, samples, spans, settings, stem, features=(cuts, one_by_one))
+        got = fuse_vowels(model, samples, spans, settings, stem)
+        for g, w in zip(got, want):
+            assert (g.onset_s, g.offset_s, g.mode, g.note) == (w.onset_s, w.offset_s, w.mode, w.note)
+            assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-9, nan_ok=True)
+        n_rows += len(got)
+    assert n_rows > 30
