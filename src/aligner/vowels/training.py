@@ -680,11 +680,16 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
         if not utterances:
             raise AlignerError(f"{corpus_dir}: no audio file with a .phn transcript beside it")
     if isinstance(alignment_model, AlignmentModel):
-        classifier, classifier_source = alignment_model.classifier, {"path": None, "sha256": None}
+        source_model, classifier_source = alignment_model, {"path": None, "sha256": None}
     else:
         model_dir = Path(alignment_model) if alignment_model is not None else default_model_dir(ALIGNMENT_KIND)
-        classifier = AlignmentModel.load(model_dir).classifier
+        source_model = AlignmentModel.load(model_dir)
         classifier_source = _file_record(model_dir / "classifier.npz")
+    if source_model.phone_set is not None:
+        raise VowelSettingsError("the vowel model's acoustics read the vowel, nasal and glide posteriors of the 39 "
+                                 "classes; give --alignment-model a 39-class model (the shipped one), not one "
+                                 "trained on its own phones")
+    classifier = source_model.classifier
     if vowel_tier is not None:
         all_examples, skipped = load_tier_examples(utterances, classifier, vowel_tier, pad_s, progress)
     else:
