@@ -4,10 +4,16 @@
 Builds a corpus of the requested length in MFA's layout (speaker folders, ``.wav`` + ``.lab``)
 from the TIMIT sample's recordings (each written again, with its words, as often as needed:
 the 373 s of the sample cycled), then runs the command itself, ``aligner adapt CORPUS OUT
---rounds N``, in a fresh process (start-up included), and reports its wall time, the audio's
-length and the process's peak resident memory (``ru_maxrss`` of the child).
+--rounds N [--jobs J]``, in a fresh process (start-up included), and reports its wall time,
+the audio's length, the CPU seconds of the command and its workers (on a shared machine, the
+wall time of ``--jobs 2`` depends on what else runs; the CPU seconds show the parallel
+overhead) and its peak memory: the largest resident set of one process (``ru_maxrss``
+of the children: the command or one of its workers) and, with psutil, the peak of the summed
+proportional set sizes of the command and its workers (sampled every 0.5 s; pages shared by
+forked workers counted once).
 
-    python -m benchmarks.bench_adapt --minutes 2 --minutes 60 [--rounds 2] [--keep runs/adapt-corpora]
+    python -m benchmarks.bench_adapt --minutes 2 --minutes 60 [--rounds 2] [--jobs 1 --jobs 2] [--repeat 3]
+                                     [--keep runs/adapt-corpora]
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -55,25 +62,62 @@ def build_corpus(data: Path, out: Path, seconds: float) -> float:
     return written
 
 
-#: runs the command given in its arguments and prints the peak memory (KiB) of that child alone
+#: runs the command given in its arguments and prints the peak memory (KiB) of the largest of its
+#: processes (it or a worker) and the CPU seconds (user + system) of them all
 _PEAK = ("import resource, subprocess, sys; status = subprocess.run(sys.argv[1:]).returncode; "
-         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(status)")
+         "r = resource.getrusage(resource.RUSAGE_CHILDREN); "
+         "print(r.ru_maxrss, round(r.ru_utime + r.ru_stime, 1), file=sys.stderr); sys.exit(status)")
 
 
-def run_adapt(corpus: Path, model_out: Path, rounds: int, extra: list) -> tuple[float, float, int]:
-    """``(wall seconds, peak MB of the ``aligner adapt`` process, exit status)`` of one run."""
+def _tree_pss_peak(pid: int, stop: threading.Event, out: list) -> None:
+    """Sample the summed PSS (MB) of ``pid``'s descendants every 0.5 s until ``stop``; the peak goes
+    to ``out[0]`` (NaN without psutil)."""
+    try:
+        import psutil
+    except ImportError:
+        out[0] = float("nan")
+        return
+    peak = 0.0
+    while not stop.wait(0.5):
+        try:
+            procs = psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            break
+        total = 0
+        for p in procs:
+            try:
+                total += p.memory_full_info().pss
+            except psutil.Error:
+                pass
+        peak = max(peak, total / 2 ** 20)
+    out[0] = peak
+
+
+def run_adapt(corpus: Path, model_out: Path, rounds: int, extra: list, jobs: int = 1) -> tuple:
+    """``(wall seconds, peak MB of the largest process, peak MB of all processes together, CPU
+    seconds of all processes, exit status)`` of one ``aligner adapt`` run."""
     command = shutil.which("aligner")
     if command is None:
         sys.exit("error: the aligner command is not on PATH (pip install the project first)")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _PEAK, command, "adapt", str(corpus), str(model_out), "--rounds",
-                           str(rounds), *extra], capture_output=True, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", _PEAK, command, "adapt", str(corpus), str(model_out), "--rounds",
+                             str(rounds), "--jobs", str(jobs), *extra], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    stop, tree = threading.Event(), [float("nan")]
+    sampler = threading.Thread(target=_tree_pss_peak, args=(proc.pid, stop, tree), daemon=True)
+    sampler.start()
+    _, stderr = proc.communicate()
     wall = time.perf_counter() - t0
-    lines = proc.stderr.strip().splitlines()
-    peak_kib = float(lines[-1]) if lines and lines[-1].strip().isdigit() else float("nan")
+    stop.set()
+    sampler.join()
+    last = (stderr.strip().splitlines() or [""])[-1].split()
+    try:
+        peak_kib, cpu = float(last[0]), float(last[1])
+    except (IndexError, ValueError):
+        peak_kib = cpu = float("nan")
     if proc.returncode != 0:
-        print(proc.stderr[-2000:], file=sys.stderr)
-    return wall, peak_kib / 1024.0, proc.returncode
+        print(stderr[-2000:], file=sys.stderr)
+    return wall, peak_kib / 1024.0, tree[0], cpu, proc.returncode
 
 
 def main(argv=None) -> int:
@@ -81,7 +125,8 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--minutes", type=float, action="append", help="corpus length (repeatable) [2]")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=1, help="runs per length (median reported)")
+    ap.add_argument("--jobs", type=int, action="append", help="aligner adapt --jobs (repeatable) [1]")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per length and jobs (median reported)")
     ap.add_argument("--keep", type=Path, help="build the corpora here and keep them (reused if there)")
     ap.add_argument("extra", nargs="*", help="more options for aligner adapt (after --)")
     args = ap.parse_args(argv)
@@ -96,18 +141,23 @@ def main(argv=None) -> int:
                 shutil.rmtree(root, ignore_errors=True)
                 seconds = build_corpus(args.data, root, 60.0 * minutes)
                 marker.write_text(f"{seconds}\n")
-            walls, peaks = [], []
-            for k in range(args.repeat):
-                wall, peak, status = run_adapt(root, work / f"model-{minutes:g}-{k}", args.rounds, args.extra)
-                if status != 0:
-                    print(f"{minutes:g} min: aligner adapt exited {status}")
-                    return 1
-                walls.append(wall)
-                peaks.append(peak)
-                print(f"{minutes:g} min ({seconds:.0f} s of audio), {args.rounds} rounds: {wall:.1f} s wall "
-                      f"({seconds / wall:.0f}x real time), peak {peak:.0f} MB")
+            runs: dict = {jobs: [] for jobs in args.jobs or [1]}
+            for k in range(args.repeat):  # the jobs settings taken in turn: a changing load hits them alike
+                for jobs, measured in runs.items():
+                    wall, peak, tree, cpu, status = run_adapt(root, work / f"model-{minutes:g}-{jobs}-{k}",
+                                                              args.rounds, args.extra, jobs)
+                    if status != 0:
+                        print(f"{minutes:g} min: aligner adapt exited {status}")
+                        return 1
+                    measured.append((wall, peak, tree, cpu))
+                    print(f"{minutes:g} min ({seconds:.0f} s of audio), {args.rounds} rounds, jobs {jobs}: "
+                          f"{wall:.1f} s wall ({seconds / wall:.0f}x real time), {cpu:.1f} CPU s, peak {peak:.0f} MB "
+                          f"(largest process), {tree:.0f} MB (all processes, PSS)", flush=True)
             if args.repeat > 1:
-                print(f"  median {np.median(walls):.1f} s, peak {max(peaks):.0f} MB")
+                for jobs, measured in runs.items():
+                    walls, peaks, trees, cpus = zip(*measured)
+                    print(f"  jobs {jobs}: median {np.median(walls):.1f} s wall, {np.median(cpus):.1f} CPU s, peak "
+                          f"{max(peaks):.0f} MB (largest process), {max(trees):.0f} MB (all)", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -11,6 +11,11 @@ as a bundle like the shipped one, written beside MODEL_OUT and renamed into plac
 round's report. With ``output_dir``, the corpus is then aligned with the adapted model
 (:func:`aligner.alignment.corpus.align_corpus`).
 
+Each round's recordings are aligned, and their statistics summed, where ``align-corpus`` runs
+its files (:func:`adapt_recordings`, :class:`PoolRounds`): in this process, on ``jobs`` local
+worker processes, or on Dask (``scheduler``, or a local cluster); a recording that fails on a
+worker, or whose worker dies, is left out of that round and listed in its report.
+
 Bad input is refused before any work with a one-line error naming the file: no transcripts,
 too little speech (:data:`MIN_ADAPT_SECONDS`), a reference with unknown phones, running past
 its audio or overlapping, MODEL_OUT inside the corpus or equal to the base, a damaged base.
@@ -22,7 +27,8 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -185,7 +191,7 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
             if transcript_kind(utt.transcript, kind) == "phones":
                 symbols, pset = read_transcript(utt.transcript)
                 recordings.append(Recording(samples, list(symbols), utt.speaker, str(utt.audio), "phones", pset.name,
-                                            reference))
+                                            reference, source=(str(utt.audio), 0, len(samples))))
             else:
                 if words_dict is None:
                     words_dict = load_dictionary(dictionary)
@@ -207,7 +213,7 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
                     seg_ref = reference if seg.start_s is None else None  # a reference covers the whole file
                     speaker = utt.speaker if seg.speaker is None else f"{utt.speaker}/{seg.speaker}"
                     recordings.append(Recording(samples[a:b], labels, speaker, name, "words", "auto", seg_ref,
-                                                prons))
+                                                prons, (str(utt.audio), a, b)))
         except TranscriptError as exc:
             if references is not None and ref_path is not None and str(ref_path) in str(exc):
                 raise  # a bad reference: the user asked for it, so no model is made without it
@@ -259,7 +265,8 @@ def save_atomically(model: AlignmentModel, model_out: Path) -> None:
 def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None,
                  rounds: int = 3, kind: str = "auto", output_dir=None, jobs: int = 1, settings=None,
                  progress: Optional[Callable[[str, int, int], None]] = None,
-                 message: Optional[Callable[[str], None]] = None) -> AdaptReport:
+                 message: Optional[Callable[[str], None]] = None, engine: Optional[str] = None,
+                 scheduler: Optional[str] = None) -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it to ``model_out`` (module docstring).
 
@@ -268,9 +275,18 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     :class:`~aligner.alignment.adaptation.AdaptSettings` (None: the defaults).
     ``progress(stage, done, total)`` after each file read and each file of each round;
     ``message(text)`` with each round's report. ``output_dir``: also align the corpus with the
-    adapted model there (``jobs`` worker processes).
+    adapted model there.
+
+    ``jobs``, ``engine``, ``scheduler``: where each round's recordings are aligned and its
+    statistics summed, and where ``output_dir`` is aligned, as for ``align-corpus``
+    (:func:`~aligner.alignment.corpus.align_corpus`): ``jobs`` local worker processes, or Dask
+    (``scheduler`` ``tcp://HOST:PORT``, or ``engine="dask"`` for a local cluster of ``jobs``
+    processes; ``model`` then a directory or None). Dask workers read the corpus and each
+    round's model (written beside ``model_out`` and removed at the end) themselves: they need
+    the file system this process sees. A recording that fails on a worker, or whose worker
+    dies, is left out of that round (its report lists it) and the round goes on.
     """
-    from aligner.alignment.adaptation import adapt_model
+    from aligner.runtime.distributed import check_dask_settings, resolve_engine
 
     t0 = time.perf_counter()
     corpus_dir, model_out = Path(corpus_dir), Path(model_out)
@@ -280,6 +296,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
         raise ValueError(f"kind must be one of {', '.join(CORPUS_TRANSCRIPTS)}, got {kind!r}")
     if int(rounds) < 1:
         raise AlignerError(f"rounds must be at least 1, got {rounds}")
+    engine = resolve_engine(engine, scheduler)
+    check_dask_settings(engine, scheduler, jobs, model, AlignmentModel)  # before any work
     base_dir = None if isinstance(model, AlignmentModel) else (
         Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND))
     _check_output(model_out, corpus_dir, base_dir)
@@ -316,8 +334,9 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
 
     file_progress = None if progress is None else (lambda rnd, done, total: progress(f"round {rnd}", done, total))
     try:
-        adapted, reports = adapt_model(base, recordings, rounds, settings, on_round=on_round,
-                                       file_progress=file_progress)
+        adapted, reports = adapt_recordings(base if engine == "local" else model, recordings, rounds, settings,
+                                            jobs, engine, scheduler, model_out.parent, on_round=on_round,
+                                            file_progress=file_progress)
     except AlignerError as exc:
         raise AlignerError(f"{corpus_dir}: {exc}") from None
     if all(r.files_used == 0 for r in reports):
@@ -335,5 +354,227 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     report.seconds = time.perf_counter() - t0
     if output_dir is not None:
         report.alignment = align_corpus(corpus_dir, output_dir, str(model_out), jobs, kind=kind,
-                                        dictionary=dictionary, oov=oov)
+                                        dictionary=dictionary, oov=oov, engine=engine, scheduler=scheduler)
     return report
+
+
+# -- the rounds on worker processes or on Dask -------------------------------------------------
+
+#: batches per worker process in a round on a pool: each batch sends back one set of statistics
+#: (``(m, m)`` floats: 32 MB for the shipped 2000 landmarks), and the smaller last batches even
+#: out the workers' loads
+BATCHES_PER_WORKER = 4
+#: ... but a batch holds at least this much audio (seconds) where the corpus allows it: some
+#: 3 s of work against 0.1-0.2 s to send its statistics back and add them
+MIN_BATCH_SECONDS = 60.0
+
+
+def _batches(recordings, workers: int) -> list:
+    """A round's batches of recording indices for ``workers`` worker processes (:func:`_split`)."""
+    durations = [r.duration_s for r in recordings]
+    wanted = min(workers * BATCHES_PER_WORKER, int(sum(durations) // MIN_BATCH_SECONDS))
+    return _split(durations, max(workers, wanted))
+
+
+def adapt_recordings(base, recordings, rounds: int = 1, settings=None, jobs: int = 1, engine: Optional[str] = None,
+                     scheduler: Optional[str] = None, work_dir=None, **options) -> tuple:
+    """:func:`~aligner.alignment.adaptation.adapt_model` (``options``: its other arguments) with
+    each round's recordings aligned and their statistics summed where ``align-corpus`` runs its
+    files: ``jobs`` local worker processes (one: this process), or Dask (``scheduler``
+    ``tcp://HOST:PORT``, or ``engine="dask"`` for a local cluster of ``jobs`` processes; ``base``
+    then a model directory, or None for each worker's shipped model). See :class:`PoolRounds`.
+    ``work_dir``: where Dask workers find each round's model (None: a temporary folder here).
+    The model and the reports are those of one process, to the rounding of the sums' order."""
+    from aligner.alignment.adaptation import adapt_model
+    from aligner.runtime.distributed import check_dask_settings, resolve_engine
+
+    engine = resolve_engine(engine, scheduler)
+    check_dask_settings(engine, scheduler, jobs, base, AlignmentModel)
+    runner = None if engine == "local" and jobs <= 1 else partial(
+        PoolRounds, engine=engine, scheduler=scheduler, jobs=jobs, base=base, work_dir=work_dir)
+    return adapt_model(base, recordings, rounds, settings, runner=runner, **options)
+
+
+@dataclass
+class _Batch:
+    """Recordings of one round for :func:`_run_batch`: ``indices`` into the round of
+    :data:`_LOCAL_ROUND` (inherited by a forked worker), or ``entries`` ``[(index, Recording,
+    prons, warp)]`` that travel with the batch (Dask: a recording without samples is read from
+    its ``source``), aligned by the model at ``model_path`` (None: the worker's shipped model)."""
+
+    indices: list
+    settings: object
+    want_stats: bool
+    entries: Optional[list] = None
+    model_path: Optional[str] = None
+    words: bool = False
+
+
+#: ``(model, InProcessRounds)`` of the round a local pool's workers inherit when they fork
+_LOCAL_ROUND: Optional[tuple] = None
+
+
+def _run_batch(batch: _Batch):
+    """One batch of a round on a worker (:func:`~aligner.alignment.adaptation.run_batch`); never raises."""
+    from aligner.alignment.adaptation import BatchResult, failure_message, run_batch
+
+    if batch.entries is None:
+        model, here = _LOCAL_ROUND
+        entries = here.entries(batch.indices)
+    else:
+        from aligner.alignment.corpus import _corpus_worker_init, worker_model
+
+        try:  # the round's model, loaded once per worker process and path, as align-corpus's workers do
+            _corpus_worker_init(batch.model_path, 1, None, batch.words)
+        except Exception as exc:
+            return BatchResult(None, [], f"the round's model could not be loaded: {failure_message(exc)}")
+        model, entries = worker_model(), batch.entries
+    return run_batch(model, entries, batch.settings, batch.want_stats)
+
+
+def _split(durations, n_batches: int) -> list:
+    """Consecutive index ranges of about equal total duration, ``n_batches`` of them at most (in
+    the recordings' order, so that each batch sums its statistics in the order one process would)."""
+    total = float(sum(durations)) or 1.0
+    batches, current, acc = [], [], 0.0
+    for i, d in enumerate(durations):
+        current.append(i)
+        acc += d
+        if acc >= total * (len(batches) + 1) / n_batches and len(batches) < n_batches - 1:
+            batches.append(current)
+            current = []
+    if current:
+        batches.append(current)
+    return batches
+
+
+class PoolRounds:
+    """Each round's recordings on worker processes, as ``align-corpus`` runs its files
+    (:func:`aligner.runtime.distributed.open_pool`), cut into :data:`BATCHES_PER_WORKER` batches
+    per worker (of :data:`MIN_BATCH_SECONDS` of audio at least), each summing its own statistics
+    (:func:`_run_batch`):
+
+    * ``engine="local"``: a :class:`~aligner.runtime.batch.WorkerPool` of ``jobs`` processes
+      forked for each round, inheriting the round's model and the recordings (only indices and
+      the batches' answers are pickled); the decoders are warmed here first;
+    * ``engine="dask"``: one :class:`~aligner.runtime.distributed.DaskPool` for every round, its
+      workers set up as ``align-corpus``'s (:func:`aligner.alignment.corpus._corpus_worker_init`):
+      each loads the round's model from a path (the base's directory, then a bundle written for
+      each later round under ``work_dir``) and reads the recordings from their ``source`` files.
+
+    A batch lost (its worker died twice, or Dask gave up on it) or broken is run again one
+    recording per batch, and a recording lost on its own is left out of the round with the
+    reason (:func:`~aligner.alignment.adaptation.gather_round`).
+    """
+
+    def __init__(self, recordings, prons_of, warps, engine: str, scheduler, jobs: int, base, work_dir=None):
+        from aligner.alignment.adaptation import InProcessRounds
+
+        self.here = InProcessRounds(recordings, prons_of, warps)  # the recordings, as the workers see them
+        self.engine, self.scheduler, self.base, self.work_dir = engine, scheduler, base, work_dir
+        self.jobs = max(1, min(int(jobs), len(recordings)))
+        self.words = any(r.kind == "words" for r in recordings)
+        self.pool, self.folder, self._warm = None, None, False
+
+    def __enter__(self) -> "PoolRounds":
+        if self.engine != "dask":
+            return self
+        import tempfile
+
+        from aligner.alignment.corpus import _corpus_worker_init
+        from aligner.runtime.distributed import absolute_paths, dask_path, open_pool
+
+        if self.work_dir is None:
+            self.folder = Path(tempfile.mkdtemp(prefix="aligner-adapt-"))
+        else:
+            self.folder = Path(self.work_dir) / f".aligner-adapt-rounds-{os.getpid()}-{time.time_ns()}"
+            self.folder.mkdir(parents=True)
+        self.base_path = None if self.base is None else dask_path(self.base)  # None: each worker's shipped model
+        self.entries, self.given = [], []
+        for i, rec, prons, warp in self.here.entries(range(len(self.here.recordings))):
+            if rec.source is not None:  # the worker reads the samples itself
+                self.given.append(absolute_paths([rec.source[0]]))
+                rec = replace(rec, samples=None, source=(dask_path(rec.source[0]),) + tuple(rec.source[1:]))
+            else:
+                self.given.append(None)
+            self.entries.append((i, rec, prons, warp))
+        try:
+            self.pool = open_pool("dask", self.scheduler, self.jobs, _corpus_worker_init,
+                                  (self.base_path, 1, None, self.words)).__enter__()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, exc_type=None, exc=None, tb=None) -> None:
+        try:
+            if self.pool is not None:
+                self.pool.__exit__(exc_type, exc, tb)
+                self.pool = None
+        finally:
+            if self.folder is not None:
+                shutil.rmtree(self.folder, ignore_errors=True)
+                self.folder = None
+
+    def frames(self, i: int):
+        return self.here.frames(i)
+
+    def run(self, rnd: int, model: AlignmentModel, settings, want_stats: bool, file_progress=None) -> tuple:
+        """As :meth:`~aligner.alignment.adaptation.InProcessRounds.run`; ``file_progress`` is told
+        of each recording when its batch is done."""
+        global _LOCAL_ROUND
+        from aligner.alignment.adaptation import BatchResult, OutputLayerStats, gather_round
+        from aligner.runtime.distributed import as_given, open_pool
+
+        n, done = len(self.here.recordings), [0]
+
+        def tick():
+            done[0] += 1
+            if file_progress is not None:
+                file_progress(rnd, done[0], n)
+
+        def lost(batch, why):
+            return BatchResult(None, [], why)
+
+        stats = OutputLayerStats(model.classifier.landmarks.shape[0]) if want_stats else None
+        if self.engine == "dask":
+            path = self._publish(rnd, model)
+            workers = max(1, sum(self.pool.client.nthreads().values()))
+
+            def run(batches):
+                return self.pool.map(_run_batch, [_Batch(ix, settings, want_stats, [self.entries[i] for i in ix],
+                                                         path, self.words) for ix in batches], lost)
+
+            batches = _batches(self.here.recordings, workers)
+            return stats, gather_round(batches, run, n, stats, tick, lambda i, why: as_given(why, self.given[i]))
+        if not self._warm:  # the decoders compiled and the modules imported here once: the workers inherit them
+            from aligner.alignment.adaptation import run_batch
+            from aligner.alignment.pipeline import warm_up, warm_up_words
+
+            warm_up(model)
+            if self.words:
+                warm_up_words(model)
+            shortest = min(range(n), key=lambda i: self.here.recordings[i].duration_s)
+            run_batch(model, self.here.entries([shortest]), settings, want_stats)  # its answer is not used
+            self._warm = True
+        batches = _batches(self.here.recordings, self.jobs)
+        _LOCAL_ROUND = (model, self.here)
+        try:
+            with open_pool("local", None, self.jobs, None, (), chunksize=1) as pool:
+                files = gather_round(batches, lambda bs: pool.map(_run_batch, [_Batch(ix, settings, want_stats)
+                                                                              for ix in bs], lost),
+                                     n, stats, tick)
+        finally:
+            _LOCAL_ROUND = None
+        return stats, files
+
+    def _publish(self, rnd: int, model: AlignmentModel):
+        """The path Dask workers load round ``rnd``'s model from: the base's, then a bundle
+        written for the round (the previous round's removed)."""
+        from aligner.runtime.distributed import dask_path
+
+        if rnd == 1:
+            return self.base_path
+        shutil.rmtree(self.folder / f"round-{rnd - 1}", ignore_errors=True)
+        model.save(self.folder / f"round-{rnd}")
+        return dask_path(self.folder / f"round-{rnd}")

@@ -32,6 +32,13 @@ symbols, a speaker, optionally hand-aligned reference phones). :func:`adapt_mode
 
 4. build the next :class:`~aligner.alignment.model.AlignmentModel` (the base is never changed).
 
+Steps 1-2 and the statistics of step 3 are per recording, and the statistics are sums: a
+round's recordings are aligned in batches, each summing its own (:func:`run_batch`), and the
+batches' sums added (:func:`gather_round`; the same refit to the rounding of the order of the
+sums). :class:`InProcessRounds` runs one batch in this process (the default);
+:func:`aligner.alignment.adapt_corpus.adapt_recordings` runs batches on worker processes or on
+Dask. A recording that fails is left out of the round, with the reason, and the round goes on.
+
 Per-speaker vocal-tract-length normalisation is separate: :func:`choose_warps` picks, per
 speaker, the MFCC frequency warp whose alignments score highest under the model; the warps then
 go to :func:`adapt_model` and must be used again when the adapted model aligns those speakers.
@@ -48,6 +55,7 @@ name says ms.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -56,7 +64,7 @@ import numpy as np
 
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.alignment.stop_closures import expand_stop_closures, should_split_stops
-from aligner.errors import AlignmentError
+from aligner.errors import AlignerError, AlignmentError
 from aligner.features.frame_classifier import FrameClassifier, landmark_eigenbasis
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
@@ -81,6 +89,9 @@ class Recording:
     list of words, normalised and looked up by :func:`word_pronunciations`, unless
     ``pronunciations`` gives each word's alternatives as ARPAbet phone tuples). ``reference``:
     hand-aligned phones ``[(start_s, end_s, symbol), ...]`` covering the recording, or None.
+    ``source``: ``(audio path, first sample, end sample)`` the samples were read from
+    (:func:`~aligner.io.audio.load_audio` of the path, cut), or None: a Dask worker then reads
+    them itself instead of receiving them.
     """
 
     samples: np.ndarray
@@ -91,6 +102,7 @@ class Recording:
     phone_set: str = "auto"
     reference: Sequence | None = None
     pronunciations: list | None = None
+    source: tuple | None = None
 
     @property
     def duration_s(self) -> float:
@@ -417,6 +429,15 @@ class OutputLayerStats:
         self.g += (R * a[:, None]).sum(0, dtype=np.float64)
         self.frames += int(len(labels))
 
+    def merge(self, other: "OutputLayerStats") -> None:
+        """Add the statistics of other frames (another batch's, the same layer's): they are sums."""
+        self.H += other.H
+        self.s += other.s
+        self.n += other.n
+        self.G += other.G
+        self.g += other.g
+        self.frames += other.frames
+
 
 def refit_output_layer(stats: OutputLayerStats, whiten: tuple, W_cur: np.ndarray, b_cur: np.ndarray,
                        W_base: np.ndarray, b_base: np.ndarray, prior: float, bias_prior: float = 1.0) -> tuple:
@@ -545,9 +566,9 @@ def check_recordings(recordings: Sequence[Recording]) -> None:
             raise ValueError(f"{rec.name}: a phones transcript is a non-empty list of symbols")
 
 
-def adapt_model(base: AlignmentModel, recordings: Sequence[Recording], rounds: int = 1,
+def adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
                 settings: AdaptSettings | None = None, dictionary=None, progress=None, on_round=None,
-                warps: dict | None = None, blas_threads: int = 1, file_progress=None) -> tuple:
+                warps: dict | None = None, blas_threads: int = 1, file_progress=None, runner=None) -> tuple:
     """:func:`_adapt_model` with BLAS on ``blas_threads`` threads (0: as it is;
     :func:`aligner.runtime.blas.limit`). One thread is the fastest on a machine whose cores are
     shared: the Cholesky factorisation of the refit took 3.3 s on the default threads and 0.5 s
@@ -556,109 +577,311 @@ def adapt_model(base: AlignmentModel, recordings: Sequence[Recording], rounds: i
 
     with blas.limit(blas_threads):
         return _adapt_model(base, recordings, rounds, settings, dictionary, progress, on_round, warps,
-                            file_progress)
+                            file_progress, runner)
 
 
-def _adapt_model(base: AlignmentModel, recordings: Sequence[Recording], rounds: int = 1,
+def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
                  settings: AdaptSettings | None = None, dictionary=None, progress=None, on_round=None,
-                 warps: dict | None = None, file_progress=None) -> tuple:
+                 warps: dict | None = None, file_progress=None, runner=None) -> tuple:
     """Adapt ``base`` to ``recordings`` (module docstring); returns ``(model, [RoundReport])``.
 
-    ``rounds`` >= 1 re-estimations, each from the alignments of the model of the round before.
-    ``dictionary``: pronouncing dictionary of words recordings (None: CMU). ``progress``:
-    optional ``callable(str)`` told of each round; ``file_progress``: optional ``callable(round,
-    done, total)`` called once per recording of each round (a progress bar); ``on_round``:
-    optional ``callable(round, model, report)`` given each round's new model. ``warps``: ``{speaker: warp}`` of the MFCC
-    front end (:func:`choose_warps`; the adapted model then expects the same warps when it
-    aligns those speakers: ``mfcc_features(samples, warp=...)`` and its ``align_scored``).
-    ``base`` is not modified.
+    ``base``: an :class:`~aligner.alignment.model.AlignmentModel`, a model directory, or None
+    for the shipped model; it is not modified. ``rounds`` >= 1 re-estimations, each from the
+    alignments of the model of the round before. ``dictionary``: pronouncing dictionary of
+    words recordings (None: CMU). ``progress``: optional ``callable(str)`` told of each round;
+    ``file_progress``: optional ``callable(round, done, total)`` called once per recording of
+    each round (a progress bar); ``on_round``: optional ``callable(round, model, report)``
+    given each round's new model. ``warps``: ``{speaker: warp}`` of the MFCC front end
+    (:func:`choose_warps`; the adapted model then expects the same warps when it aligns those
+    speakers: ``mfcc_features(samples, warp=...)`` and its ``align_scored``).
+
+    ``runner``: where each round's recordings are aligned and its statistics summed, a
+    ``callable(recordings, prons_of, warps)`` giving a context manager with the methods of
+    :class:`InProcessRounds` (the default: this process);
+    :func:`aligner.alignment.adapt_corpus.adapt_recordings` runs them on worker processes or on
+    Dask, with the same model to the rounding of the sums' order.
     """
+    from aligner.alignment.pipeline import load_model
+
     settings = (settings or AdaptSettings()).check()
     if int(rounds) < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     check_recordings(recordings)
+    base = load_model(base)
     warps = warps or {}
-    frames_of = [mfcc_features(np.asarray(r.samples, np.float32), SAMPLE_RATE, warp=float(warps.get(r.speaker, 1.0)))
-                 for r in recordings]
     prons_of = [None if r.kind == "phones" else _prons(r, dictionary) for r in recordings]
     W_base, b_base = base.classifier.weights, base.classifier.bias
     whiten = whitening(base.classifier) if settings.classifier_prior is not None else None
     model = base
     previous: dict = {}
     reports = []
-    for rnd in range(1, int(rounds) + 1):
-        t0 = time.perf_counter()
-        clf = model.classifier
-        stats = OutputLayerStats(clf.landmarks.shape[0]) if whiten is not None else None
-        by_class = [[] for _ in range(N_CLASSES)]
-        by_symbol: dict = {}
-        report = RoundReport(rnd, 0)
-        confs, moved, compared = [], 0, 0
-        for i, (rec, frames) in enumerate(zip(recordings, frames_of)):
-            if file_progress is not None and i:
-                file_progress(rnd, i, len(recordings))
-            dec = _decode_for_round(model, rec, frames, prons_of[i], settings)
-            if isinstance(dec, str):
-                report.files_left_out[rec.name] = dec
-                continue
-            if dec.confidences is not None and len(dec.confidences) > 1:
-                confs.append(np.asarray(dec.confidences[1:], float))
-            if i in previous and len(previous[i]) == len(dec.compare_s):
-                compared += len(dec.compare_s)
-                moved += int(np.sum(np.abs(previous[i] - dec.compare_s) > MOVED_S + 1e-9))
-            previous[i] = dec.compare_s
-            if dec.flagged and settings.skip_flagged:
-                report.files_left_out[rec.name] = "transcript flagged as not matching the audio"
-                continue
-            if not np.any(dec.weights > 0):
-                report.files_left_out[rec.name] = "no frame with a positive weight"
-                continue
-            report.files_used += 1
-            report.frames += int(np.sum(dec.weights > 0))
-            report.weighted_frames += float(dec.weights.sum())
-            report.dropped_frames += int(np.sum(dec.weights == 0))
-            lengths = np.diff(np.append(dec.y, len(frames)))
-            for c, sym, n in zip(dec.classes, dec.symbols, lengths):
-                by_class[int(c)].append(int(n))
-                by_symbol.setdefault(duration_key(sym), []).append(int(n))
-            if stats is not None:
-                for a in range(0, len(frames), STATS_BLOCK_FRAMES):
-                    lo, hi = max(0, a - clf.context), min(len(frames), a + STATS_BLOCK_FRAMES + clf.context)
-                    E = clf.kernel_values(frames[lo:hi])[a - lo:min(a + STATS_BLOCK_FRAMES, len(frames)) - lo]
-                    b = a + len(E)
-                    stats.add(E, dec.labels[a:b], dec.weights[a:b], clf.weights, clf.bias)
-        if file_progress is not None:
-            file_progress(rnd, len(recordings), len(recordings))
-        report.mean_confidence = float(np.concatenate(confs).mean()) if confs else None
-        report.boundaries, report.moved_20ms = compared, moved
-        if report.files_used == 0:
-            raise AlignmentError(f"round {rnd}: no recording could be used "
-                                 f"({len(report.files_left_out)} left out)")
-        new_clf = clf
-        if stats is not None and stats.n > 0:
-            W, b = refit_output_layer(stats, whiten, clf.weights, clf.bias, W_base, b_base,
-                                      settings.classifier_prior, settings.bias_prior)
-            new_clf = with_output_layer(clf, W, b)
-        durations = model.durations
-        if settings.durations_prior is not None:
-            durations = adapt_durations(base.durations, by_class, by_symbol, settings.durations_prior)
-        model = AlignmentModel(new_clf, durations, np.array(base.weights, float), base.min_frames,
-                               dict(base.training, adapted={"rounds": rnd, "recordings": len(recordings),
-                                                            "settings": dict(settings.__dict__)}),
-                               base.refiner, base.confidence, base.utterance_check)
-        refs = [i for i, r in enumerate(recordings) if r.reference is not None]
-        if settings.refiner_prior is not None and base.refiner is not None and refs:
-            pairs = [reference_boundaries(model, recordings[i], frames_of[i]) for i in refs]
-            model.refiner = refit_refiner_output(base.refiner, [f for f, _ in pairs], [t for _, t in pairs],
-                                                 settings.refiner_prior)
-        report.seconds = time.perf_counter() - t0
-        reports.append(report)
-        if on_round is not None:
-            on_round(rnd, model, report)
-        if progress:
-            progress(f"round {rnd}: {report.files_used} files, {report.frames} frames, "
-                     f"{report.moved_20ms}/{report.boundaries} boundaries moved > 20 ms, {report.seconds:.1f} s")
+    with (runner or InProcessRounds)(recordings, prons_of, warps) as where:
+        for rnd in range(1, int(rounds) + 1):
+            t0 = time.perf_counter()
+            clf = model.classifier
+            stats, files = where.run(rnd, model, settings, whiten is not None, file_progress)
+            by_class = [[] for _ in range(N_CLASSES)]
+            by_symbol: dict = {}
+            report = RoundReport(rnd, 0)
+            confs, moved, compared = [], 0, 0
+            for i, (rec, res) in enumerate(zip(recordings, files)):  # in the recordings' order, always
+                if res.confidences is not None:
+                    confs.append(res.confidences)
+                if res.compare_s is not None:
+                    if i in previous and len(previous[i]) == len(res.compare_s):
+                        compared += len(res.compare_s)
+                        moved += int(np.sum(np.abs(previous[i] - res.compare_s) > MOVED_S + 1e-9))
+                    previous[i] = res.compare_s
+                if res.left_out is not None:
+                    report.files_left_out[rec.name] = res.left_out
+                    continue
+                report.files_used += 1
+                report.frames += res.frames
+                report.weighted_frames += res.weighted_frames
+                report.dropped_frames += res.dropped_frames
+                for c, key, n in zip(*(res.durations or ((), (), ()))):
+                    by_class[int(c)].append(int(n))
+                    by_symbol.setdefault(key, []).append(int(n))
+            report.mean_confidence = float(np.concatenate(confs).mean()) if confs else None
+            report.boundaries, report.moved_20ms = compared, moved
+            if report.files_used == 0:
+                first = "".join(f"; {k}: {v}" for k, v in list(report.files_left_out.items())[:1])
+                raise AlignmentError(f"round {rnd}: no recording could be used "
+                                     f"({len(report.files_left_out)} left out{first})")
+            new_clf = clf
+            if stats is not None and stats.n > 0:
+                W, b = refit_output_layer(stats, whiten, clf.weights, clf.bias, W_base, b_base,
+                                          settings.classifier_prior, settings.bias_prior)
+                new_clf = with_output_layer(clf, W, b)
+            del stats
+            durations = model.durations
+            if settings.durations_prior is not None:
+                durations = adapt_durations(base.durations, by_class, by_symbol, settings.durations_prior)
+            model = AlignmentModel(new_clf, durations, np.array(base.weights, float), base.min_frames,
+                                   dict(base.training, adapted={"rounds": rnd, "recordings": len(recordings),
+                                                                "settings": dict(settings.__dict__)}),
+                                   base.refiner, base.confidence, base.utterance_check)
+            refs = [i for i, r in enumerate(recordings) if r.reference is not None]
+            if settings.refiner_prior is not None and base.refiner is not None and refs:
+                pairs = [reference_boundaries(model, recordings[i], where.frames(i)) for i in refs]
+                model.refiner = refit_refiner_output(base.refiner, [f for f, _ in pairs], [t for _, t in pairs],
+                                                     settings.refiner_prior)
+            report.seconds = time.perf_counter() - t0
+            reports.append(report)
+            if on_round is not None:
+                on_round(rnd, model, report)
+            if progress:
+                progress(f"round {rnd}: {report.files_used} files, {report.frames} frames, "
+                         f"{report.moved_20ms}/{report.boundaries} boundaries moved > 20 ms, {report.seconds:.1f} s")
     return model, reports
+
+
+# -------------------------------------------------------------------------------------------
+# a round's recordings: aligned, labelled, their statistics summed (here, or on workers)
+# -------------------------------------------------------------------------------------------
+
+@dataclass
+class FileResult:
+    """What one recording gave in one round (:func:`run_batch`): the reason it was left out
+    (None: used), and what the round's report and the duration re-estimate need. Per boundary
+    or per recording, never per frame: the frames count in the batch's statistics."""
+
+    index: int
+    left_out: str | None = None
+    compare_s: np.ndarray | None = None  #: boundary times compared between rounds (None: not decoded)
+    confidences: np.ndarray | None = None  #: start confidences but the first (None: none, or one phone)
+    frames: int = 0
+    weighted_frames: float = 0.0
+    dropped_frames: int = 0
+    durations: tuple | None = None  #: (classes, duration keys, lengths in frames) of its phones, if asked
+
+
+@dataclass
+class BatchResult:
+    """:func:`run_batch`'s answer: the statistics of the recordings used (None: not asked for)
+    and each recording's :class:`FileResult`; or ``broken`` (why), and then neither counts
+    (:func:`gather_round` runs its recordings again one per batch)."""
+
+    stats: OutputLayerStats | None
+    files: list
+    broken: str | None = None
+
+
+def frames_of(rec: Recording, warp: float = 1.0) -> np.ndarray:
+    """The MFCC frames of a recording (its samples read from its ``source`` if it has none)."""
+    samples = rec.samples if rec.samples is not None else _source_samples(rec)
+    return mfcc_features(np.asarray(samples, np.float32), SAMPLE_RATE, warp=float(warp))
+
+
+_SOURCE: tuple = (None, None)  #: (path, samples): the last audio file :func:`_source_samples` read
+
+
+def _source_samples(rec: Recording) -> np.ndarray:
+    """``rec``'s samples read from its ``source`` as the corpus reader read them (the whole
+    file, then cut: DC removal and resampling see the whole file); the last file read is kept,
+    so the intervals of one TextGrid read it once."""
+    global _SOURCE
+    import warnings
+
+    from aligner.io.audio import load_audio
+
+    path, a, b = rec.source
+    if _SOURCE[0] != path:
+        _SOURCE = (None, None)
+        with warnings.catch_warnings():  # repairs were reported when the corpus was read
+            warnings.simplefilter("ignore")
+            _SOURCE = (path, load_audio(path))
+    if len(_SOURCE[1]) < b:
+        raise AlignmentError(f"{path}: {len(_SOURCE[1])} samples, fewer than when the corpus was read ({b}): "
+                             f"changed since?")
+    return _SOURCE[1][a:b]
+
+
+def failure_message(exc: Exception) -> str:
+    """Why a recording was left out, from the exception it raised."""
+    if isinstance(exc, (AlignerError, ValueError)):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
+def run_batch(model: AlignmentModel, entries, settings: AdaptSettings, want_stats: bool, cache=None,
+              on_file=None) -> BatchResult:
+    """Align the recordings ``entries`` ``[(index, Recording, prons, warp)]`` with ``model``,
+    label their frames and sum the output-layer statistics of those used (``want_stats``);
+    ``cache``: a list keeping each recording's MFCC frames by index (None: computed each
+    time); ``on_file()`` after each recording. Never raises: a recording that fails is left
+    out with the reason; if the statistics themselves fail midway the batch is ``broken``."""
+    clf = model.classifier
+    stats = OutputLayerStats(clf.landmarks.shape[0]) if want_stats else None
+    files = []
+    for i, rec, prons, warp in entries:
+        dec = frames = None
+        try:
+            if cache is not None and cache[i] is not None:
+                frames = cache[i]
+            else:
+                if rec.samples is None:
+                    rec = dataclasses.replace(rec, samples=_source_samples(rec))
+                frames = frames_of(rec, warp)
+                if cache is not None:
+                    cache[i] = frames
+            result, dec = _file_result(i, model, rec, frames, prons, settings)
+        except Exception as exc:
+            result = FileResult(i, failure_message(exc))
+        if dec is not None and stats is not None:
+            try:
+                _add_stats(stats, clf, frames, dec)
+            except Exception as exc:
+                return BatchResult(None, [], f"{rec.name}: statistics failed: {failure_message(exc)}")
+        files.append(result)
+        if on_file is not None:
+            on_file()
+    return BatchResult(stats, files)
+
+
+def _file_result(i: int, model: AlignmentModel, rec: Recording, frames: np.ndarray, prons,
+                 settings: AdaptSettings) -> tuple:
+    """``(FileResult, Decoded or None)`` of one recording in a round; the Decoded only when the
+    recording is used (its frames then go into the statistics)."""
+    dec = _decode_for_round(model, rec, frames, prons, settings)
+    if isinstance(dec, str):
+        return FileResult(i, dec), None
+    res = FileResult(i, compare_s=np.asarray(dec.compare_s))
+    if dec.confidences is not None and len(dec.confidences) > 1:
+        res.confidences = np.asarray(dec.confidences[1:], float)
+    if dec.flagged and settings.skip_flagged:
+        res.left_out = "transcript flagged as not matching the audio"
+        return res, None
+    if not np.any(dec.weights > 0):
+        res.left_out = "no frame with a positive weight"
+        return res, None
+    res.frames = int(np.sum(dec.weights > 0))
+    res.weighted_frames = float(dec.weights.sum())
+    res.dropped_frames = int(np.sum(dec.weights == 0))
+    if settings.durations_prior is not None:
+        lengths = np.diff(np.append(dec.y, len(frames)))
+        res.durations = ([int(c) for c in dec.classes], [duration_key(s) for s in dec.symbols],
+                         [int(n) for n in lengths])
+    return res, dec
+
+
+def _add_stats(stats: OutputLayerStats, clf: FrameClassifier, frames: np.ndarray, dec: Decoded) -> None:
+    """Add a decoded recording's frames to ``stats``, :data:`STATS_BLOCK_FRAMES` at a time."""
+    for a in range(0, len(frames), STATS_BLOCK_FRAMES):
+        lo, hi = max(0, a - clf.context), min(len(frames), a + STATS_BLOCK_FRAMES + clf.context)
+        E = clf.kernel_values(frames[lo:hi])[a - lo:min(a + STATS_BLOCK_FRAMES, len(frames)) - lo]
+        b = a + len(E)
+        stats.add(E, dec.labels[a:b], dec.weights[a:b], clf.weights, clf.bias)
+
+
+def gather_round(batches: list, run, n: int, stats: OutputLayerStats | None, tick=None, rewrite=None) -> list:
+    """``[FileResult]`` of a round's ``n`` recordings in their order, from ``run(batches)``, which
+    yields the :class:`BatchResult` of each batch (a list of recording indices) in order: the
+    statistics merged into ``stats``; a broken batch (or a lost one: its worker died) of several
+    recordings run again one recording per batch, a recording broken on its own left out with
+    the reason. ``tick()`` after each recording taken from a batch (None: the batches tick);
+    ``rewrite(index, reason)``: the reason as reported (None: as it is)."""
+    files: list = [None] * n
+    retry: list = []
+    for attempt in (batches, retry):  # retry is filled by the first pass
+        for indices, result in zip(attempt, run(attempt) if attempt else ()):
+            if result.broken is not None and len(indices) > 1:
+                retry.extend([i] for i in indices)
+                continue
+            results = result.files if result.broken is None else [FileResult(indices[0], result.broken)]
+            if stats is not None and result.stats is not None:
+                stats.merge(result.stats)
+            for res in results:
+                if res.left_out is not None and rewrite is not None:
+                    res.left_out = rewrite(res.index, res.left_out)
+                files[res.index] = res
+                if tick is not None:
+                    tick()
+    return files
+
+
+class InProcessRounds:
+    """Each round's recordings aligned in this process, in one batch (:func:`run_batch`), their
+    MFCC frames kept between rounds; ``with InProcessRounds(recordings, prons_of, warps) as
+    where: stats, files = where.run(...)``."""
+
+    def __init__(self, recordings: Sequence[Recording], prons_of: list, warps: dict):
+        self.recordings, self.prons_of, self.warps = recordings, prons_of, warps
+        self.cache: list = [None] * len(recordings)
+
+    def __enter__(self) -> "InProcessRounds":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.cache = [None] * len(self.recordings)
+
+    def entries(self, indices) -> list:
+        return [(i, self.recordings[i], self.prons_of[i], float(self.warps.get(self.recordings[i].speaker, 1.0)))
+                for i in indices]
+
+    def frames(self, i: int) -> np.ndarray:
+        """The MFCC frames of recording ``i``."""
+        if self.cache[i] is None:
+            rec = self.recordings[i]
+            self.cache[i] = frames_of(rec, self.warps.get(rec.speaker, 1.0))
+        return self.cache[i]
+
+    def run(self, rnd: int, model: AlignmentModel, settings: AdaptSettings, want_stats: bool,
+            file_progress=None) -> tuple:
+        """``(summed statistics or None, [FileResult] in the recordings' order)`` of round ``rnd``
+        aligned with ``model``; ``file_progress(rnd, done, total)`` after each recording."""
+        n, done = len(self.recordings), [0]
+
+        def tick():
+            done[0] += 1
+            if file_progress is not None:
+                file_progress(rnd, done[0], n)
+
+        stats = OutputLayerStats(model.classifier.landmarks.shape[0]) if want_stats else None
+        files = gather_round([list(range(n))], lambda batches: (
+            run_batch(model, self.entries(ix), settings, want_stats, self.cache, tick) for ix in batches),
+            n, stats)
+        return stats, files
 
 
 def _decode_for_round(model: AlignmentModel, rec: Recording, frames: np.ndarray, prons, settings: AdaptSettings):

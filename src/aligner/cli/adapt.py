@@ -46,8 +46,17 @@ class _StageBars:
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Also align the corpus with the adapted model and write the TextGrids here.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Worker processes for --output-dir.")
-def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, rounds, output_dir, jobs):
+              help="Worker processes (of the local pool, or of a local Dask cluster) for each round and for "
+                   "--output-dir.")
+@click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
+              help="local: --jobs worker processes on this machine; dask (pip install \"aligner[dask]\"): the "
+                   "rounds and --output-dir as Dask tasks, on a local Dask cluster of --jobs processes, or on "
+                   "--scheduler's workers [local; dask with --scheduler].")
+@click.option("--scheduler", metavar="tcp://HOST:PORT",
+              help="Run on this running Dask scheduler's workers. They must see the corpus, the model and "
+                   "MODEL_OUT's folder at the same paths as here (a shared file system).")
+def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, rounds, output_dir, jobs, engine,
+          scheduler):
     """Adapt the alignment model to the recordings of CORPUS_DIR and save it to MODEL_OUT.
 
     CORPUS_DIR is any corpus align-corpus reads (Montreal Forced Aligner's layout with .lab,
@@ -57,12 +66,20 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, round
     and files whose transcript does not match are left out. MODEL_OUT is a model bundle like
     the shipped one (it records its base and the corpus): use it with --model in align,
     align-corpus and vowels. It is written when every round is done, never half.
+
+    Each round's recordings are aligned on --jobs worker processes, or as Dask tasks with
+    --scheduler tcp://HOST:PORT (or --engine dask for a local Dask cluster), as align-corpus
+    runs its files; the model is the same (to rounding) however the work is shared. Dask workers
+    read the corpus and each round's model (written beside MODEL_OUT) themselves, so they must
+    share this file system. A recording that fails on a worker, or whose worker dies, is left
+    out of that round and listed; the round goes on.
     """
     from aligner import api
 
     bars = _StageBars()
     report = run(api.adapt, corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir,
-                 jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)))
+                 jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)), engine=engine,
+                 scheduler=scheduler)
     bars.close()
     if report.oovs:
         echo(f"{len(report.oovs)} words not in the dictionary (pronunciation used):", err=True)
