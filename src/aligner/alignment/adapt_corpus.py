@@ -308,6 +308,9 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
         base = load_model(model)
     except ModelError as exc:
         raise ModelError(f"base model: {exc}") from None
+    if base.phone_set is not None:
+        raise AlignerError(f"{base_dir or 'base model'}: adapting a model trained on its own phones is not supported "
+                           "yet; adapt a 39-class model (the shipped one)")
     recordings, failed, oovs = read_recordings(
         corpus_dir, kind, dictionary, oov, references,
         None if progress is None else (lambda done, total: progress("reading", done, total)))
