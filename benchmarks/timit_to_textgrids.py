@@ -28,7 +28,6 @@ from aligner.io.corpus import find_utterances
 from aligner.io.textgrids import Interval, write_textgrid
 from aligner.io.transcripts import read_phn
 from aligner.frames import SAMPLE_RATE
-from aligner.io.audio import audio_duration
 from aligner.phonetics import BROAD_CLASS_OF, TIMIT61_CLOSURES, TIMIT61_TO_39
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
@@ -73,7 +72,6 @@ def main(argv=None):
                 broad = "silence" if s in TIMIT61_CLOSURES else BROAD_CLASS_OF[TIMIT61_TO_39[s]]
                 classes.setdefault(ipa, broad)
             written.append(ipa)
-        duration = audio_duration(utt.audio)
         phones = [Interval(a / SAMPLE_RATE, b / SAMPLE_RATE, w) for a, b, w in zip(starts, ends, written)]
         tiers = [("phones", phones)]
         out = args.out / Path(utt.name)
@@ -81,7 +79,10 @@ def main(argv=None):
         link = out.with_suffix(utt.audio.suffix)
         if not link.exists():
             os.symlink(utt.audio.resolve(), link)
-        write_textgrid(out.with_suffix(".TextGrid"), tiers, max(duration, phones[-1].end_s))
+        # the grid ends with the last .phn interval: audio after it belongs to no phone there, as in
+        # the .phn (training gives it to the last phone either way); a filler interval would add a
+        # silence-to-silence boundary the .phn does not have
+        write_textgrid(out.with_suffix(".TextGrid"), tiers, phones[-1].end_s)
     if args.names:
         lines = [f"{name}\t{classes[name]}" for name in sorted(classes)]
         (args.out / "phone-classes.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
