@@ -122,6 +122,24 @@ def corrupted_samples(path, audio: np.ndarray) -> np.ndarray:
     return samples_outside_range(np.round(np.asarray(audio, np.float64) * 32768), header)
 
 
+def _add_example(examples: list, skipped: list, utt, what: str, suffix: str, cut: np.ndarray, on_s: float,
+                 off_s: float, corrupted: bool, classifier) -> None:
+    """Append the :class:`CVCExample` of one vowel's ``cut`` (onset and offset in seconds from its
+    start) to ``examples``, or why it is left out to ``skipped`` (``what`` names it there)."""
+    try:
+        feats = vowel_acoustics(cut, classifier)
+    except AlignerError as exc:
+        skipped.append(f"{utt.name} {what}: {exc}")
+        return
+    y = np.array(seconds_to_frames(on_s, off_s), dtype=np.int64)
+    y[1] = min(y[1], len(feats) - 1)
+    if not 0 <= y[0] < y[1]:
+        skipped.append(f"{utt.name} {what}: vowel shorter than one frame")
+        return
+    examples.append(CVCExample(utt.speaker, f"{utt.name}{suffix}", feats, y, (on_s, off_s), len(cut) / SAMPLE_RATE,
+                               corrupted))
+
+
 def load_cvc_examples(corpus, classifier, progress: Progress = None) -> tuple[list, list]:
     """Every CVC token of a corpus, with its cut's acoustics: ``(examples, skipped)``.
 
@@ -139,19 +157,9 @@ def load_cvc_examples(corpus, classifier, progress: Progress = None) -> tuple[li
         starts, ends, labels = read_phn(utt.transcript)
         for k, tok in enumerate(cvc_tokens(starts, ends, labels)):
             cut = audio[tok.cut_start:min(tok.cut_end, len(audio))]
-            on_s, off_s = tok.onset_in_cut / SAMPLE_RATE, tok.offset_in_cut / SAMPLE_RATE
-            try:
-                feats = vowel_acoustics(cut, classifier)
-            except AlignerError as exc:
-                skipped.append(f"{utt.name} token {k}: {exc}")
-                continue
-            y = np.array(seconds_to_frames(on_s, off_s), dtype=np.int64)
-            y[1] = min(y[1], len(feats) - 1)
-            if not 0 <= y[0] < y[1]:
-                skipped.append(f"{utt.name} token {k}: vowel shorter than one frame")
-                continue
-            examples.append(CVCExample(utt.speaker, f"{utt.name}#{k}:{tok.vowel}", feats, y, (on_s, off_s),
-                                       len(cut) / SAMPLE_RATE, bool(bad[tok.cut_start:tok.cut_end].any())))
+            _add_example(examples, skipped, utt, f"token {k}", f"#{k}:{tok.vowel}", cut,
+                         tok.onset_in_cut / SAMPLE_RATE, tok.offset_in_cut / SAMPLE_RATE,
+                         bool(bad[tok.cut_start:tok.cut_end].any()), classifier)
         if progress:
             progress("features", i + 1, len(utterances))
     return examples, skipped
@@ -186,20 +194,9 @@ def load_tier_examples(utterances: list, classifier, tier: str, pad_s: float = D
                                       f"runs past the end of {utt.audio} ({duration:.3f} s)")
             a = max(0, int(round((iv.start_s - pad_s) * SAMPLE_RATE)))
             b = min(len(audio), int(round((iv.end_s + pad_s) * SAMPLE_RATE)))
-            cut = audio[a:b]
-            on_s, off_s = iv.start_s - a / SAMPLE_RATE, min(iv.end_s, duration) - a / SAMPLE_RATE
-            try:
-                feats = vowel_acoustics(cut, classifier)
-            except AlignerError as exc:
-                skipped.append(f"{utt.name} vowel {k}: {exc}")
-                continue
-            y = np.array(seconds_to_frames(on_s, off_s), dtype=np.int64)
-            y[1] = min(y[1], len(feats) - 1)
-            if not 0 <= y[0] < y[1]:
-                skipped.append(f"{utt.name} vowel {k}: vowel shorter than one frame")
-                continue
-            examples.append(CVCExample(utt.speaker, f"{utt.name}#{k}:{iv.label.strip()}", feats, y, (on_s, off_s),
-                                       len(cut) / SAMPLE_RATE, bool(bad[a:b].any())))
+            _add_example(examples, skipped, utt, f"vowel {k}", f"#{k}:{iv.label.strip()}", audio[a:b],
+                         iv.start_s - a / SAMPLE_RATE, min(iv.end_s, duration) - a / SAMPLE_RATE,
+                         bool(bad[a:b].any()), classifier)
         if progress:
             progress("features", i + 1, len(utterances))
     return examples, skipped
