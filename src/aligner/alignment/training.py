@@ -414,7 +414,8 @@ def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_cl
     (:func:`~aligner.alignment.inventory.build_inventory`). Raises an
     :class:`~aligner.errors.AlignerError` naming the corpus or the file at fault.
     """
-    from aligner.alignment.inventory import MIN_CLASS_TOKENS, build_inventory, normalize_symbol, read_phone_classes
+    from aligner.alignment.inventory import (MIN_CLASS_TOKENS, build_inventory, count_symbols, normalize_symbol,
+                                             read_phone_classes)
     from aligner.errors import AlignerError, TranscriptError
     from aligner.io.corpus import find_utterances
     from aligner.phonetics import model_phone_set
@@ -441,10 +442,7 @@ def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_cl
         labels_of[u.name] = labels
         for s in labels:
             where.setdefault(s, str(u.transcript))
-    counts = {}
-    for labels in labels_of.values():
-        for s in labels:
-            counts[s] = counts.get(s, 0) + 1
+    counts = count_symbols(labels_of.values())
     table = read_phone_classes(phone_classes) if isinstance(phone_classes, (str, os.PathLike)) else phone_classes
     choice = build_inventory(counts, phone_code, table,
                              MIN_CLASS_TOKENS if min_class_tokens is None else min_class_tokens, where)
