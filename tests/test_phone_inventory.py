@@ -253,6 +253,15 @@ def test_train_on_ipa_textgrids_and_align_with_the_model(tmp_path):
     code, out = run("align-corpus", corpus.parent, tmp_path / "aligned-phones", "--model", tmp_path / "model",
                     "--transcript", "phones")
     assert code == 0 and (tmp_path / "aligned-phones" / "spk" / "p.TextGrid").is_file(), out
+    # vowels from an alignment in the model's own phones: the model's broad classes say which are vowels
+    csv = tmp_path / "vowels.csv"
+    code, out = run("vowels", test.audio, "--mode", "align", "--alignment-model", tmp_path / "model",
+                    "--transcript", phones, "-o", csv, "--no-fuse")
+    assert code == 0, out
+    rows = csv.read_text(encoding="utf-8").splitlines()[1:]
+    vowels_given = [p for p in ipa if model.inventory.broad[model.inventory.index(model.phone_set.class_of(p))]
+                    == "vowel"]
+    assert len(rows) == len(vowels_given) > 3
     bad = tmp_path / "bad-lexicon.txt"
     bad.write_text("dark d ɑ ɹ kk\n", encoding="utf-8")
     code, out = run("align", test.audio, "dark", "-o", tmp_path / "d.TextGrid", "--model", tmp_path / "model",

@@ -46,9 +46,12 @@ class AlignedVowel:
         return self.offset_s - self.onset_s
 
 
-def vowel_and_stress(symbol: str) -> Optional[tuple[str, str]]:
+def vowel_and_stress(symbol: str, broad_of=None) -> Optional[tuple[str, str]]:
     """``(vowel, stress)`` of a phone symbol that is a vowel (ARPAbet with or without its stress
-    digit, or TIMIT-61), else None: ``AE1`` -> ``("AE", "1")``, ``ix`` -> ``("ix", "")``."""
+    digit, or TIMIT-61), else None: ``AE1`` -> ``("AE", "1")``, ``ix`` -> ``("ix", "")``.
+    ``broad_of``: symbol -> its broad class or None, for a model's own phones (no stress)."""
+    if broad_of is not None:
+        return (symbol, "") if broad_of(symbol) == "vowel" else None
     m = _STRESS.match(symbol)
     if m and m.group(1).lower() in ARPABET_VOWELS:
         return m.group(1), m.group(2)
@@ -58,14 +61,16 @@ def vowel_and_stress(symbol: str) -> Optional[tuple[str, str]]:
 
 
 def aligned_vowels(tiers: Sequence[tuple[str, Sequence]], confidences: Optional[dict] = None,
-                   words: Optional[Sequence[str]] = None, stressed_only: bool = False) -> list[AlignedVowel]:
+                   words: Optional[Sequence[str]] = None, stressed_only: bool = False,
+                   broad_of=None) -> list[AlignedVowel]:
     """The vowels of an alignment's ``phones`` tier(s), in time order, each with its word.
 
     ``tiers``: ``[(name, [(start_s, end_s, label), ...]), ...]`` as :class:`aligner.api.Alignment`
     holds them (``phones`` and optionally ``words``; ``SPEAKER - phones`` / ``SPEAKER - words``
     pairs for several speakers); ``confidences``: tier name -> each interval's start confidence.
     ``words``: keep only vowels of these words (case-insensitive); ``stressed_only``: keep only
-    vowels with primary or secondary stress (1 or 2).
+    vowels with primary or secondary stress (1 or 2). ``broad_of``: symbol -> broad class, for the
+    phones of a model trained on its own phone set (:func:`broad_reader`).
     """
     from aligner.vowels.fused import consonant_runs, cvc_context
 
@@ -80,7 +85,7 @@ def aligned_vowels(tiers: Sequence[tuple[str, Sequence]], confidences: Optional[
         conf = (confidences or {}).get(name)
         w = 0
         for i, (start, end, label) in enumerate(phones):
-            found = vowel_and_stress(label)
+            found = vowel_and_stress(label, broad_of)
             if found is None:
                 continue
             while w < len(word_tier) and word_tier[w][1] <= start + 1e-9:
@@ -95,6 +100,21 @@ def aligned_vowels(tiers: Sequence[tuple[str, Sequence]], confidences: Optional[
                 adjacent = i + 1 < len(phones) and abs(phones[i + 1][0] - end) < 1e-9
                 c = float(min(conf[i], conf[i + 1])) if adjacent else float(conf[i])
             out.append(AlignedVowel(word[2] if word else "", word[0] if word else None, word[1] if word else None,
-                                    found[0], found[1], float(start), float(end), c, cvc_context(phones, i),
-                                    *consonant_runs(phones, i)))
+                                    found[0], found[1], float(start), float(end), c,
+                                    cvc_context(phones, i, broad_of), *consonant_runs(phones, i, broad_of)))
     return out
+
+
+def broad_reader(model):
+    """``symbol -> broad class or None`` of an alignment model trained on its own phones, or None
+    for a 39-class model (whose TIMIT-61 and ARPAbet symbols the tables of
+    :mod:`aligner.phonetics` know)."""
+    pset = model.phone_set
+    if pset is None:
+        return None
+    inventory = model.inventory
+
+    def broad_of(symbol: str):
+        return inventory.broad[inventory.index(pset.class_of(symbol))] if symbol in pset else None
+
+    return broad_of

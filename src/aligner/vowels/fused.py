@@ -119,11 +119,15 @@ def _base(symbol: str) -> str:
     return s[:-1] if s[-1:] in "012" and len(s) > 1 else s
 
 
-def is_flank(symbol: Optional[str]) -> bool:
+def is_flank(symbol: Optional[str], broad_of=None) -> bool:
     """True for an obstruent or nasal (TIMIT-61 or ARPAbet, any case, stress digit ignored):
-    the consonants that may flank a CVC token's vowel (:data:`aligner.vowels.cvc.TIMIT_FLANKS`)."""
+    the consonants that may flank a CVC token's vowel (:data:`aligner.vowels.cvc.TIMIT_FLANKS`).
+    ``broad_of``: symbol -> its broad class or None, for a model's own phones (then any
+    stop, affricate, fricative or nasal flanks)."""
     if not symbol or not symbol.strip():
         return False
+    if broad_of is not None:
+        return broad_of(symbol) in ("stop", "affricate", "fricative", "nasal")
     s = _base(symbol)
     if s in TIMIT_FLANKS:
         return True
@@ -135,23 +139,24 @@ def _touch(a, b) -> bool:
     return abs(float(a[1]) - float(b[0])) < 1e-6
 
 
-def cvc_context(phones: Sequence, i: int) -> bool:
+def cvc_context(phones: Sequence, i: int, broad_of=None) -> bool:
     """Whether phone ``i`` of ``phones`` ([(start_s, end_s, label)]) sits between obstruents or
-    nasals that touch it (a pause between them breaks the context)."""
+    nasals that touch it (a pause between them breaks the context); ``broad_of`` as for
+    :func:`is_flank`."""
     if i == 0 or i + 1 >= len(phones):
         return False
     return (_touch(phones[i - 1], phones[i]) and _touch(phones[i], phones[i + 1])
-            and is_flank(phones[i - 1][2]) and is_flank(phones[i + 1][2]))
+            and is_flank(phones[i - 1][2], broad_of) and is_flank(phones[i + 1][2], broad_of))
 
 
-def consonant_runs(phones: Sequence, i: int) -> tuple:
+def consonant_runs(phones: Sequence, i: int, broad_of=None) -> tuple:
     """``(start_s, end_s)`` of phone ``i`` with the runs of obstruents and nasals that touch it on
-    either side (:func:`is_flank`): the span a CVC token's cut covers (:mod:`aligner.vowels.cvc`);
-    the phone's own interval when neither neighbour is one."""
+    either side (:func:`is_flank`, ``broad_of`` as there): the span a CVC token's cut covers
+    (:mod:`aligner.vowels.cvc`); the phone's own interval when neither neighbour is one."""
     a = b = i
-    while a > 0 and is_flank(phones[a - 1][2]) and _touch(phones[a - 1], phones[a]):
+    while a > 0 and is_flank(phones[a - 1][2], broad_of) and _touch(phones[a - 1], phones[a]):
         a -= 1
-    while b + 1 < len(phones) and is_flank(phones[b + 1][2]) and _touch(phones[b], phones[b + 1]):
+    while b + 1 < len(phones) and is_flank(phones[b + 1][2], broad_of) and _touch(phones[b], phones[b + 1]):
         b += 1
     return float(phones[a][0]), float(phones[b][1])
 

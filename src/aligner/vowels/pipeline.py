@@ -280,7 +280,7 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
     and ``phones``; an alignment the user brings counts as ``words``) to re-measure the vowels
     with this process's vowel model (:func:`_fuse_records`), or None to report them as aligned."""
     from aligner.io.corpus import speaker_of
-    from aligner.vowels.from_alignment import aligned_vowels
+    from aligner.vowels.from_alignment import aligned_vowels, broad_reader
 
     try:
         source = transcript if transcript is not None else vowel_transcript(Path(audio), tier)
@@ -293,7 +293,9 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
         else:
             result = align_transcript(audio, source, worker_model(), dictionary=dictionary)
         speaker = speaker_of(Path(audio))
-        records, vowels = [], aligned_vowels(result.tiers, result.confidences, words, stressed_only)
+        aligner_model = worker_model()
+        broad_of = None if user is not None or aligner_model is None else broad_reader(aligner_model)
+        records, vowels = [], aligned_vowels(result.tiers, result.confidences, words, stressed_only, broad_of)
         for v in vowels:
             score = float("nan") if v.confidence is None else v.confidence
             records.append(VowelRecord(name, v.onset_s, v.offset_s, v.duration_s, score, v.word,
