@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from aligner.alignment.model import AlignmentModel
-from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, _own_dictionary_cached,
-                                        load_dictionary, load_model, warm_up, warm_up_words)
+from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, load_dictionary,
+                                        load_model, warm_up, warm_up_words, words_dictionary)
 from aligner.errors import AlignerError
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
 from aligner.io.corpus import find_audio_files, find_utterances
@@ -154,20 +154,6 @@ def _plot_result(audio, textgrid, png, result: "Alignment") -> None:
 _WORDS_WARM: set = set()
 
 
-def _preload_words(model: AlignmentModel, dictionary, language: Optional[str]) -> None:
-    """Load what word transcripts need before any file (a bad dictionary or language: one error,
-    not one per file): the language's G2P, a model's own-phone dictionary, or CMU plus the user's."""
-    if language is not None:
-        from aligner.alignment.languages import check_language
-
-        check_language(language)
-    elif model.phone_set is not None:
-        if dictionary is not None:
-            _own_dictionary_cached(str(Path(dictionary).resolve()), model.phone_set)
-    else:
-        load_dictionary(dictionary)
-
-
 def _corpus_worker_init(model_path: Optional[str], blas_threads: Optional[int], dictionary: Optional[str],
                         words: bool, language: Optional[str] = None) -> None:
     """Set up a Dask worker for a corpus: the model at ``model_path`` (None: the worker's own
@@ -177,7 +163,7 @@ def _corpus_worker_init(model_path: Optional[str], blas_threads: Optional[int], 
     model_path = model_path or str(default_model_dir(ALIGNMENT_KIND).resolve())
     worker_init(model_path, blas_threads)
     if words:
-        _preload_words(_WORKER_MODEL, dictionary, language)
+        words_dictionary(_WORKER_MODEL, dictionary, language)
         if model_path not in _WORDS_WARM:
             warm_up_words(_WORKER_MODEL)
             _WORDS_WARM.add(model_path)
@@ -257,7 +243,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     given = [None] * len(jobs_list)  # per task, its absolute paths -> as given (Dask messages)
     if engine == "dask":
         if words:  # a damaged model, dictionary or language: one error here, not one per file on the workers
-            _preload_words(load_model(model_ref), dictionary, language)
+            words_dictionary(load_model(model_ref), dictionary, language)
         else:
             load_model(model_ref)
         given = [absolute_paths(job[:3] + (dictionary,)) for job in jobs_list]
@@ -268,7 +254,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     else:
         worker_init(model_ref)  # load and warm here: forked workers inherit both
         if words:
-            _preload_words(_WORKER_MODEL, dictionary, language)  # likewise the dictionary and the word decoder
+            words_dictionary(_WORKER_MODEL, dictionary, language)  # likewise the dictionary and the word decoder
             warm_up_words(_WORKER_MODEL)
         tasks, initializer, initargs = jobs_list, worker_init, (model_ref, 1)
     with open_pool(engine, scheduler, jobs, initializer, initargs, chunksize=1) as pool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from functools import lru_cache
 from pathlib import Path
 
 from aligner.alignment.inventory import PhoneClassError, ipa_features, panphon_form, to_ipa
@@ -39,6 +40,7 @@ def _gruut():
     return gruut
 
 
+@lru_cache(maxsize=16)
 def check_language(code: str) -> str:
     """``code`` (e.g. ``es``, ``de``, ``en-us``) if gruut reads it here; else a one-line
     :class:`LanguageError` naming the extra or the language pack to install."""

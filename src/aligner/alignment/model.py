@@ -179,6 +179,8 @@ class AlignmentModel:
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
+        if name in ("inventory", "phone_symbols"):
+            self.__dict__.pop("_phone_set", None)  # :attr:`phone_set` is made again from the new ones
         if name in ("refiner", "confidence", "inventory"):  # however they are set, the refiner and
             inventory = self.__dict__.get("inventory")    # the confidence model read this inventory's
             for part in (self.__dict__.get("refiner"), self.__dict__.get("confidence")):  # broad classes

@@ -195,6 +195,23 @@ def _own_dictionary_cached(path: str, phone_set):
     return read_user_dictionary(path, phone_set)
 
 
+def words_dictionary(m: AlignmentModel, dictionary, language: str | None = None):
+    """The dictionary words for model ``m`` are looked up in: None for ``language`` (its G2P reads
+    them; an unknown language raises here), the model's own-phone ``dictionary`` for a model
+    trained on its own phones (None without one), else CMU with ``dictionary`` on top
+    (:func:`load_dictionary`). Loaded once per process and kept (a corpus's files share it)."""
+    if language is not None:
+        from aligner.alignment.languages import check_language
+
+        check_language(language)
+        return None
+    if m.phone_set is not None:
+        if isinstance(dictionary, (str, os.PathLike)):
+            return _own_dictionary_cached(str(Path(dictionary).resolve()), m.phone_set)
+        return dictionary
+    return load_dictionary(dictionary)
+
+
 def load_dictionary(dictionary=None):
     """The pronouncing dictionary: ``dictionary`` itself (a
     :class:`~aligner.words.dictionary.PronouncingDictionary`), or the CMU Pronouncing Dictionary
@@ -309,21 +326,12 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         if dictionary is None:
             raise TranscriptError(f"{name or audio}: this model was trained on its own phones ({m.phone_set.description}): "
                                   "word transcripts need a --dictionary in those phones, or --language CODE for a G2P")
-        if oov != "error":
-            oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
-    if language is not None:
-        from aligner.alignment.languages import check_language, read_phone_map
+        oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
+    words_dict = words_dictionary(m, dictionary, language)
+    if language is not None and isinstance(phone_map, (str, os.PathLike)):
+        from aligner.alignment.languages import read_phone_map
 
-        check_language(language)
-        if isinstance(phone_map, (str, os.PathLike)):
-            phone_map = read_phone_map(phone_map)
-    if language is not None:
-        words_dict = None
-    elif m.phone_set is not None:
-        words_dict = _own_dictionary_cached(str(Path(dictionary).resolve()), m.phone_set) \
-            if isinstance(dictionary, (str, os.PathLike)) else dictionary
-    else:
-        words_dict = load_dictionary(dictionary)
+        phone_map = read_phone_map(phone_map)
     mapping: dict = {}
     ipa_of: dict = {}
     if isinstance(audio, (str, os.PathLike)):  # checks from the header first: no samples read yet
@@ -400,8 +408,7 @@ def _language_pronunciations(m: AlignmentModel, text: str, language: str, overri
     words = language_words(text)
     if not words:
         raise TranscriptError(f"{where}: transcript has no words to align")
-    new = {w: p for w, p in language_pronunciations([w for w in words if w not in ipa_of], language).items()}
-    ipa_of.update(new)
+    ipa_of.update(language_pronunciations([w for w in words if w not in ipa_of], language))
     unmapped = [p for w in words for p in ipa_of[w] if p not in mapping]
     if unmapped:
         mapping.update(phone_mapping(unmapped, m, overrides))
@@ -518,14 +525,19 @@ def warm_up(model: AlignmentModel) -> None:
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
     from aligner.phonetics import get_phone_set
 
-    own = model.phone_set
-    if own is None:
+    if model.phone_set is None:
         symbols, pset = ["h#", "aa", "h#"], get_phone_set("timit61")
     else:  # the model's silence around one of its other phones
-        silence = next(s for s in own.symbols if own.class_of(s) == model.inventory.silence)
-        other = next(s for s in own.symbols if own.class_of(s) != model.inventory.silence)
-        symbols, pset = [silence, other, silence], own
+        silence, other = _own_warm_up_symbols(model)
+        symbols, pset = [silence, other, silence], model.phone_set
     model.align_with_review(samples, symbols, pset, name="<warm-up>", review=model.confidence is not None)
+
+
+def _own_warm_up_symbols(model: AlignmentModel) -> tuple[str, str]:
+    """``(a silence symbol, a symbol of another class)`` of a model trained on its own phones."""
+    pset, silence = model.phone_set, model.inventory.silence
+    return (next(s for s in pset.symbols if pset.class_of(s) == silence),
+            next(s for s in pset.symbols if pset.class_of(s) != silence))
 
 
 def warm_up_words(model: AlignmentModel) -> None:
@@ -536,7 +548,5 @@ def warm_up_words(model: AlignmentModel) -> None:
     if model.phone_set is not None:  # one word of one of the model's own phones
         from aligner.words.dictionary import PronouncingDictionary
 
-        pset = model.phone_set
-        dictionary = PronouncingDictionary({"a": [next(s for s in pset.symbols
-                                                       if pset.class_of(s) != model.inventory.silence)]})
+        dictionary = PronouncingDictionary({"a": [_own_warm_up_symbols(model)[1]]})
     align_words(samples, "a", model, dictionary=dictionary, sr=SAMPLE_RATE, name="<warm-up>")

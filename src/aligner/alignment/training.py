@@ -427,7 +427,6 @@ def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_cl
     if not utterances:
         raise AlignerError(f"{corpus_dir}: no audio file with a .phn or TextGrid of hand-aligned phones beside it")
     own = phone_classes is not None or phone_code != "auto" or utterances[0].transcript.suffix.lower() != ".phn"
-    labels_of = {}
     if not own:
         try:
             for u in utterances:
@@ -436,13 +435,12 @@ def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_cl
             own = True  # symbols of no standard set: the data's own phones
     if not own:
         return TrainingCorpus(utterances)
-    where = {}
+    where, label_lists = {}, []
     for u in utterances:
-        labels = [normalize_symbol(s) for s in read_reference_phones(u.transcript, phones_tier)[2]]
-        labels_of[u.name] = labels
-        for s in labels:
-            where.setdefault(s, str(u.transcript))
-    counts = count_symbols(labels_of.values())
+        label_lists.append(read_reference_phones(u.transcript, phones_tier)[2])
+        for s in label_lists[-1]:
+            where.setdefault(normalize_symbol(s), str(u.transcript))
+    counts = count_symbols(label_lists)
     table = read_phone_classes(phone_classes) if isinstance(phone_classes, (str, os.PathLike)) else phone_classes
     choice = build_inventory(counts, phone_code, table,
                              MIN_CLASS_TOKENS if min_class_tokens is None else min_class_tokens, where)

@@ -301,15 +301,15 @@ def read_user_dictionary(path: str | os.PathLike, phone_set=None) -> Pronouncing
 
 
 def load_dictionary(user: str | os.PathLike | None = None, extend: bool = False,
-                    cmudict: bool = True, phone_set=None) -> PronouncingDictionary:
+                    cmudict: bool = True) -> PronouncingDictionary:
     """The dictionary to align with: CMU (if ``cmudict``) with the user file (if given) on top.
 
     ``extend`` as in :meth:`PronouncingDictionary.with_user`. With ``cmudict=False`` only the user
-    dictionary is used (then ``user`` is required), its phones in ``phone_set`` (None: ARPAbet).
+    dictionary is used (then ``user`` is required).
     """
     if not cmudict:
         if user is None:
             raise ValueError("load_dictionary(cmudict=False) needs a user dictionary")
-        return read_user_dictionary(user, phone_set)
+        return read_user_dictionary(user)
     base = load_cmudict()
     return base if user is None else base.with_user(read_user_dictionary(user), extend=extend)
