@@ -25,7 +25,8 @@ from aligner.io.corpus import speaker_folds
 from aligner.alignment.evaluation import evaluate_directories
 from aligner.io.textgrids import write_textgrid
 from aligner.alignment.evaluation import score_alignments
-from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
+from aligner.alignment.training import (degraded_frames, load_utterances, read_training_corpus,
+                                        train_alignment_model)
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 
@@ -57,6 +58,8 @@ def main(argv=None):
                    "(as `aligner train --phones-tier`)")
     p.add_argument("--phone-classes", type=Path, help="as `aligner train --phone-classes`")
     p.add_argument("--phone-code", default="auto", help="as `aligner train --phone-code`")
+    p.add_argument("--augment", type=Path, help="multi-condition training: an augmentation recipe (JSON, as "
+                   "`aligner train --augment`); each fold's copies and babble come from its training speakers only")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
@@ -72,15 +75,25 @@ def main(argv=None):
                            phone_set=corpus.phone_set, tier=corpus.tier)
     by_name = {d.name: d for d in data}
     folds = speaker_folds(data, args.folds)
+    recipe = None
+    if args.augment is not None:
+        from aligner.features.augment import AugmentationRecipe
+        recipe = AugmentationRecipe.from_json_file(args.augment)
     histories, pairs = [], []
     for f, test_speakers in enumerate(folds):
         train = [d for d in data if d.speaker not in test_speakers]
+        if recipe is not None:
+            from dataclasses import replace
+            copies = degraded_frames([u for u in corpus.utterances if u.speaker not in test_speakers], recipe)
+            train = [replace(d, degraded=copies[d.name]) for d in train]
         test = [d for d in data if d.speaker in test_speakers]
         t0 = time.perf_counter()
         model, result = train_alignment_model(
             train, args.trainer, json.loads(args.params), json.loads(args.classifier),
             n_folds=args.inner_folds, n_val_speakers=args.val_speakers, refine=not args.no_refine,
             phone_set=corpus.phone_set)
+        if recipe is not None:
+            model.training["augmentation"] = recipe.to_dict()
         if args.save_models is not None:
             model.training["test_speakers"] = list(test_speakers)
             model.save(args.save_models / f"fold{f}")

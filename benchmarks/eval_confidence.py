@@ -147,11 +147,13 @@ def partly_wrong_transcript(labels: list, phn_starts, phn_ends, wrd, other_label
 MISMATCH_KINDS = ("swapped", "truncated", "partly_wrong")
 
 
-def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS):
+def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS, condition: str = "clean"):
     """Out-of-fold decodes of every utterance with its true transcript and with mismatched ones
     (:data:`MISMATCH_KINDS`: the next utterance's phones (same speaker), the last 30 % dropped,
     the longest word's phones replaced by the next utterance's longest word's). Returns (true
-    decodes, {kind: mismatched decodes}, {kind: names refused as not fitting}, fold models)."""
+    decodes, {kind: mismatched decodes}, {kind: names refused as not fitting}, fold models).
+    ``condition``: the recordings degraded first as ``benchmarks.eval_degraded`` does (seeded by
+    the utterance's index)."""
     from aligner.io.transcripts import read_sample_intervals
 
     models = fold_models(folds_dir)
@@ -161,6 +163,9 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     with warnings.catch_warnings():  # TIMIT files repaired on loading say so; not this script's concern
         warnings.simplefilter("ignore", RepairedAudioWarning)
         audio = {u.name: load_audio(u.audio) for u in utts}
+    if condition != "clean":
+        from benchmarks.eval_degraded import degrade
+        audio = {u.name: degrade(audio[u.name], condition, seed=i) for i, u in enumerate(utts)}
     phn = {u.name: read_phn(u.transcript) for u in utts}
     wrd = {}
     for u in utts:
@@ -328,6 +333,8 @@ def main(argv=None):
     ap.add_argument("--save", type=Path, help="fit on every out-of-fold decode and write the arrays here")
     ap.add_argument("--attach", type=Path, default=None,
                     help="with --save: also add the fitted arrays to this alignment model bundle")
+    ap.add_argument("--test-condition", default="clean", help="fit on clean decodes as always, but evaluate "
+                    "the held-out folds on recordings degraded as benchmarks.eval_degraded's condition NAME")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -335,6 +342,13 @@ def main(argv=None):
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
     true, wrong, refused, models = build_decodes(args.data, args.folds_dir, log)
+    if args.test_condition != "clean":
+        if args.save is not None:
+            sys.exit("error: --save fits on clean decodes; use it without --test-condition")
+        log(f"held-out folds evaluated on {args.test_condition} recordings")
+        true_test, wrong_test, refused, _ = build_decodes(args.data, args.folds_dir, log, condition=args.test_condition)
+    else:
+        true_test, wrong_test = true, wrong
     folds = sorted({d.fold for d in true})
     fixed = (args.hidden, args.alpha, args.calibration, tuple(float(t) for t in args.thresholds.split(",")))
     kinds = list(wrong)
@@ -343,7 +357,7 @@ def main(argv=None):
     flags_ok, flags_bad, conf_s = [], {k: [] for k in kinds}, []
     for f in folds:
         train = [d for d in true if d.fold != f]
-        test = [d for d in true if d.fold == f]
+        test = [d for d in true_test if d.fold == f]
         if args.select:
             log(f"rotation {f}: choosing settings on folds {[g for g in folds if g != f]}")
             settings = select_settings(train, log)
@@ -365,7 +379,7 @@ def main(argv=None):
         ev_ok, secs = utt_evidence(test, conf, models)
         flags_ok.append(check.flag(ev_ok))
         for k in kinds:
-            test_bad = [d for d in wrong[k] if d.fold == f]
+            test_bad = [d for d in wrong_test[k] if d.fold == f]
             flags_bad[k].append(check.flag(utt_evidence(test_bad, conf, models)[0]) if test_bad
                                 else np.zeros(0, bool))
         conf_s.extend(d.evidence_s + s for d, s in zip(test, secs))
@@ -380,7 +394,7 @@ def main(argv=None):
         mismatch[k] = {"mismatched": n_bad_total, "refused_as_not_fitting": len(refused[k]),
                        "flagged": int(bad.sum()),
                        "detected_rate": float((bad.sum() + len(refused[k])) / max(n_bad_total, 1))}
-    align_s = sum(d.align_s for d in true)
+    align_s = sum(d.align_s for d in true_test)
     report = {
         "boundaries": pooled, "per_fold": per_fold, "mismatch": mismatch,
         "time": {"align_s": align_s, "confidence_s": float(sum(conf_s)),

@@ -14,7 +14,20 @@ against the ``.phn`` times as ``aligner evaluate`` does. Conditions (all at 16 k
 - ``reverb`` / ``reverb_far``: convolved with a room response: the direct sound and an
   exponentially decaying noise tail (RT60 0.4 s, a small room) 6 dB / 0 dB below it in energy
   (direct-to-reverberant ratio; near and farther from the microphone);
-- ``clipped``: scaled so that 2 % of the samples clip at full scale.
+- ``clipped``: scaled so that 2 % of the samples clip at full scale;
+- ``hum10``: mains hum (50 Hz and its harmonics to 1 kHz, amplitudes 1/k, random phases) at
+  10 dB SNR;
+- ``muffled``: a 2nd-order low-pass at 1500 Hz, as speech through cloth or a poor microphone;
+- ``dropout``: 3 % of the 20 ms packets zeroed, as a lossy internet call;
+- ``classroom``: the ``reverb`` room (DRR 3 dB) with pink noise at 15 dB SNR.
+
+Which conditions are of a kind multi-condition training simulated (``SEEN_KINDS``: white and
+pink noise, a telephone band, gain, clipping; all made by this script's own code and seeds, not
+the training's) and which of a kind it never made (``UNSEEN_KINDS``: the rooms here are an
+exponentially decaying noise tail, not the image-source rooms of
+:mod:`aligner.features.augment`; hum, low-pass, packet loss and the noisy room appear nowhere in
+training) is fixed here, before any result; the summary reports the two groups apart, each
+as the mean of its conditions' mean errors and that mean's ratio to clean.
 
     python -m benchmarks.eval_degraded --folds-dir runs/folds [--conditions clean white10 ...]
 """
@@ -32,7 +45,12 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
 SR = 16000
-CONDITIONS = ("clean", "white20", "white10", "white5", "pink10", "telephone", "quiet", "reverb", "reverb_far", "clipped")
+CONDITIONS = ("clean", "white20", "white10", "white5", "pink10", "telephone", "quiet", "reverb", "reverb_far", "clipped",
+              "hum10", "muffled", "dropout", "classroom")
+#: conditions of a kind the multi-condition recipe (recipes/conditions) simulates
+SEEN_KINDS = ("white20", "white10", "white5", "pink10", "telephone", "quiet", "clipped")
+#: conditions of a kind no training recipe simulates
+UNSEEN_KINDS = ("reverb", "reverb_far", "hum10", "muffled", "dropout", "classroom")
 
 
 def _noise_at_snr(x: np.ndarray, noise: np.ndarray, snr_db: float) -> np.ndarray:
@@ -66,15 +84,31 @@ def degrade(x: np.ndarray, condition: str, seed: int) -> np.ndarray:
         return signal.resample_poly(signal.sosfilt(sos, low), 2, 1)[:len(x)].astype(np.float32)
     if condition == "quiet":
         return (x * 0.02).astype(np.float32)
-    if condition.startswith("reverb"):
-        drr_db = 6.0 if condition == "reverb" else 0.0  # direct-to-reverberant energy ratio
+    if condition.startswith("reverb") or condition == "classroom":
+        # direct-to-reverberant energy ratio
+        drr_db = {"reverb": 6.0, "reverb_far": 0.0, "classroom": 3.0}[condition]
         n = int(0.4 * SR)
         tail = rng.standard_normal(n) * np.exp(-6.9 * np.arange(n) / n)  # -60 dB at 0.4 s (RT60)
         tail[0] = 0.0
         ir = tail * np.sqrt(10 ** (-drr_db / 10) / np.sum(tail ** 2))
         ir[0] = 1.0  # the direct sound
         y = signal.fftconvolve(x, ir)[:len(x)]
-        return (y * (np.max(np.abs(x)) / max(np.max(np.abs(y)), 1e-9))).astype(np.float32)
+        y = (y * (np.max(np.abs(x)) / max(np.max(np.abs(y)), 1e-9))).astype(np.float32)
+        return y if condition != "classroom" else _noise_at_snr(y, _pink(len(y), rng), 15.0)
+    if condition == "hum10":
+        t = np.arange(len(x)) / SR
+        hum = sum(np.sin(2 * np.pi * 50 * k * t + rng.uniform(0, 2 * np.pi)) / k for k in range(1, 21))
+        return _noise_at_snr(x, hum, 10.0)
+    if condition == "muffled":
+        sos = signal.butter(2, 1500, btype="lowpass", fs=SR, output="sos")
+        return signal.sosfilt(sos, x).astype(np.float32)
+    if condition == "dropout":
+        y = x.copy()
+        packet = int(0.02 * SR)
+        lost = rng.random(len(x) // packet + 1) < 0.03
+        for i in np.flatnonzero(lost):
+            y[i * packet:(i + 1) * packet] = 0.0
+        return y
     if condition == "clipped":
         level = np.quantile(np.abs(x), 0.98)
         return np.clip(x / max(level, 1e-9), -1.0, 1.0).astype(np.float32)
@@ -106,6 +140,7 @@ def main(argv=None) -> int:
         audio = {u.name: load_audio(u.audio) for u in utts}
     print(f"{len(utts)} utterances of {len(model_of)} held-out speakers, fold models from {args.folds_dir}")
     print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}")
+    means = {}
     for condition in args.conditions:
         pairs, failed, t0 = [], 0, time.perf_counter()
         for i, u in enumerate(utts):
@@ -119,8 +154,14 @@ def main(argv=None) -> int:
                 continue
             pairs.append((np.asarray(starts, np.float64) / SR, np.array([iv[0] for iv in intervals])))
         s = score_alignments(pairs)
+        means[condition] = s.mean_ms
         print(f"{condition:<10} {s.within_ms[10]:7.1f}% {s.within_ms[20]:7.1f}% {s.within_ms[40]:7.1f}% "
               f"{s.mean_ms:6.1f}ms {s.median_ms:6.1f}ms {failed:7d} {time.perf_counter() - t0:6.1f}", flush=True)
+    for label, group in (("seen kinds", SEEN_KINDS), ("unseen kinds", UNSEEN_KINDS)):
+        done = [means[c] for c in group if c in means]
+        if done:
+            ratio = f", {np.mean(done) / means['clean']:.2f}x clean" if "clean" in means else ""
+            print(f"{label}: mean error {np.mean(done):.1f} ms over {len(done)} conditions{ratio}")
     return 0
 
 

@@ -135,25 +135,41 @@ def evaluate(ref_dir, hyp_dir, allow_missing: bool = False) -> Evaluation:
 def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[dict] = None,
           classifier_params: Optional[dict] = None, n_folds: int = 4, n_val_speakers: int = 2,
           progress=None, epoch_callback=None, phones_tier: Optional[str] = None, phone_classes=None,
-          phone_code: str = "auto", min_class_tokens: Optional[int] = None, on_inventory=None) -> AlignmentModel:
+          phone_code: str = "auto", min_class_tokens: Optional[int] = None, on_inventory=None,
+          augment=None) -> AlignmentModel:
     """Train an alignment model on a corpus of hand-aligned phones and save it to ``out_dir``.
 
     TIMIT ``.phn`` in a standard phone set train a 39-class model; TextGrids (tier
     ``phones_tier``, default ``phones``), a ``phone_classes`` file or a ``phone_code``
     (``ipa``, ``xsampa``, ``arpabet``, ``timit``, ``buckeye``) train a model of the data's own
     phones (:func:`aligner.alignment.training.read_training_corpus`); ``on_inventory(choice)``
-    is called with the classes chosen before the audio is read.
+    is called with the classes chosen before the audio is read. ``augment``: multi-condition
+    training, the frame classifier also learning from simulated rooms, noise, phone lines and
+    clipping: an :class:`~aligner.features.augment.AugmentationRecipe`, the path of one as JSON,
+    or ``"default"`` (``recipes/conditions/multi-condition.json``); needs the ``train`` extra
+    when the recipe simulates rooms. The recipe is stored in the model's training record.
     """
     from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
+    from aligner.features.augment import AugmentationRecipe
 
+    if augment == "default":
+        augment = AugmentationRecipe()
+    elif augment is not None and not isinstance(augment, AugmentationRecipe):
+        augment = AugmentationRecipe.from_json_file(augment)
+    if augment is not None and augment.room_probability > 0 and augment.copies > 0:
+        from aligner.features.augment import require_room_simulator
+        require_room_simulator()  # a missing extra fails before any audio is read
     corpus = read_training_corpus(corpus_dir, phones_tier, phone_classes, phone_code, min_class_tokens)
     if corpus.choice is not None and on_inventory is not None:
         on_inventory(corpus.choice)
-    data = load_utterances(corpus.utterances, progress, phone_set=corpus.phone_set, tier=corpus.tier)
+    data = load_utterances(corpus.utterances, progress, phone_set=corpus.phone_set, tier=corpus.tier,
+                           augment=augment)
     model, _ = train_alignment_model(data, trainer, trainer_params, classifier_params, n_folds,
                                      n_val_speakers, progress=progress, epoch_callback=epoch_callback,
                                      phone_set=corpus.phone_set)
     model.training["corpus"] = str(corpus_dir)
+    if augment is not None:
+        model.training["augmentation"] = augment.to_dict()
     if corpus.choice is not None:
         model.training["phone_classes"] = corpus.choice.describe()
         model.training["folded_symbols"] = dict(sorted(corpus.choice.folded.items()))

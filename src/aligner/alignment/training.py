@@ -66,6 +66,8 @@ class UtteranceData:
     duration_s: float
     warped: list = field(default_factory=list)  #: (T, 42) frames of VTLP copies (classifier training only)
     starts_s: Optional[np.ndarray] = None  #: (K,) hand-labelled start times, seconds
+    #: (T, 42) frames of simulated-condition copies (classifier training only; :func:`degraded_frames`)
+    degraded: list = field(default_factory=list)
 
     @property
     def frame_labels(self) -> np.ndarray:
@@ -126,14 +128,49 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
 
 
 def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS,
-                    phone_set: PhoneSet | None = None, tier: str | None = None) -> list:
+                    phone_set: PhoneSet | None = None, tier: str | None = None, augment=None) -> list:
     """Read every utterance, with its VTLP copies at ``warps`` for the classifier
-    (``phone_set``, ``tier``: as for :func:`load_utterance`)."""
+    (``phone_set``, ``tier``: as for :func:`load_utterance`) and, with an ``augment``
+    :class:`~aligner.features.augment.AugmentationRecipe`, its simulated-condition copies
+    (:func:`degraded_frames` over these utterances)."""
     out = []
     for i, utt in enumerate(utterances):
         out.append(load_utterance(utt, tuple(warps), phone_set, tier))
         if progress:
             progress("features", i + 1, len(utterances))
+    if augment is not None and augment.copies > 0:
+        copies = degraded_frames(utterances, augment, progress)
+        for d in out:
+            d.degraded = copies[d.name]
+    return out
+
+
+def degraded_frames(utterances: list, recipe, progress: Progress = None) -> dict:
+    """MFCC frames of the degraded copies ``recipe`` makes of every utterance (name -> list of
+    (T, 42) arrays, T as the clean recording's). Babble talkers and the speech spectrum come from
+    these utterances only (a seeded choice of at most
+    :data:`~aligner.features.augment.BABBLE_POOL_SIZE`), so held-out speakers never leak in."""
+    import warnings
+
+    from aligner.features.augment import BABBLE_POOL_SIZE, Augmenter, SpeechPool
+    from aligner.io.audio import RepairedAudioWarning
+
+    def read(utt):
+        with warnings.catch_warnings():  # reading the clean copy already warned of a repair
+            warnings.simplefilter("ignore", RepairedAudioWarning)
+            return load_audio(utt.audio)
+
+    ordered = sorted(utterances, key=lambda u: u.name)
+    rng = np.random.default_rng([recipe.seed, 2])
+    chosen = sorted(rng.choice(len(ordered), min(BABBLE_POOL_SIZE, len(ordered)), replace=False))
+    pool = SpeechPool.build([ordered[i].speaker for i in chosen], [read(ordered[i]) for i in chosen])
+    augmenter = Augmenter(recipe, pool)
+    out = {}
+    for i, utt in enumerate(utterances):
+        samples = read(utt)
+        out[utt.name] = [mfcc_features(c) for c in augmenter.copies(samples, utt.name, utt.speaker)]
+        if progress:
+            progress("simulated conditions", i + 1, len(utterances))
     return out
 
 
@@ -152,11 +189,12 @@ def duration_stats(data: list, inventory: PhoneInventory = TIMIT39_INVENTORY) ->
 
 
 def fit_classifier(data: list, classifier_params: dict) -> FrameClassifier:
-    """A frame classifier trained on ``data`` and the VTLP copies the utterances carry."""
+    """A frame classifier trained on ``data`` and the VTLP and simulated-condition copies the
+    utterances carry."""
     clf = FrameClassifier(**classifier_params)
     frames, labels, groups = [], [], []
     for d in data:
-        for f in [d.frames] + list(d.warped):
+        for f in [d.frames] + list(d.warped) + list(d.degraded):
             frames.append(f)
             labels.append(d.frame_labels)
             groups.append(d.name)
@@ -336,6 +374,7 @@ def weights_model(prepared: PreparedWeightTraining, fitted: Trainer, refine: boo
         "classifier_params": prepared.classifier_params,
         "classifier_folds": prepared.n_folds,
         "vtlp_copies_per_utterance": len(data[0].warped) if data else 0,
+        "degraded_copies_per_utterance": len(data[0].degraded) if data else 0,
         "boundary_refinement": bool(refine),
         "best_epoch": fitted.best_epoch_,
         "history": fitted.history_dicts(),

@@ -30,8 +30,12 @@ from aligner.cli.common import echo, run
                    "when every symbol is one).")
 @click.option("--min-class-tokens", type=click.IntRange(min=1), default=None,
               help="A symbol seen fewer times joins the nearest class of its broad class [20].")
+@click.option("--augment", default=None, metavar="RECIPE",
+              help="Multi-condition training: the frame classifier also learns from degraded copies "
+                   "(simulated rooms, noise, phone lines, clipping) made as the JSON recipe RECIPE says, "
+                   "or 'default' (recipes/conditions/multi-condition.json). Rooms need: pip install 'aligner[train]'.")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
-          min_class_tokens):
+          min_class_tokens, augment):
     """Train an alignment model on CORPUS_DIR into OUT_DIR.
 
     CORPUS_DIR holds audio with hand-aligned phones beside it: TIMIT .phn files (a 39-class
@@ -62,5 +66,5 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
 
     model = run(api.train, corpus_dir, out_dir, trainer, params, None, folds, 2, progress, epoch,
                 phones_tier=phones_tier, phone_classes=phone_classes, phone_code=phone_code,
-                min_class_tokens=min_class_tokens, on_inventory=inventory)
+                min_class_tokens=min_class_tokens, on_inventory=inventory, augment=augment)
     echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")

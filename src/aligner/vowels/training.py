@@ -506,19 +506,28 @@ def cross_validate(examples: Sequence[CVCExample], classifier, cands: Sequence[V
                                 per_trainer, truth, baseline, clean, int(epochs), fold_examples is not None)
 
 
-def held_out_classifier_examples(utterances: list, classifier_params: dict, progress: Progress = None):
+def held_out_classifier_examples(utterances: list, classifier_params: dict, progress: Progress = None,
+                                 augment=None):
     """A ``fold_examples`` for :func:`cross_validate`: for each fold, a frame classifier trained
     (with ``classifier_params``) on the utterances of the other speakers only, and every
     token's acoustics computed with it, so the test speakers are unseen by every part of the
-    model (about 80 s per fold on the 12-speaker sample)."""
-    from aligner.alignment.training import fit_classifier, load_utterances
+    model (about 80 s per fold on the 12-speaker sample). ``augment``: the
+    :class:`~aligner.features.augment.AugmentationRecipe` the alignment model's classifier was
+    trained with; each fold's degraded copies (and their babble) come from its training speakers."""
+    from dataclasses import replace
+
+    from aligner.alignment.training import degraded_frames, fit_classifier, load_utterances
 
     data: list = []
 
     def fold_examples(test_speakers: list) -> tuple:
         if not data:
             data.extend(load_utterances(utterances))
-        clf = fit_classifier([d for d in data if d.speaker not in test_speakers], classifier_params)
+        train = [d for d in data if d.speaker not in test_speakers]
+        if augment is not None and augment.copies > 0:
+            copies = degraded_frames([u for u in utterances if u.speaker not in test_speakers], augment)
+            train = [replace(d, degraded=copies[d.name]) for d in train]
+        clf = fit_classifier(train, classifier_params)
         if progress:
             progress(f"classifier without {','.join(test_speakers)}", 1, 1)
         examples, _ = load_cvc_examples(utterances, clf, progress)
@@ -706,7 +715,11 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
     if n_folds:
         fold_examples = None
         if held_out_classifier:
-            fold_examples = held_out_classifier_examples(utterances, classifier.get_params(), progress)
+            recipe = source_model.training.get("augmentation") if isinstance(source_model.training, dict) else None
+            if recipe is not None:
+                from aligner.features.augment import AugmentationRecipe
+                recipe = AugmentationRecipe.from_dict(recipe, "the alignment model's training.augmentation")
+            fold_examples = held_out_classifier_examples(utterances, classifier.get_params(), progress, recipe)
         cv = cross_validate(all_examples, classifier, cands, n_folds=n_folds, n_val_speakers=n_val_speakers,
                             epochs=epochs, columns=columns, tau=tau, prior_form=prior_form,
                             prior_widen=prior_widen, n_runs=n_runs, keep_corrupted=keep_corrupted,
