@@ -65,7 +65,8 @@ def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float |
 
 def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None, rounds: int = 3,
           kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
-          message=None, engine: Optional[str] = None, scheduler: Optional[str] = None) -> AdaptReport:
+          message=None, engine: Optional[str] = None, scheduler: Optional[str] = None,
+          language: Optional[str] = None, phone_map=None) -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
     ``rounds`` rounds aligns the corpus and re-estimates the model on it, pulled toward the base
@@ -73,12 +74,17 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
     some files (their boundaries replace the decoded ones). ``output_dir``: also align the corpus
     with the adapted model there. ``jobs``, ``engine``, ``scheduler``: where the rounds (and
     ``output_dir``) run, as for :func:`align_corpus` (``jobs`` local processes, or Dask: e.g.
-    ``scheduler="tcp://host:8786"``). Returns an :class:`AdaptReport`; see
-    :func:`aligner.alignment.adapt_corpus.adapt_corpus`."""
+    ``scheduler="tcp://host:8786"``). A model trained on its own phones is adapted on
+    transcripts in its symbols (words: ``dictionary`` in its phones) and keeps its inventory.
+    ``language`` (e.g. ``"es"``), ``phone_map`` (a file or dict overriding the feature mapping):
+    the words are in a language the model never heard, read as ``align_corpus(...,
+    language=...)`` reads them; align with the adapted model through the same ``language``.
+    Returns an :class:`AdaptReport`; see :func:`aligner.alignment.adapt_corpus.adapt_corpus`."""
     from aligner.alignment.adapt_corpus import adapt_corpus
 
     return adapt_corpus(corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir, jobs,
-                        settings, progress, message, engine=engine, scheduler=scheduler)
+                        settings, progress, message, engine=engine, scheduler=scheduler, language=language,
+                        phone_map=phone_map)
 
 
 # -- evaluation and training ------------------------------------------------------------------

@@ -5,7 +5,12 @@ with ``.lab``/``.txt``/TextGrid words, or phone symbols, TIMIT's ``.phn`` with t
 ignored; speakers from folders), and optional hand-aligned reference TextGrids of some of its
 files (same relative path or same stem, a ``phones`` tier), turns each recording (each
 interval of a TextGrid transcript) into an :class:`~aligner.alignment.adaptation.Recording`,
-and runs :func:`~aligner.alignment.adaptation.adapt_model` on them. The adapted model is saved
+and runs :func:`~aligner.alignment.adaptation.adapt_model` on them. The transcripts are read as
+``align-corpus`` reads them for the base model: a model trained on its own phones reads phone
+transcripts in its symbols (``auto`` without a dictionary) and words through a dictionary in its
+phones; with ``language``, words are read by that language's G2P and each of its phones is
+aligned as the model's closest phone (:mod:`aligner.alignment.languages`). The adapted model
+keeps its base's phone inventory and symbols, and is saved
 as a bundle like the shipped one, written beside MODEL_OUT and renamed into place at the end
 (an interrupted run leaves no partial bundle), recording its base model, the corpus and each
 round's report. With ``output_dir``, the corpus is then aligned with the adapted model
@@ -18,7 +23,8 @@ worker, or whose worker dies, is left out of that round and listed in its report
 
 Bad input is refused before any work with a one-line error naming the file: no transcripts,
 too little speech (:data:`MIN_ADAPT_SECONDS`), a reference with unknown phones, running past
-its audio or overlapping, MODEL_OUT inside the corpus or equal to the base, a damaged base.
+its audio or overlapping, MODEL_OUT inside the corpus or equal to the base, a damaged base, a
+dictionary with a phone the model lacks, an unknown language or a bad phone map.
 Unreadable recordings and transcripts are listed in the report and the others are used.
 """
 
@@ -34,7 +40,8 @@ from typing import Callable, Optional
 
 from aligner.alignment.corpus import CORPUS_TRANSCRIPTS, CorpusReport, align_corpus
 from aligner.alignment.model import AlignmentModel
-from aligner.alignment.pipeline import TIER_OVERRUN_TOLERANCE, _pronunciations, load_dictionary, load_model
+from aligner.alignment.pipeline import (TIER_OVERRUN_TOLERANCE, _language_pronunciations, _pronunciations,
+                                        load_dictionary, load_model, model_reading, words_dictionary)
 from aligner.errors import AlignerError, ModelError, TranscriptError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.bundles import ALIGNMENT_KIND, MANIFEST, default_model_dir
@@ -63,6 +70,8 @@ class AdaptReport:
     audio_seconds: float = 0.0
     failed: list = field(default_factory=list)  #: (path, message): recordings that could not be read
     oovs: dict = field(default_factory=dict)  #: unknown word -> pronunciation the G2P gave it
+    #: with a language: each of the language's phones met -> the model phone it was aligned as
+    phone_map: dict = field(default_factory=dict)
     seconds: float = 0.0  #: wall time of the whole run, alignment of ``output_dir`` excluded
     alignment: Optional[CorpusReport] = None  #: the final alignment of the corpus (``output_dir``)
 
@@ -98,12 +107,14 @@ def _reference_path(references: Path, name: str, by_stem: dict) -> Optional[Path
     return by_stem.get(Path(name).name.lower())
 
 
-def read_reference(path: Path, duration_s: float) -> list:
+def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel] = None) -> list:
     """Hand-aligned phones ``[(start_s, end_s, symbol), ...]`` of a reference TextGrid covering a
     recording of ``duration_s`` seconds: its ``phones`` tier (or its first interval tier), blank
-    intervals read as silence of the phones' own set. One-line :class:`TranscriptError` naming
-    the file for a missing tier, no phones, overlapping intervals, intervals past the audio or
-    a symbol of no phone set."""
+    intervals read as silence of the phones' own set. For a ``model`` trained on its own phones
+    the symbols must be the model's (blank intervals: its silence). One-line
+    :class:`TranscriptError` naming the file for a missing tier, no phones, overlapping
+    intervals, intervals past the audio or a symbol of no phone set (not of the model's)."""
+    from aligner.alignment.inventory import EMPTY_LABEL_SYMBOL, normalize_symbol
     from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
     from aligner.phonetics import detect_phone_set
 
@@ -126,12 +137,22 @@ def read_reference(path: Path, duration_s: float) -> list:
     if end > duration_s + REFERENCE_OVERRUN_S:
         raise TranscriptError(f"{path}: tier {tier!r} runs to {end:.3f} s but its recording lasts {duration_s:.3f} s "
                               f"(a reference of another recording?)")
+    own = None if model is None else model.phone_set
     try:
-        pset = detect_phone_set([lab for _, _, lab in labelled], source=str(path))
+        if own is None:
+            pset = detect_phone_set([lab for _, _, lab in labelled], source=str(path))
+        else:
+            labelled = [(s, e, normalize_symbol(lab)) for s, e, lab in labelled]
+            intervals = [(s, e, normalize_symbol(lab) if lab.strip() else lab) for s, e, lab in intervals]
+            own.validate([lab for _, _, lab in labelled], f"{path}: tier {tier!r}")
     except TranscriptError as exc:
         msg = str(exc)
         raise TranscriptError(msg if str(path) in msg else f"{path}: {msg}") from None
-    silence = next((s for s in ("sil", "pau", "h#") if s in pset.symbols), labelled[0][2])
+    if own is None:
+        silence = next((s for s in ("sil", "pau", "h#") if s in pset.symbols), labelled[0][2])
+    else:  # the model's silence: its empty-interval symbol, else any symbol of its silence class
+        silences = [s for s in own.symbols if own.class_of(s) == model.inventory.silence]
+        silence = EMPTY_LABEL_SYMBOL if EMPTY_LABEL_SYMBOL in silences or not silences else silences[0]
     phones, cursor = [], 0.0
     for s, e, lab in intervals:
         s, e = max(s, 0.0), min(e, duration_s)
@@ -153,12 +174,22 @@ def read_reference(path: Path, duration_s: float) -> list:
 
 
 def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = "g2p", references=None,
-                    progress: Optional[Callable[[int, int], None]] = None) -> tuple:
+                    progress: Optional[Callable[[int, int], None]] = None, model: Optional[AlignmentModel] = None,
+                    language: Optional[str] = None, phone_map: Optional[dict] = None,
+                    mapping: Optional[dict] = None) -> tuple:
     """``(recordings, failed, oovs)`` of a corpus: one :class:`~aligner.alignment.adaptation.Recording`
     per audio file with a transcript beside it (per non-empty interval of a TextGrid
     transcript), its speaker from its folder; ``failed`` lists ``(path, message)`` of files that
     could not be read. Reference TextGrids under ``references`` replace the decoded boundaries
-    of their recordings; a bad reference raises (it was asked for)."""
+    of their recordings; a bad reference raises (it was asked for).
+
+    The transcripts are read for ``model`` (None: a 39-class model) as ``align-corpus`` reads
+    them (:func:`~aligner.alignment.pipeline.align_transcript`): for a model trained on its own
+    phones, phone transcripts in its symbols (``kind`` ``auto`` without a ``dictionary``) and
+    words through a ``dictionary`` in its phones (unknown words an error); with ``language``,
+    every transcript is words, each word's pronunciation its G2P's IPA phones as the model's
+    closest phones (``phone_map``: ``{language phone: model phone}`` overrides), and ``mapping``
+    (a dict, if given) is filled with each language phone met and the model phone it became."""
     from aligner.alignment.adaptation import Recording
     from aligner.io.audio import load_audio
     from aligner.io.transcripts import read_transcript, read_word_segments, transcript_kind
@@ -177,6 +208,18 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
         for p in sorted(references.rglob("*")):
             if p.suffix.lower() == ".textgrid":
                 by_stem.setdefault(p.stem.lower(), p)
+    if language is not None and model is None:
+        model = load_model(None)  # the phones the language's are mapped to
+    own = model is not None and model.phone_set is not None
+    phone_reading = "auto" if model is None else model_reading(model, "auto")
+    if language is not None:
+        kind = "words"  # a language's words, through its G2P (as align-corpus --language)
+    elif own and kind == "auto" and dictionary is None:
+        kind = "phones"  # a model of its own phones reads phone transcripts in its symbols
+    if own and language is None:
+        oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
+    mapping = {} if mapping is None else mapping
+    ipa_of: dict = {}  # with a language: word -> its IPA phones
     words_dict = None
     recordings, failed, oovs = [], [], {}
     for i, utt in enumerate(utterances):
@@ -187,14 +230,18 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
             if len(samples) < MIN_RECORDING_SAMPLES:
                 raise AlignerError(f"{utt.audio}: {1000 * duration:.0f} ms is too short to align")
             ref_path = None if references is None else _reference_path(references, utt.name, by_stem)
-            reference = None if ref_path is None else read_reference(ref_path, duration)
+            reference = None if ref_path is None else read_reference(ref_path, duration, model)
             if transcript_kind(utt.transcript, kind) == "phones":
-                symbols, pset = read_transcript(utt.transcript)
+                symbols, pset = read_transcript(utt.transcript, phone_reading)
                 recordings.append(Recording(samples, list(symbols), utt.speaker, str(utt.audio), "phones", pset.name,
                                             reference, source=(str(utt.audio), 0, len(samples))))
             else:
-                if words_dict is None:
-                    words_dict = load_dictionary(dictionary)
+                if words_dict is None and language is None:
+                    words_dict = words_dictionary(model, dictionary) if own else load_dictionary(dictionary)
+                    if words_dict is None:
+                        raise TranscriptError(f"{utt.transcript}: this model was trained on its own phones "
+                                              f"({model.phone_set.description}): word transcripts need a "
+                                              "--dictionary in those phones, or --language CODE for a G2P")
                 segments = read_word_segments(utt.transcript)
                 for seg in segments:
                     start = 0.0 if seg.start_s is None else seg.start_s
@@ -203,10 +250,14 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
                         raise TranscriptError(f"{utt.transcript}: the interval {start:.3f}-{seg.end_s:.3f} s runs "
                                               f"past the end of {utt.audio} ({duration:.3f} s)")
                     name = str(utt.audio) if seg.start_s is None else f"{utt.audio} [{start:.3f}-{end:.3f} s]"
-                    found: dict = {}
-                    labels, prons = _pronunciations(normalize_transcript(seg.text, words_dict), words_dict, oov,
-                                                    str(utt.transcript), found)
-                    oovs.update(found)
+                    if language is None:
+                        found: dict = {}
+                        labels, prons = _pronunciations(normalize_transcript(seg.text, words_dict), words_dict, oov,
+                                                        str(utt.transcript), found)
+                        oovs.update(found)
+                    else:
+                        labels, prons = _language_pronunciations(model, seg.text, language, phone_map, mapping,
+                                                                 ipa_of, str(utt.transcript))
                     a, b = int(round(start * SAMPLE_RATE)), int(round(end * SAMPLE_RATE))
                     if b - a < MIN_RECORDING_SAMPLES:
                         raise TranscriptError(f"{name}: {1000 * (b - a) / SAMPLE_RATE:.0f} ms is too short to align")
@@ -266,7 +317,7 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                  rounds: int = 3, kind: str = "auto", output_dir=None, jobs: int = 1, settings=None,
                  progress: Optional[Callable[[str, int, int], None]] = None,
                  message: Optional[Callable[[str], None]] = None, engine: Optional[str] = None,
-                 scheduler: Optional[str] = None) -> AdaptReport:
+                 scheduler: Optional[str] = None, language: Optional[str] = None, phone_map=None) -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it to ``model_out`` (module docstring).
 
@@ -276,6 +327,13 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     ``progress(stage, done, total)`` after each file read and each file of each round;
     ``message(text)`` with each round's report. ``output_dir``: also align the corpus with the
     adapted model there.
+
+    A base ``model`` trained on its own phones reads phone transcripts in its symbols, words
+    through a ``dictionary`` in its phones, and ``references`` in its symbols; the adapted
+    model keeps its inventory and symbols. ``language`` (e.g. ``es``), ``phone_map`` (a file or
+    dict of ``LANGUAGE_PHONE MODEL_PHONE`` overrides): the words are in a language the model
+    never heard, read and mapped as ``align-corpus --language`` does (the mapping met is in
+    ``report.phone_map``); align with the adapted model through the same ``language``.
 
     ``jobs``, ``engine``, ``scheduler``: where each round's recordings are aligned and its
     statistics summed, and where ``output_dir`` is aligned, as for ``align-corpus``
@@ -308,12 +366,12 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
         base = load_model(model)
     except ModelError as exc:
         raise ModelError(f"base model: {exc}") from None
-    if base.phone_set is not None:
-        raise AlignerError(f"{base_dir or 'base model'}: adapting a model trained on its own phones is not supported "
-                           "yet; adapt a 39-class model (the shipped one)")
+    overrides = _check_words_reading(base, kind, dictionary, language, phone_map, corpus_dir)
+    mapping: dict = {}
     recordings, failed, oovs = read_recordings(
         corpus_dir, kind, dictionary, oov, references,
-        None if progress is None else (lambda done, total: progress("reading", done, total)))
+        None if progress is None else (lambda done, total: progress("reading", done, total)),
+        base, language, overrides, mapping)
     seconds = sum(r.duration_s for r in recordings)
     if not recordings:
         listed = "; ".join(msg for _, msg in failed[:3])
@@ -322,6 +380,7 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
         raise AlignerError(f"{corpus_dir}: {seconds:.1f} s of speech with transcripts; adapting needs at least "
                            f"{MIN_ADAPT_SECONDS:.0f} s")
     report = AdaptReport(model_out, recordings=len(recordings), audio_seconds=seconds, failed=failed, oovs=oovs,
+                         phone_map=dict(sorted(mapping.items())),
                          references=sum(r.reference is not None for r in recordings),
                          speakers=len({r.speaker for r in recordings}))
 
@@ -353,12 +412,45 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
         "speakers": report.speakers, "audio_seconds": round(seconds, 3), "rounds": len(reports),
         "round_reports": [r.to_dict() for r in reports], "failed": len(failed),
     }
+    if language is not None:
+        adapted.training["adapted"].update(language=language, phone_map=report.phone_map)
     save_atomically(adapted, model_out)
     report.seconds = time.perf_counter() - t0
     if output_dir is not None:
         report.alignment = align_corpus(corpus_dir, output_dir, str(model_out), jobs, kind=kind,
-                                        dictionary=dictionary, oov=oov, engine=engine, scheduler=scheduler)
+                                        dictionary=dictionary, oov=oov, engine=engine, scheduler=scheduler,
+                                        language=language, phone_map=phone_map)
     return report
+
+
+def _check_words_reading(base: AlignmentModel, kind: str, dictionary, language: Optional[str], phone_map,
+                         corpus_dir: Path) -> Optional[dict]:
+    """Refuse, before any work and in one line, what would make every words transcript fail:
+    an unknown ``language`` or its missing pack (as ``align-corpus --language``), a bad
+    ``phone_map`` file or one naming a phone the model lacks, a ``dictionary`` in other phones
+    than those of a model trained on its own, or words for such a model without a dictionary.
+    Returns the phone map's overrides ``{language phone: model phone}`` (None without one)."""
+    if language is not None:
+        from aligner.alignment.languages import phone_mapping, read_phone_map
+
+        words_dictionary(base, None, language)  # LanguageError for a language gruut does not read here
+        if phone_map is None:
+            return None
+        overrides = read_phone_map(phone_map) if isinstance(phone_map, (str, os.PathLike)) else dict(phone_map)
+        try:
+            phone_mapping([], base, overrides)  # checks each override's model phone
+        except AlignerError as exc:
+            where = phone_map if isinstance(phone_map, (str, os.PathLike)) else "phone map"
+            raise type(exc)(f"{where}: {exc}") from None
+        return overrides
+    if base.phone_set is not None:
+        if dictionary is not None:
+            words_dictionary(base, dictionary)  # a phone the model lacks: the file and line named
+        elif kind == "words":
+            raise TranscriptError(f"{corpus_dir}: the base model was trained on its own phones "
+                                  f"({base.phone_set.description}): word transcripts need a --dictionary in those "
+                                  "phones, or --language CODE for a G2P")
+    return None
 
 
 # -- the rounds on worker processes or on Dask -------------------------------------------------
@@ -539,7 +631,8 @@ class PoolRounds:
         def lost(batch, why):
             return BatchResult(None, [], why)
 
-        stats = OutputLayerStats(model.classifier.landmarks.shape[0]) if want_stats else None
+        stats = OutputLayerStats(model.classifier.landmarks.shape[0], model.classifier.n_classes) if want_stats \
+            else None
         if self.engine == "dask":
             path = self._publish(rnd, model)
             workers = max(1, sum(self.pool.client.nthreads().values()))

@@ -8,7 +8,8 @@ symbols, a speaker, optionally hand-aligned reference phones). :func:`adapt_mode
    :mod:`aligner.alignment.words` or the phones path of
    :meth:`~aligner.alignment.model.AlignmentModel.decode_phones`), with the model's review when
    it has a confidence model (per-boundary confidences, transcript check);
-2. turn each alignment into frame labels (classes of :data:`~aligner.phonetics.CLASSES39`), one
+2. turn each alignment into frame labels (classes of the model's inventory: the 39 of
+   :data:`~aligner.phonetics.CLASSES39`, or the classes of a model trained on its own phones), one
    per 10 ms frame, from the decoder's grid starts or (``refined_labels``) from the refiner's
    sub-frame times rounded to the nearest frame boundary; a recording with reference phones is
    labelled from them instead (its frames count ``reference_weight`` times); frames within
@@ -29,6 +30,10 @@ symbols, a speaker, optionally hand-aligned reference phones). :func:`adapt_mode
    * the duration statistics (:func:`adapt_durations`): per class and per transcript symbol,
      the mean and spread of the decoded lengths with the base statistics counted as
      ``durations_prior`` pseudo-observations;
+
+   a model trained on its own phones keeps its inventory (number of classes, silence class,
+   broad classes) and its phone symbols: its transcripts, references and pronunciations are
+   in those symbols (:func:`transcript_phone_set`);
 
 4. build the next :class:`~aligner.alignment.model.AlignmentModel` (the base is never changed).
 
@@ -68,8 +73,9 @@ from aligner.errors import AlignerError, AlignmentError
 from aligner.features.frame_classifier import FrameClassifier, landmark_eigenbasis
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
-from aligner.phonetics import CLASSES39, get_phone_set
+from aligner.phonetics import CLASSES39, PhoneSet, get_phone_set
 
+#: classes of the 39-class models (a model trained on its own phones has ``len(model.inventory)``)
 N_CLASSES = len(CLASSES39)
 #: frames whose kernel values are computed at once when accumulating statistics
 STATS_BLOCK_FRAMES = 2048
@@ -85,10 +91,12 @@ class Recording:
 
     ``samples``: (n,) float mono audio at 16 kHz. ``transcript``: phone symbols
     (``kind="phones"``, any phone set of :func:`~aligner.phonetics.get_phone_set`; ``phone_set``
-    names it, ``"auto"`` guesses) or the orthographic words (``kind="words"``: a string or a
-    list of words, normalised and looked up by :func:`word_pronunciations`, unless
-    ``pronunciations`` gives each word's alternatives as ARPAbet phone tuples). ``reference``:
-    hand-aligned phones ``[(start_s, end_s, symbol), ...]`` covering the recording, or None.
+    names it, ``"auto"`` guesses; for a model trained on its own phones, the model's symbols,
+    ``phone_set`` ``"auto"`` or ``"model"``) or the orthographic words (``kind="words"``: a
+    string or a list of words, normalised and looked up by :func:`word_pronunciations`, unless
+    ``pronunciations`` gives each word's alternatives as phone tuples: ARPAbet, or the model's
+    own symbols). ``reference``: hand-aligned phones ``[(start_s, end_s, symbol), ...]`` covering
+    the recording (symbols as ``transcript``'s), or None.
     ``source``: ``(audio path, first sample, end sample)`` the samples were read from
     (:func:`~aligner.io.audio.load_audio` of the path, cut), or None: a Dask worker then reads
     them itself instead of receiving them.
@@ -203,31 +211,58 @@ class Decoded:
 # words
 # -------------------------------------------------------------------------------------------
 
-def word_pronunciations(text, dictionary=None) -> tuple[list, list]:
+def word_pronunciations(text, dictionary=None, model: AlignmentModel | None = None,
+                        name: str = "transcript") -> tuple[list, list]:
     """``(labels, pronunciations)`` of an orthographic transcript (a string, or a list of words
     joined by spaces) as ``aligner align`` reads it
     (:func:`aligner.alignment.pipeline._pronunciations`): normalised
     (:func:`aligner.words.normalize.normalize_transcript`), every word's dictionary
     pronunciations (CMU by default), the shipped G2P's for unknown words, non-speech
-    annotations the dictionary lacks skipped."""
-    from aligner.alignment.pipeline import _pronunciations, load_dictionary
+    annotations the dictionary lacks skipped. For a ``model`` trained on its own phones, the
+    ``dictionary`` must be in those phones and unknown words are an error (the shipped G2P
+    writes English ARPAbet); ``name`` is named by the errors."""
+    from aligner.alignment.pipeline import _pronunciations, load_dictionary, words_dictionary
+    from aligner.errors import TranscriptError
     from aligner.words.normalize import normalize_transcript
 
     if not isinstance(text, str):
         text = " ".join(text)
-    words_dict = load_dictionary(dictionary)
-    return _pronunciations(normalize_transcript(text, words_dict), words_dict, "g2p", "transcript", {})
+    oov = "g2p"
+    if model is not None and model.phone_set is not None:
+        if dictionary is None:
+            raise TranscriptError(f"{name}: this model was trained on its own phones ({model.phone_set.description}): "
+                                  "word transcripts need a dictionary in those phones")
+        words_dict, oov = words_dictionary(model, dictionary), "error"
+    else:
+        words_dict = load_dictionary(dictionary)
+    return _pronunciations(normalize_transcript(text, words_dict), words_dict, oov, name, {})
 
 
 # -------------------------------------------------------------------------------------------
 # aligning one recording
 # -------------------------------------------------------------------------------------------
 
-def _phone_sequence(rec: Recording) -> tuple[list, np.ndarray]:
-    """``(internal symbols, classes (K,))`` the phones path decodes for ``rec`` (stops split into
-    closure + release for phone sets without closures, as ``aligner align`` does)."""
+def transcript_phone_set(model: AlignmentModel, name: str, symbols, source: str = "transcript") -> PhoneSet:
+    """The phone set ``symbols`` (a transcript's or a reference's) are read in for ``model``: the
+    model's own phones for a model trained on them (``name`` ``"auto"`` or ``"model"``, as
+    :func:`aligner.alignment.pipeline.model_reading` allows), else the standard set ``name``
+    (``"auto"``: detected from ``symbols``). Raises :class:`~aligner.errors.TranscriptError`
+    (naming ``source``) for a symbol outside the set."""
+    from aligner.alignment.pipeline import model_reading
+
+    pset = model_reading(model, name)
+    if not isinstance(pset, PhoneSet):
+        return get_phone_set(pset, symbols, source)
+    pset.validate(list(symbols), source)
+    return pset
+
+
+def _phone_sequence(rec: Recording, model: AlignmentModel) -> tuple[list, np.ndarray]:
+    """``(internal symbols, classes (K,) of the model's inventory)`` the phones path decodes for
+    ``rec`` (stops split into closure + release for standard phone sets without closures, as
+    ``aligner align`` does; never for a model's own phones)."""
     symbols = list(rec.transcript)
-    pset = get_phone_set(rec.phone_set, symbols)
+    pset = transcript_phone_set(model, rec.phone_set, symbols, rec.name)
     if should_split_stops(pset, None):
         expanded = expand_stop_closures(symbols, pset)
         return list(expanded.symbols), np.asarray(expanded.classes, np.int64)
@@ -245,7 +280,7 @@ def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, 
     """
     duration_s = rec.duration_s
     if rec.kind == "phones":
-        symbols, classes = _phone_sequence(rec)
+        symbols, classes = _phone_sequence(rec, model)
         y, starts = model.decode_phones(frames, scores, classes, symbols, duration_s, rec.name)
         conf, match = model.review(frames, scores, classes, symbols, y, starts)
         return classes, symbols, y, starts, conf, match, starts
@@ -274,7 +309,7 @@ def alignment_value(model: AlignmentModel, rec: Recording, frames: np.ndarray, p
     if rec.kind == "phones":
         from aligner.alignment.task import AlignmentTask
 
-        symbols, classes = _phone_sequence(rec)
+        symbols, classes = _phone_sequence(rec, model)
         y, _ = model.decode_phones(frames, scores, classes, symbols, rec.duration_s, rec.name)
         x = model.make_input(frames, classes, scores, name=rec.name, symbols=symbols)
         return float(AlignmentTask().score(x, y, model.weights))
@@ -301,7 +336,7 @@ def choose_warps(model: AlignmentModel, recordings: Sequence[Recording], grid: S
         by_speaker.setdefault(rec.speaker, []).append(rec)
     out = {}
     for speaker, recs in by_speaker.items():
-        prons = [None if r.kind == "phones" else _prons(r, dictionary) for r in recs]
+        prons = [None if r.kind == "phones" else _prons(r, dictionary, model) for r in recs]
         values = {}
         for warp in grid:
             v = []
@@ -319,22 +354,23 @@ def choose_warps(model: AlignmentModel, recordings: Sequence[Recording], grid: S
     return out
 
 
-def _prons(rec: Recording, dictionary=None) -> tuple:
-    """``(labels, pronunciations)`` of a words recording."""
+def _prons(rec: Recording, dictionary=None, model: AlignmentModel | None = None) -> tuple:
+    """``(labels, pronunciations)`` of a words recording (in ``model``'s phones)."""
     if rec.pronunciations is not None:
         return list(rec.transcript), rec.pronunciations
-    return word_pronunciations(rec.transcript, dictionary)
+    return word_pronunciations(rec.transcript, dictionary, model, rec.name)
 
 
-def _reference_labels(rec: Recording, n_frames_: int) -> tuple[list, np.ndarray, np.ndarray]:
-    """``(symbols, classes (K,), start frames (K,))`` of ``rec``'s reference phones."""
+def _reference_labels(rec: Recording, n_frames_: int, model: AlignmentModel) -> tuple[list, np.ndarray, np.ndarray]:
+    """``(symbols, classes (K,) of the model's inventory, start frames (K,))`` of ``rec``'s
+    reference phones (in the model's own symbols for a model trained on its own phones)."""
     from aligner.alignment.training import reference_starts
 
     ref = list(rec.reference)
     if not ref:
         raise ValueError(f"{rec.name}: empty reference")
     symbols = [str(iv[2]) for iv in ref]
-    pset = get_phone_set("auto", symbols)
+    pset = transcript_phone_set(model, "auto", symbols, rec.name)
     starts = np.array([float(iv[0]) for iv in ref])
     if np.any(np.diff(starts) < 0) or starts[0] < 0 or starts[-1] >= rec.duration_s:
         raise ValueError(f"{rec.name}: reference phones must start in order within the recording")
@@ -398,8 +434,9 @@ class OutputLayerStats:
     """Sufficient statistics of the output-layer refit, accumulated block by block.
 
     For frames with kernel values ``E`` (n, m), labels (n,) and weights ``a`` (n,), and the
-    current layer ``(W (m, C), b (C,))``: ``H = sum a e e^T`` (m, m), ``s = sum a e`` (m,),
-    ``n = sum a``, ``G = sum a e r^T`` (m, C), ``g = sum a r`` (C,), with the squared-hinge
+    current layer ``(W (m, C), b (C,))`` of ``C = n_classes`` classes (the model's inventory):
+    ``H = sum a e e^T`` (m, m), ``s = sum a e`` (m,), ``n = sum a``, ``G = sum a e r^T`` (m, C),
+    ``g = sum a r`` (C,), with the squared-hinge
     residuals ``r_c = y_c - f_c`` where ``y_c f_c < 1`` (``y_c = +1`` for the frame's class,
     -1 otherwise; ``f = e W + b``) and 0 elsewhere. All float64.
     """
@@ -476,11 +513,11 @@ def reference_boundaries(model: AlignmentModel, rec: Recording, frames: np.ndarr
     (reference start - grid start, ms), the quantity the refiner predicts."""
     from aligner.alignment.refinement import boundary_features
 
-    symbols, classes, _ = _reference_labels(rec, len(frames))
+    symbols, classes, _ = _reference_labels(rec, len(frames), model)
     scores = model.classifier.scores(frames)
     y, _ = model.decode_phones(frames, scores, classes, symbols, rec.duration_s, name=rec.name)
     mean, std, _ = model.durations.for_phones(classes, symbols)
-    features = boundary_features(scores, frames, classes, y, mean, std)
+    features = boundary_features(scores, frames, classes, y, mean, std, model.inventory.broad_indices)
     starts = np.array([float(iv[0]) for iv in rec.reference])
     return features, 1000.0 * (starts[1:] - phone_start_times(y)[1:])
 
@@ -609,7 +646,7 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     check_recordings(recordings)
     base = load_model(base)
     warps = warps or {}
-    prons_of = [None if r.kind == "phones" else _prons(r, dictionary) for r in recordings]
+    prons_of = [None if r.kind == "phones" else _prons(r, dictionary, base) for r in recordings]
     W_base, b_base = base.classifier.weights, base.classifier.bias
     whiten = whitening(base.classifier) if settings.classifier_prior is not None else None
     model = base
@@ -620,7 +657,7 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
             t0 = time.perf_counter()
             clf = model.classifier
             stats, files = where.run(rnd, model, settings, whiten is not None, file_progress)
-            by_class = [[] for _ in range(N_CLASSES)]
+            by_class = [[] for _ in range(len(base.inventory))]
             by_symbol: dict = {}
             report = RoundReport(rnd, 0)
             confs, moved, compared = [], 0, 0
@@ -660,7 +697,8 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
             model = AlignmentModel(new_clf, durations, np.array(base.weights, float), base.min_frames,
                                    dict(base.training, adapted={"rounds": rnd, "recordings": len(recordings),
                                                                 "settings": dict(settings.__dict__)}),
-                                   base.refiner, base.confidence, base.utterance_check)
+                                   base.refiner, base.confidence, base.utterance_check,
+                                   base.inventory, base.phone_symbols)  # the base's classes and symbols, kept
             refs = [i for i, r in enumerate(recordings) if r.reference is not None]
             if settings.refiner_prior is not None and base.refiner is not None and refs:
                 pairs = [reference_boundaries(model, recordings[i], where.frames(i)) for i in refs]
@@ -752,7 +790,7 @@ def run_batch(model: AlignmentModel, entries, settings: AdaptSettings, want_stat
     time); ``on_file()`` after each recording. Never raises: a recording that fails is left
     out with the reason; if the statistics themselves fail midway the batch is ``broken``."""
     clf = model.classifier
-    stats = OutputLayerStats(clf.landmarks.shape[0]) if want_stats else None
+    stats = OutputLayerStats(clf.landmarks.shape[0], clf.n_classes) if want_stats else None
     files = []
     for i, rec, prons, warp in entries:
         dec = frames = None
@@ -877,7 +915,8 @@ class InProcessRounds:
             if file_progress is not None:
                 file_progress(rnd, done[0], n)
 
-        stats = OutputLayerStats(model.classifier.landmarks.shape[0]) if want_stats else None
+        stats = OutputLayerStats(model.classifier.landmarks.shape[0], model.classifier.n_classes) if want_stats \
+            else None
         files = gather_round([list(range(n))], lambda batches: (
             run_batch(model, self.entries(ix), settings, want_stats, self.cache, tick) for ix in batches),
             n, stats)
@@ -898,7 +937,7 @@ def _decode_for_round(model: AlignmentModel, rec: Recording, frames: np.ndarray,
     flagged = bool(match is not None and model.utterance_check is not None
                    and model.utterance_check.flags_probability(match))
     if rec.reference is not None:  # hand-aligned: its boundaries replace the decoded ones
-        symbols, classes, y = _reference_labels(rec, T)
+        symbols, classes, y = _reference_labels(rec, T, model)
         weights = np.full(T, settings.reference_weight)
         flagged = False
     else:

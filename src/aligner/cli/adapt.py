@@ -35,12 +35,18 @@ class _StageBars:
                    ".phn are ignored); auto: .phn files and phone symbols are phones, .lab/.txt/.TextGrid text "
                    "is words.")
 @click.option("--dictionary", type=click.Path(dir_okay=False, exists=True),
-              help="Pronouncing dictionary in MFA format, added to the CMU Pronouncing Dictionary.")
+              help="Pronouncing dictionary in MFA format, added to the CMU Pronouncing Dictionary (for a base "
+                   "model trained on its own phones: the dictionary, in those phones).")
 @click.option("--oov", type=click.Choice(["g2p", "error"]), default="g2p", show_default=True,
               help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail the file.")
 @click.option("--references", type=click.Path(file_okay=False, exists=True),
               help="Hand-aligned TextGrids (a phones tier) of some files, by relative path or stem: their "
                    "boundaries replace the decoded ones and count more.")
+@click.option("--language", metavar="CODE",
+              help="The words are in this language: read by the gruut G2P and aligned as the model's closest "
+                   "phones by features (as `align-corpus --language`); align with the adapted model the same way.")
+@click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
+              help="With --language: 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @click.option("--rounds", type=click.IntRange(min=1, max=10), default=3, show_default=True,
               help="Align the corpus and re-estimate the model this many times.")
 @click.option("--output-dir", type=click.Path(file_okay=False),
@@ -55,8 +61,8 @@ class _StageBars:
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Run on this running Dask scheduler's workers. They must see the corpus, the model and "
                    "MODEL_OUT's folder at the same paths as here (a shared file system).")
-def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, rounds, output_dir, jobs, engine,
-          scheduler):
+def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, language, phone_map, rounds, output_dir,
+          jobs, engine, scheduler):
     """Adapt the alignment model to the recordings of CORPUS_DIR and save it to MODEL_OUT.
 
     CORPUS_DIR is any corpus align-corpus reads (Montreal Forced Aligner's layout with .lab,
@@ -66,6 +72,12 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, round
     and files whose transcript does not match are left out. MODEL_OUT is a model bundle like
     the shipped one (it records its base and the corpus): use it with --model in align,
     align-corpus and vowels. It is written when every round is done, never half.
+
+    A base model trained on its own phones (aligner train on TextGrids) is adapted on phone
+    transcripts in its symbols, or words with a --dictionary in its phones; --references are
+    in its symbols too, and MODEL_OUT keeps its phones. With --language CODE the words are in
+    a language the model never heard, read as align-corpus --language reads them; align with
+    MODEL_OUT through the same --language (and --phone-map).
 
     Each round's recordings are aligned on --jobs worker processes, or as Dask tasks with
     --scheduler tcp://HOST:PORT (or --engine dask for a local Dask cluster), as align-corpus
@@ -79,8 +91,11 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, round
     bars = _StageBars()
     report = run(api.adapt, corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir,
                  jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)), engine=engine,
-                 scheduler=scheduler)
+                 scheduler=scheduler, language=language, phone_map=phone_map)
     bars.close()
+    if report.phone_map:
+        echo(f"{language} phones aligned as model phones: "
+             + ", ".join(f"{p} -> {m}" for p, m in sorted(report.phone_map.items())), err=True)
     if report.oovs:
         echo(f"{len(report.oovs)} words not in the dictionary (pronunciation used):", err=True)
         for word, pronunciation in sorted(report.oovs.items()):
