@@ -121,7 +121,7 @@ def main(argv=None):
     if corpus.choice is None:  # the same through the files, as a user would score them
         by_files, problems = evaluate_directories(args.data, args.out / "hyp")
         assert not problems, problems
-        assert abs(by_files.mean_ms - scores.mean_ms) < 1e-6, (by_files.mean_ms, scores.mean_ms)
+        assert abs(by_files.mean_ms - scores.mean_ms) < 1e-3, (by_files.mean_ms, scores.mean_ms)  # TextGrid rounding
         base, _ = evaluate_directories(args.data, args.out / "baseline")
         grid = evaluate_directories(args.data, args.out / "grid")[0] if (args.out / "grid").is_dir() else None
     else:
