@@ -147,13 +147,16 @@ def partly_wrong_transcript(labels: list, phn_starts, phn_ends, wrd, other_label
 MISMATCH_KINDS = ("swapped", "truncated", "partly_wrong")
 
 
-def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS, condition: str = "clean"):
+def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS, condition: str = "clean",
+                  augment=None):
     """Out-of-fold decodes of every utterance with its true transcript and with mismatched ones
     (:data:`MISMATCH_KINDS`: the next utterance's phones (same speaker), the last 30 % dropped,
     the longest word's phones replaced by the next utterance's longest word's). Returns (true
     decodes, {kind: mismatched decodes}, {kind: names refused as not fitting}, fold models).
     ``condition``: the recordings degraded first as ``benchmarks.eval_degraded`` does (seeded by
-    the utterance's index)."""
+    the utterance's index); ``augment``: instead, one copy of each recording degraded as that
+    :class:`~aligner.features.augment.AugmentationRecipe` makes training copies (its babble left
+    out: it would borrow the held-out speakers' voices)."""
     from aligner.io.transcripts import read_sample_intervals
 
     models = fold_models(folds_dir)
@@ -166,6 +169,13 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     if condition != "clean":
         from benchmarks.eval_degraded import degrade
         audio = {u.name: degrade(audio[u.name], condition, seed=i) for i, u in enumerate(utts)}
+    if augment is not None:
+        from dataclasses import replace as _replace
+
+        from aligner.features.augment import Augmenter
+        kinds_left = tuple(k for k in augment.noise_kinds if k != "babble") or ("pink",)
+        augmenter = Augmenter(_replace(augment, copies=1, noise_kinds=kinds_left))
+        audio = {u.name: augmenter.copy(np.asarray(audio[u.name], np.float64), u.name, u.speaker, 0) for u in utts}
     phn = {u.name: read_phn(u.transcript) for u in utts}
     wrd = {}
     for u in utts:
@@ -335,6 +345,8 @@ def main(argv=None):
                     help="with --save: also add the fitted arrays to this alignment model bundle")
     ap.add_argument("--test-condition", default="clean", help="fit on clean decodes as always, but evaluate "
                     "the held-out folds on recordings degraded as benchmarks.eval_degraded's condition NAME")
+    ap.add_argument("--train-augment", type=Path, help="also fit the confidence model and the check on one "
+                    "degraded copy of every training-fold recording, made as this augmentation recipe (JSON) says")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -349,6 +361,15 @@ def main(argv=None):
         true_test, wrong_test, refused, _ = build_decodes(args.data, args.folds_dir, log, condition=args.test_condition)
     else:
         true_test, wrong_test = true, wrong
+    if args.train_augment is not None:
+        from aligner.features.augment import AugmentationRecipe
+        recipe = AugmentationRecipe.from_json_file(args.train_augment)
+        log(f"training folds also decoded on copies degraded as {args.train_augment}")
+        true_aug, wrong_aug, _, _ = build_decodes(args.data, args.folds_dir, log, augment=recipe)
+        true_fit = true + true_aug
+        wrong = {k: wrong[k] + wrong_aug[k] for k in wrong}
+    else:
+        true_fit = true
     folds = sorted({d.fold for d in true})
     fixed = (args.hidden, args.alpha, args.calibration, tuple(float(t) for t in args.thresholds.split(",")))
     kinds = list(wrong)
@@ -356,7 +377,7 @@ def main(argv=None):
     cs, ps, per_fold = [], [], []
     flags_ok, flags_bad, conf_s = [], {k: [] for k in kinds}, []
     for f in folds:
-        train = [d for d in true if d.fold != f]
+        train = [d for d in true_fit if d.fold != f]
         test = [d for d in true_test if d.fold == f]
         if args.select:
             log(f"rotation {f}: choosing settings on folds {[g for g in folds if g != f]}")
@@ -401,9 +422,9 @@ def main(argv=None):
                  "overhead": float(sum(conf_s) / align_s)},
     }
     if args.save is not None:
-        settings = select_settings(true) if args.select else fixed
-        conf = fit_confidence(true, settings)
-        check = fit_check(true, all_wrong, conf, models)
+        settings = select_settings(true_fit) if args.select else fixed
+        conf = fit_confidence(true_fit, settings)
+        check = fit_check(true_fit, all_wrong, conf, models)
         args.save.mkdir(parents=True, exist_ok=True)
         np.savez(args.save / "confidence.npz", **conf.to_arrays())
         np.savez(args.save / "utterance_check.npz", **check.to_arrays())
