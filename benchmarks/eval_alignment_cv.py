@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +84,6 @@ def main(argv=None):
     for f, test_speakers in enumerate(folds):
         train = [d for d in data if d.speaker not in test_speakers]
         if recipe is not None:
-            from dataclasses import replace
             copies = degraded_frames([u for u in corpus.utterances if u.speaker not in test_speakers], recipe)
             train = [replace(d, degraded=copies[d.name]) for d in train]
         test = [d for d in data if d.speaker in test_speakers]

@@ -162,7 +162,7 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
         augment = AugmentationRecipe()
     elif augment is not None and not isinstance(augment, AugmentationRecipe):
         augment = AugmentationRecipe.from_json_file(augment)
-    if augment is not None and augment.room_probability > 0 and augment.copies > 0:
+    if augment is not None and augment.simulates_rooms:
         from aligner.features.augment import require_room_simulator
         require_room_simulator()  # a missing extra fails before any audio is read
     corpus = read_training_corpus(corpus_dir, phones_tier, phone_classes, phone_code, min_class_tokens)

@@ -631,8 +631,7 @@ class PoolRounds:
         def lost(batch, why):
             return BatchResult(None, [], why)
 
-        stats = OutputLayerStats(model.classifier.landmarks.shape[0], model.classifier.n_classes) if want_stats \
-            else None
+        stats = OutputLayerStats.for_classifier(model.classifier) if want_stats else None
         if self.engine == "dask":
             path = self._publish(rnd, model)
             workers = max(1, sum(self.pool.client.nthreads().values()))

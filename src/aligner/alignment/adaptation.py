@@ -449,6 +449,11 @@ class OutputLayerStats:
         self.g = np.zeros(n_classes)
         self.frames = 0
 
+    @classmethod
+    def for_classifier(cls, clf: FrameClassifier) -> "OutputLayerStats":
+        """Empty statistics for refitting ``clf``'s output layer (its landmarks and classes)."""
+        return cls(clf.landmarks.shape[0], clf.n_classes)
+
     def add(self, E: np.ndarray, labels: np.ndarray, a: np.ndarray, W: np.ndarray, b: np.ndarray) -> None:
         keep = a > 0
         if not keep.any():
@@ -790,7 +795,7 @@ def run_batch(model: AlignmentModel, entries, settings: AdaptSettings, want_stat
     time); ``on_file()`` after each recording. Never raises: a recording that fails is left
     out with the reason; if the statistics themselves fail midway the batch is ``broken``."""
     clf = model.classifier
-    stats = OutputLayerStats(clf.landmarks.shape[0], clf.n_classes) if want_stats else None
+    stats = OutputLayerStats.for_classifier(clf) if want_stats else None
     files = []
     for i, rec, prons, warp in entries:
         dec = frames = None
@@ -915,8 +920,7 @@ class InProcessRounds:
             if file_progress is not None:
                 file_progress(rnd, done[0], n)
 
-        stats = OutputLayerStats(model.classifier.landmarks.shape[0], model.classifier.n_classes) if want_stats \
-            else None
+        stats = OutputLayerStats.for_classifier(model.classifier) if want_stats else None
         files = gather_round([list(range(n))], lambda batches: (
             run_batch(model, self.entries(ix), settings, want_stats, self.cache, tick) for ix in batches),
             n, stats)

@@ -94,8 +94,10 @@ def reference_starts(starts_samples: np.ndarray, n_frames: int, sample_rate: int
 
 
 def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None = None,
-                   tier: str | None = None) -> UtteranceData:
-    """Read one corpus utterance (audio + hand-aligned phones); ``warps``: VTLP copies to add.
+                   tier: str | None = None, augmenter=None) -> UtteranceData:
+    """Read one corpus utterance (audio + hand-aligned phones); ``warps``: VTLP copies to add;
+    ``augmenter``: an :class:`~aligner.features.augment.Augmenter` whose degraded copies to add
+    (:func:`corpus_augmenter`).
 
     Without ``phone_set`` the transcript is a TIMIT ``.phn`` in a standard phone set (the 39
     classes); with one (a model's own, :func:`~aligner.alignment.inventory.build_inventory`) it is
@@ -123,8 +125,10 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
         starts = np.round(starts_s * SAMPLE_RATE)
     y = reference_starts(starts, len(frames))
     warped = [mfcc_features(samples, warp=w) for w in warps]
+    degraded = [] if augmenter is None else [mfcc_features(c) for c in augmenter.copies(samples, utt.name, utt.speaker)]
     return UtteranceData(utt.name, utt.speaker, frames, phone_set.class_indices(labels), list(labels), y,
-                         len(samples) / SAMPLE_RATE, warped, np.asarray(starts, np.float64) / SAMPLE_RATE)
+                         len(samples) / SAMPLE_RATE, warped, np.asarray(starts, np.float64) / SAMPLE_RATE,
+                         degraded)
 
 
 def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS,
@@ -132,43 +136,49 @@ def load_utterances(utterances: list, progress: Progress = None, warps: tuple = 
     """Read every utterance, with its VTLP copies at ``warps`` for the classifier
     (``phone_set``, ``tier``: as for :func:`load_utterance`) and, with an ``augment``
     :class:`~aligner.features.augment.AugmentationRecipe`, its simulated-condition copies
-    (:func:`degraded_frames` over these utterances)."""
+    (:func:`corpus_augmenter` over these utterances)."""
+    augmenter = corpus_augmenter(utterances, augment) if augment is not None and augment.copies > 0 else None
     out = []
     for i, utt in enumerate(utterances):
-        out.append(load_utterance(utt, tuple(warps), phone_set, tier))
+        out.append(load_utterance(utt, tuple(warps), phone_set, tier, augmenter))
         if progress:
             progress("features", i + 1, len(utterances))
-    if augment is not None and augment.copies > 0:
-        copies = degraded_frames(utterances, augment, progress)
-        for d in out:
-            d.degraded = copies[d.name]
     return out
 
 
-def degraded_frames(utterances: list, recipe, progress: Progress = None) -> dict:
-    """MFCC frames of the degraded copies ``recipe`` makes of every utterance (name -> list of
-    (T, 42) arrays, T as the clean recording's). Babble talkers and the speech spectrum come from
-    these utterances only (a seeded choice of at most
-    :data:`~aligner.features.augment.BABBLE_POOL_SIZE`), so held-out speakers never leak in."""
+def _read_again(utt: Utterance) -> np.ndarray:
+    """An utterance's samples, read without a second warning of a repair (reading its clean
+    copy warns)."""
     import warnings
 
-    from aligner.features.augment import BABBLE_POOL_SIZE, Augmenter, SpeechPool
     from aligner.io.audio import RepairedAudioWarning
 
-    def read(utt):
-        with warnings.catch_warnings():  # reading the clean copy already warned of a repair
-            warnings.simplefilter("ignore", RepairedAudioWarning)
-            return load_audio(utt.audio)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RepairedAudioWarning)
+        return load_audio(utt.audio)
+
+
+def corpus_augmenter(utterances: list, recipe):
+    """The :class:`~aligner.features.augment.Augmenter` of ``recipe`` whose babble talkers and
+    speech spectrum come from these utterances only (a seeded choice of at most
+    :data:`~aligner.features.augment.BABBLE_POOL_SIZE`), so held-out speakers never leak in."""
+    from aligner.features.augment import BABBLE_POOL_SIZE, Augmenter, SpeechPool
 
     ordered = sorted(utterances, key=lambda u: u.name)
     rng = np.random.default_rng([recipe.seed, 2])
     chosen = sorted(rng.choice(len(ordered), min(BABBLE_POOL_SIZE, len(ordered)), replace=False))
-    pool = SpeechPool.build([ordered[i].speaker for i in chosen], [read(ordered[i]) for i in chosen])
-    augmenter = Augmenter(recipe, pool)
+    pool = SpeechPool.build([ordered[i].speaker for i in chosen], [_read_again(ordered[i]) for i in chosen])
+    return Augmenter(recipe, pool)
+
+
+def degraded_frames(utterances: list, recipe, progress: Progress = None) -> dict:
+    """MFCC frames of the degraded copies ``recipe`` makes of every utterance (name -> list of
+    (T, 42) arrays, T as the clean recording's), for utterances already read (e.g. one fold's
+    training utterances); babble and speech spectrum as :func:`corpus_augmenter`'s."""
+    augmenter = corpus_augmenter(utterances, recipe)
     out = {}
     for i, utt in enumerate(utterances):
-        samples = read(utt)
-        out[utt.name] = [mfcc_features(c) for c in augmenter.copies(samples, utt.name, utt.speaker)]
+        out[utt.name] = [mfcc_features(c) for c in augmenter.copies(_read_again(utt), utt.name, utt.speaker)]
         if progress:
             progress("simulated conditions", i + 1, len(utterances))
     return out

@@ -126,6 +126,11 @@ class AugmentationRecipe:
         if self.room_probability > 0 and self.rooms < 1:
             raise RecipeError("augmentation recipe: room_probability > 0 needs rooms >= 1")
 
+    @property
+    def simulates_rooms(self) -> bool:
+        """Whether copies made by this recipe may go through simulated rooms (pyroomacoustics)."""
+        return self.room_probability > 0 and self.copies > 0
+
     def to_dict(self) -> dict:
         """Plain JSON values (tuples as lists)."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
@@ -230,10 +235,12 @@ class SpeechPool:
     speakers: list = field(default_factory=list)  #: speaker of each utterance
     samples: list = field(default_factory=list)  #: (n,) float32 16 kHz samples of each
     spectrum: Optional[np.ndarray] = None  #: (257,) long-term amplitude spectrum (512-point)
+    levels: list = field(default_factory=list)  #: RMS of each utterance's samples
 
     @classmethod
     def build(cls, speakers: Sequence[str], samples: Sequence[np.ndarray]) -> "SpeechPool":
         pool = cls(list(speakers), [np.asarray(s, np.float32) for s in samples])
+        pool.levels = [_rms(s) for s in pool.samples]
         if pool.samples:
             from scipy import signal
 
@@ -245,7 +252,7 @@ class SpeechPool:
     def babble(self, n: int, speaker: str, talkers: int, rng: np.random.Generator) -> Optional[np.ndarray]:
         """``n`` samples of ``talkers`` other speakers' utterances summed at equal level (None if
         the pool has no other speaker)."""
-        others = [i for i, s in enumerate(self.speakers) if s != speaker and _rms(self.samples[i]) > 0]
+        others = [i for i, s in enumerate(self.speakers) if s != speaker and self.levels[i] > 0]
         if not others:
             return None
         out = np.zeros(n, np.float64)
@@ -253,7 +260,7 @@ class SpeechPool:
             s = self.samples[i]
             start = int(rng.integers(len(s)))
             part = np.resize(np.roll(s, -start), n)  # from a random point, repeated to cover n
-            out += part / _rms(s)
+            out += part / self.levels[i]
         return out
 
     def speech_shaped(self, n: int, rng: np.random.Generator) -> Optional[np.ndarray]:
@@ -286,7 +293,7 @@ class Augmenter:
     def __init__(self, recipe: AugmentationRecipe, pool: Optional[SpeechPool] = None):
         self.recipe = recipe
         self.pool = pool or SpeechPool()
-        self._rooms = simulate_rooms(recipe) if recipe.room_probability > 0 and recipe.copies > 0 else []
+        self._rooms = simulate_rooms(recipe) if recipe.simulates_rooms else []
 
     def copies(self, samples: np.ndarray, name: str, speaker: str = "") -> list:
         """``recipe.copies`` degraded float32 copies of 16 kHz ``samples`` (n,), each of length n."""

@@ -715,7 +715,7 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
     if n_folds:
         fold_examples = None
         if held_out_classifier:
-            recipe = source_model.training.get("augmentation") if isinstance(source_model.training, dict) else None
+            recipe = source_model.training.get("augmentation")
             if recipe is not None:
                 from aligner.features.augment import AugmentationRecipe
                 recipe = AugmentationRecipe.from_dict(recipe, "the alignment model's training.augmentation")
