@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.adaptation import AdaptSettings, Recording, adapt_model, choose_warps
+from aligner.alignment.adaptation import AdaptSettings, Recording, adapt_model, choose_warps, corpus_decoder
 from aligner.features.mfcc import mfcc_features
 from aligner.alignment.word_evaluation import score_word_alignments
 from aligner.io.audio import RepairedAudioWarning, load_audio
@@ -131,9 +131,11 @@ def reference_choice(utts: list[dict], seed: int = 0) -> set:
     return chosen
 
 
-def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: bool = True) -> list:
+def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: bool = True,
+                            expert_folds: Path | None = None) -> list:
     """[(fold model with a confidence model and transcript check fitted on the other folds'
-    out-of-fold decodes, its test speakers)]; without ``review``, the fold models as saved."""
+    out-of-fold decodes, its test speakers)]; without ``review``, the fold models as saved.
+    ``expert_folds``: the decodes are made with these condition experts (``build_decodes``)."""
     from aligner.alignment.confidence import BoundaryConfidence, UtteranceCheck
     from benchmarks.eval_confidence import build_decodes, fit_check, fit_confidence, fold_models
 
@@ -143,7 +145,7 @@ def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: boo
     paths = [work / f"review_fold{k}.npz" for k in range(len(models))]
     if not all(p.is_file() for p in paths):
         log("fitting per-fold confidence models on the other folds' decodes ...")
-        true, wrong, _, dec_models = build_decodes(data, folds_dir, log)
+        true, wrong, _, dec_models = build_decodes(data, folds_dir, log, expert_folds=expert_folds)
         all_wrong = [d for k in wrong for d in wrong[k]]
         for k in range(len(models)):
             train = [d for d in true if d.fold != k]
@@ -166,8 +168,11 @@ def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: boo
 # -------------------------------------------------------------------------------------------
 
 def _frames_scores(model, u: dict, warps: dict | None):
+    """``(decoder, frames, scores)``: ``model``, or its condition expert where its gates send the
+    recording (:meth:`~aligner.alignment.model.AlignmentModel.scored`)."""
     frames = mfcc_features(u["samples"], 16000, warp=float((warps or {}).get(u["speaker"], 1.0)))
-    return frames, model.classifier.scores(frames)
+    decoder, scores = model.scored(frames, u["samples"])
+    return decoder, frames, scores
 
 
 def phone_rows(model, utts: list[dict], warps: dict | None = None) -> list:
@@ -176,8 +181,8 @@ def phone_rows(model, utts: list[dict], warps: dict | None = None) -> list:
     pset = get_phone_set("timit61")
     rows = []
     for u in utts:
-        frames, scores = _frames_scores(model, u, warps)
-        hyp = model.align_scored(frames, scores, u["symbols"], pset, len(u["samples"]) / 16000.0, name=u["name"])
+        decoder, frames, scores = _frames_scores(model, u, warps)
+        hyp = decoder.align_scored(frames, scores, u["symbols"], pset, len(u["samples"]) / 16000.0, name=u["name"])
         rows.append([float(s) for s in 1000 * np.abs(np.array([iv.start_s for iv in hyp])[1:] - u["phn_starts"][1:])])
     return rows
 
@@ -204,8 +209,8 @@ def word_rows(model, utts: list[dict], warps: dict | None = None, via_api: bool 
             words, phones = tiers["words"], tiers["phones"]
         else:
             labels, prons = word_pronunciations(u["text"], api.load_dictionary())
-            frames, scores = _frames_scores(model, dict(u, samples=samples), warps)
-            res = align_words_scored(model, frames, scores, labels, prons, len(samples) / 16000.0, name=u["name"])
+            decoder, frames, scores = _frames_scores(model, dict(u, samples=samples), warps)
+            res = align_words_scored(decoder, frames, scores, labels, prons, len(samples) / 16000.0, name=u["name"])
             words, phones = res.words, res.phones
         rows.append([[list(iv) for iv in read_wrd(u["wrd"])], [list(iv) for iv in words],
                      [list(iv) for iv in reference_phones(u["phn"])], [list(iv) for iv in phones]])
@@ -306,6 +311,11 @@ def run_fold(mode: str, k: int, model, test_speakers: list, utts: list[dict], se
     else:
         out["by_round"]["0"] = {"rows": score(model, score_on), "report": None}
         base_path.write_text(json.dumps(out["by_round"]["0"]))
+    adapted_base, share = corpus_decoder(model, recordings)
+    if model.condition_expert is not None:
+        out["expert_share"], out["expert_adapted"] = share, adapted_base is not model
+        log(f"  {mode} fold {k}: {share:.0%} of the audio through the condition gates: adapting the "
+            + ("expert" if adapted_base is not model else "clean classifier"))
     warps = None
     if setting in VTLN:
         t0 = time.perf_counter()
@@ -322,7 +332,7 @@ def run_fold(mode: str, k: int, model, test_speakers: list, utts: list[dict], se
                 f"{report.files_used} files, {len(report.files_left_out)} left out, {report.frames} frames, "
                 f"moved {report.moved_20ms}/{report.boundaries})")
 
-        adapt_model(model, recordings, rounds, SETTINGS[setting], on_round=on_round, warps=warps)
+        adapt_model(adapted_base, recordings, rounds, SETTINGS[setting], on_round=on_round, warps=warps)
     path.write_text(json.dumps(out))
     return out
 
@@ -390,6 +400,9 @@ def main(argv=None):
     ap.add_argument("--no-review", action="store_true", help="fold models without confidence models (the "
                     "confidence rules and the transcript check then do nothing; results go to WORK/noreview)")
     ap.add_argument("--json", type=Path, help="also write the summary here")
+    ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment: each fold model's "
+                    "condition expert (gated as benchmarks.eval_degraded --expert-folds does); a corpus most of "
+                    "whose audio passes the gates adapts the expert, as aligner adapt does. Use its own --work")
     args = ap.parse_args(argv)
 
     names = [s for s in args.settings.split(",") if s]
@@ -403,7 +416,16 @@ def main(argv=None):
     if not args.summary:
         t0 = time.perf_counter()
         utts = load_corpus(args.data)
-        models = fold_models_with_review(args.data, args.folds_dir, args.work, not args.no_review)
+        models = fold_models_with_review(args.data, args.folds_dir, args.work, not args.no_review,
+                                         args.expert_folds)
+        if args.expert_folds is not None:
+            from types import SimpleNamespace
+
+            from benchmarks.eval_confidence import fold_models
+            from benchmarks.eval_degraded import attach_fold_experts
+            attach_fold_experts(models, fold_models(args.expert_folds),
+                                [SimpleNamespace(name=u["name"], speaker=u["speaker"]) for u in utts],
+                                {u["name"]: u["samples"] for u in utts}, None, log)
         for mode in args.modes:
             for k in folds:
                 model, speakers = models[k]

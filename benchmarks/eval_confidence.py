@@ -100,15 +100,16 @@ def fold_models(folds_dir: Path):
 
 
 def align_one(model, samples, labels, phone_set, name):
-    """(frames, scores, classes, y, starts_s, seconds) of one alignment, timed as model.align is."""
+    """(decoder, frames, scores, classes, y, starts_s, seconds) of one alignment, timed as model.align
+    is; the decoder is ``model``, or its condition expert where its gates send the recording."""
     t0 = time.perf_counter()
     frames = mfcc_features(samples, SAMPLE_RATE)
-    scores = model.classifier.scores(frames)
+    model, scores = model.scored(frames, samples)
     classes = phone_set.class_indices(labels)
     x = model.make_input(frames, classes, scores, name=name, symbols=labels)
     y = model.align_frames(x)
     starts = model.start_times(x, y, scores, frames, len(samples) / SAMPLE_RATE)
-    return frames, scores, classes, y, starts, time.perf_counter() - t0
+    return model, frames, scores, classes, y, starts, time.perf_counter() - t0
 
 
 def truncated_transcript(labels: list) -> list:
@@ -148,7 +149,7 @@ MISMATCH_KINDS = ("swapped", "truncated", "partly_wrong")
 
 
 def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS, condition: str = "clean",
-                  augment=None):
+                  augment=None, expert_folds: Path | None = None):
     """Out-of-fold decodes of every utterance with its true transcript and with mismatched ones
     (:data:`MISMATCH_KINDS`: the next utterance's phones (same speaker), the last 30 % dropped,
     the longest word's phones replaced by the next utterance's longest word's). Returns (true
@@ -156,7 +157,9 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     ``condition``: the recordings degraded first as ``benchmarks.eval_degraded`` does (seeded by
     the utterance's index); ``augment``: instead, one copy of each recording degraded as that
     :class:`~aligner.features.augment.AugmentationRecipe` makes training copies (its babble left
-    out: it would borrow the held-out speakers' voices)."""
+    out: it would borrow the held-out speakers' voices). ``expert_folds``: fold models trained with
+    ``--augment`` that become the fold models' condition experts, gated as
+    ``benchmarks.eval_degraded --expert-folds`` does (gates from the other folds' clean recordings)."""
     from aligner.io.transcripts import read_sample_intervals
 
     models = fold_models(folds_dir)
@@ -166,6 +169,9 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     with warnings.catch_warnings():  # TIMIT files repaired on loading say so; not this script's concern
         warnings.simplefilter("ignore", RepairedAudioWarning)
         audio = {u.name: load_audio(u.audio) for u in utts}
+    if expert_folds is not None:
+        from benchmarks.eval_degraded import attach_fold_experts
+        attach_fold_experts(models, fold_models(expert_folds), utts, audio, None, log)
     if condition != "clean":
         from benchmarks.eval_degraded import degrade
         audio = {u.name: degrade(audio[u.name], condition, seed=i) for i, u in enumerate(utts)}
@@ -184,8 +190,8 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     # warm-up (numba caches, first-call overheads) outside the timings
     u0 = utts[0]
     f0, m0 = model_of[u0.speaker]
-    fr, sc, cl, y, st, _ = align_one(m0, audio[u0.name], phn[u0.name][2], phone_set, u0.name)
-    boundary_evidence(m0, fr, sc, cl, y, st, phn[u0.name][2])
+    d0, fr, sc, cl, y, st, _ = align_one(m0, audio[u0.name], phn[u0.name][2], phone_set, u0.name)
+    boundary_evidence(d0, fr, sc, cl, y, st, phn[u0.name][2])
 
     true, wrong, refused = [], {k: [] for k in kinds}, {k: [] for k in kinds}
     by_speaker = {}
@@ -194,9 +200,10 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     for u in utts:
         fold, model = model_of[u.speaker]
         starts_ref, ends_ref, labels = phn[u.name]
-        frames, scores, classes, y, starts, secs = align_one(model, audio[u.name], labels, phone_set, u.name)
+        decoder, frames, scores, classes, y, starts, secs = align_one(model, audio[u.name], labels, phone_set,
+                                                                      u.name)
         t0 = time.perf_counter()
-        E = boundary_evidence(model, frames, scores, classes, y, starts, labels)
+        E = boundary_evidence(decoder, frames, scores, classes, y, starts, labels)
         ev_s = time.perf_counter() - t0
         err = 1000.0 * np.abs(starts[1:] - np.asarray(starts_ref[1:], float) / SAMPLE_RATE)
         true.append(Decode(u.name, u.speaker, fold, E, err <= 1000 * TOLERANCE_S + 1e-6, err, frames, scores,
@@ -217,11 +224,12 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
             if bad is None or list(bad) == list(labels):
                 continue
             try:
-                frames, scores, classes, y, starts, secs = align_one(model, audio[u.name], bad, phone_set, u.name)
+                decoder, frames, scores, classes, y, starts, secs = align_one(model, audio[u.name], bad,
+                                                                              phone_set, u.name)
             except AlignmentError:
                 refused[kind].append(u.name)
                 continue
-            E = boundary_evidence(model, frames, scores, classes, y, starts, bad)
+            E = boundary_evidence(decoder, frames, scores, classes, y, starts, bad)
             wrong[kind].append(Decode(u.name, u.speaker, fold, E, np.zeros(len(E), bool),
                                       np.full(len(E), np.nan), frames, scores, classes, y, list(bad), secs, 0.0,
                                       starts, kind))
@@ -347,25 +355,29 @@ def main(argv=None):
                     "the held-out folds on recordings degraded as benchmarks.eval_degraded's condition NAME")
     ap.add_argument("--train-augment", type=Path, help="also fit the confidence model and the check on one "
                     "degraded copy of every training-fold recording, made as this augmentation recipe (JSON) says")
+    ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment: each fold model's "
+                    "condition expert, gated as benchmarks.eval_degraded --expert-folds does")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
 
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
-    true, wrong, refused, models = build_decodes(args.data, args.folds_dir, log)
+    true, wrong, refused, models = build_decodes(args.data, args.folds_dir, log, expert_folds=args.expert_folds)
     if args.test_condition != "clean":
         if args.save is not None:
             sys.exit("error: --save fits on clean decodes; use it without --test-condition")
         log(f"held-out folds evaluated on {args.test_condition} recordings")
-        true_test, wrong_test, refused, _ = build_decodes(args.data, args.folds_dir, log, condition=args.test_condition)
+        true_test, wrong_test, refused, _ = build_decodes(args.data, args.folds_dir, log, condition=args.test_condition,
+                                                        expert_folds=args.expert_folds)
     else:
         true_test, wrong_test = true, wrong
     if args.train_augment is not None:
         from aligner.features.augment import AugmentationRecipe
         recipe = AugmentationRecipe.from_json_file(args.train_augment)
         log(f"training folds also decoded on copies degraded as {args.train_augment}")
-        true_aug, wrong_aug, _, _ = build_decodes(args.data, args.folds_dir, log, augment=recipe)
+        true_aug, wrong_aug, _, _ = build_decodes(args.data, args.folds_dir, log, augment=recipe,
+                                                 expert_folds=args.expert_folds)
         true_fit = true + true_aug
         wrong = {k: wrong[k] + wrong_aug[k] for k in wrong}
     else:
@@ -445,8 +457,12 @@ def main(argv=None):
                                                        "calibration": settings[2],
                                                        "thresholds_ms": list(settings[3])},
                                           "fitted_on": f"out-of-fold decodes of {len(true)} utterances by "
-                                                       f"the fold models of {args.folds_dir.name}",
+                                                       f"the fold models of {args.folds_dir.name}"
+                                                       + (f" with the condition experts of {args.expert_folds.name}"
+                                                          if args.expert_folds is not None else ""),
                                           "command": "python -m benchmarks.eval_confidence --folds-dir DIR "
+                                                     + ("--expert-folds DIR " if args.expert_folds is not None
+                                                        else "")
                                                      + ("--select " if args.select else "")
                                                      + "--save DIR --attach MODEL_DIR"}})
             log(f"added confidence.npz and utterance_check.npz to the model bundle {args.attach}")

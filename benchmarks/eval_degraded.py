@@ -29,7 +29,15 @@ exponentially decaying noise tail, not the image-source rooms of
 training) is fixed here, before any result; the summary reports the two groups apart, each
 as the mean of its conditions' mean errors and that mean's ratio to clean.
 
+With ``--expert-folds DIR`` (fold models of the same speaker folds trained with ``--augment``),
+each fold model gets its fold's multi-condition model as condition expert
+(:mod:`aligner.alignment.conditions`): a recording goes to the expert when the clean fold model's
+mean posterior entropy exceeds, or its energy range falls below, gates set from the *other* folds'
+held-out speakers' clean recordings (the values that ``--false-alarm`` of them lie beyond), so no
+speaker's own recordings set the gates that route them. The ``expert`` column is the share of recordings sent to the expert.
+
     python -m benchmarks.eval_degraded --folds-dir runs/folds [--conditions clean white10 ...]
+    python -m benchmarks.eval_degraded --folds-dir runs/folds --expert-folds runs/folds-mc-a
 """
 
 from __future__ import annotations
@@ -115,11 +123,43 @@ def degrade(x: np.ndarray, condition: str, seed: int) -> np.ndarray:
     raise ValueError(f"unknown condition {condition!r} (known: {', '.join(CONDITIONS)})")
 
 
+def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, false_alarm: float | None,
+                        log=print) -> None:
+    """Give each ``(model, test speakers)`` of ``models`` the expert of ``experts`` with the same
+    test speakers, gated at the entropy and energy range that ``false_alarm`` of the other folds'
+    held-out clean recordings lie beyond (each scored by its own fold model)."""
+    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, energy_range_db,
+                                              gate_for_false_alarm, posterior_entropy)
+    from aligner.features.mfcc import mfcc_features
+
+    false_alarm = DEFAULT_FALSE_ALARM if false_alarm is None else false_alarm
+    expert_of = {tuple(sorted(s)): m for m, s in experts}
+    model_of = {s: m for m, speakers in models for s in speakers}
+    entropy, level_range = {}, {}
+    for u in utts:
+        m = model_of[u.speaker]
+        entropy[u.name] = posterior_entropy(m.classifier, m.classifier.scores(mfcc_features(audio[u.name], SR)))
+        level_range[u.name] = energy_range_db(audio[u.name])
+    for model, speakers in models:
+        expert = expert_of.get(tuple(sorted(speakers)))
+        if expert is None:
+            sys.exit(f"error: no expert fold model tested on {', '.join(sorted(speakers))}")
+        others = [u.name for u in utts if u.speaker not in speakers]
+        gate = gate_for_false_alarm([entropy[n] for n in others], false_alarm)
+        range_gate = gate_for_false_alarm([level_range[n] for n in others], false_alarm, below=True)
+        attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm})
+        log(f"fold of {', '.join(sorted(speakers))}: gates {gate:.3f} nats, {range_gate:.1f} dB "
+              f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
     ap.add_argument("--folds-dir", type=Path, required=True, help="fold models (benchmarks.eval_alignment_cv)")
     ap.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS)
+    ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment, as condition experts")
+    ap.add_argument("--false-alarm", type=float, default=None,
+                    help="share of clean held-out recordings the gate sends to the expert [0.1]")
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
@@ -130,6 +170,7 @@ def main(argv=None) -> int:
     from aligner.io.corpus import find_utterances
     from aligner.io.transcripts import read_phn
     from aligner.phonetics import get_phone_set
+    from aligner.features.mfcc import mfcc_features
 
     models = fold_models(args.folds_dir)
     model_of = {s: m for m, speakers in models for s in speakers}
@@ -139,14 +180,21 @@ def main(argv=None) -> int:
         warnings.simplefilter("ignore", RepairedAudioWarning)
         audio = {u.name: load_audio(u.audio) for u in utts}
     print(f"{len(utts)} utterances of {len(model_of)} held-out speakers, fold models from {args.folds_dir}")
-    print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}")
+    if args.expert_folds is not None:
+        attach_fold_experts(models, fold_models(args.expert_folds), utts, audio, args.false_alarm)
+    expert_col = f" {'expert':>7}" if args.expert_folds is not None else ""
+    print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}"
+          + expert_col)
     means = {}
     for condition in args.conditions:
-        pairs, failed, t0 = [], 0, time.perf_counter()
+        pairs, failed, routed, t0 = [], 0, 0, time.perf_counter()
         for i, u in enumerate(utts):
             starts, _, labels = read_phn(u.transcript)
             x = degrade(audio[u.name], condition, seed=i)
             model = model_of[u.speaker]
+            if model.condition_expert is not None:
+                frames = mfcc_features(x, SR)
+                routed += model.scored(frames, x)[0] is model.condition_expert
             try:
                 intervals = model.align(x, labels, phone_set, name=u.name, split_stops=False)
             except AlignerError:
@@ -156,7 +204,8 @@ def main(argv=None) -> int:
         s = score_alignments(pairs)
         means[condition] = s.mean_ms
         print(f"{condition:<10} {s.within_ms[10]:7.1f}% {s.within_ms[20]:7.1f}% {s.within_ms[40]:7.1f}% "
-              f"{s.mean_ms:6.1f}ms {s.median_ms:6.1f}ms {failed:7d} {time.perf_counter() - t0:6.1f}", flush=True)
+              f"{s.mean_ms:6.1f}ms {s.median_ms:6.1f}ms {failed:7d} {time.perf_counter() - t0:6.1f}"
+              + (f" {100 * routed / len(utts):6.0f}%" if expert_col else ""), flush=True)
     for label, group in (("seen kinds", SEEN_KINDS), ("unseen kinds", UNSEEN_KINDS)):
         done = [means[c] for c in group if c in means]
         if done:

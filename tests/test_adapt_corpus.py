@@ -162,7 +162,8 @@ def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
     messages = []
     report = api.adapt(corpus, tmp_path / "adapted", rounds=1, message=messages.append,
                        output_dir=tmp_path / "aligned")
-    assert len(messages) == 1 and messages[0].startswith("round 1:")
+    assert len(messages) == 2 and messages[1].startswith("round 1:")
+    assert "looks degraded" in messages[0] and messages[0].endswith("adapting the clean classifier")
     assert report.recordings == 11 and report.speakers == 3 and report.audio_seconds > 20
     assert [Path(p).name for p, _ in report.failed] == ["broken.wav"]
     manifest = json.loads((tmp_path / "adapted" / "manifest.json").read_text())

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -384,6 +385,24 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                          references=sum(r.reference is not None for r in recordings),
                          speakers=len({r.speaker for r in recordings}))
 
+    from aligner.alignment.adaptation import corpus_decoder
+
+    decoder, expert_share = corpus_decoder(base, recordings)
+    use_expert = decoder is not base
+    base_arg, staged = (base if engine == "local" else model), None
+    if base.condition_expert is not None:
+        if message:
+            message(f"{expert_share:.0%} of the audio looks degraded (the model's condition gates): adapting the "
+                    + ("multi-condition expert" if use_expert else "clean classifier"))
+        if use_expert:
+            base = decoder
+            if engine != "local":  # Dask workers load the expert from a bundle of its own
+                staged = Path(tempfile.mkdtemp(prefix=".aligner-adapt-expert-", dir=model_out.parent))
+                decoder.save(staged / "expert")
+                base_arg = str(staged / "expert")
+            else:
+                base_arg = decoder
+
     def on_round(rnd, _model, round_report):
         if message:
             left = round_report.files_left_out
@@ -396,11 +415,13 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
 
     file_progress = None if progress is None else (lambda rnd, done, total: progress(f"round {rnd}", done, total))
     try:
-        adapted, reports = adapt_recordings(base if engine == "local" else model, recordings, rounds, settings,
-                                            jobs, engine, scheduler, model_out.parent, on_round=on_round,
-                                            file_progress=file_progress)
+        adapted, reports = adapt_recordings(base_arg, recordings, rounds, settings, jobs, engine, scheduler,
+                                            model_out.parent, on_round=on_round, file_progress=file_progress)
     except AlignerError as exc:
         raise AlignerError(f"{corpus_dir}: {exc}") from None
+    finally:
+        if staged is not None:
+            shutil.rmtree(staged, ignore_errors=True)
     if all(r.files_used == 0 for r in reports):
         raise AlignerError(f"{corpus_dir}: every recording was left out; nothing to adapt on")
     report.rounds = reports
@@ -412,6 +433,9 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
         "speakers": report.speakers, "audio_seconds": round(seconds, 3), "rounds": len(reports),
         "round_reports": [r.to_dict() for r in reports], "failed": len(failed),
     }
+    if expert_share:
+        adapted.training["adapted"]["condition_expert"] = {
+            "adapted": use_expert, "share_of_audio_through_its_gates": round(expert_share, 3)}
     if language is not None:
         adapted.training["adapted"].update(language=language, phone_map=report.phone_map)
     save_atomically(adapted, model_out)

@@ -592,6 +592,34 @@ def adapt_durations(base: DurationStats, lengths_by_class: list, lengths_by_symb
 # the rounds
 # -------------------------------------------------------------------------------------------
 
+#: recordings :func:`corpus_decoder` looks at, evenly spaced through the corpus
+DECODER_SAMPLE = 40
+
+
+def corpus_decoder(model: AlignmentModel, recordings: Sequence[Recording]) -> tuple:
+    """``(decoder, share)``: which of ``model`` and its condition expert
+    (:mod:`aligner.alignment.conditions`) to adapt on ``recordings``, and the share of their audio
+    the expert's gates take (0 for a model without one). The expert (a model of its own: an
+    adapted model has no expert) when its gates take more than half of the audio of up to
+    :data:`DECODER_SAMPLE` recordings spread through the corpus; a recording too short to score
+    does not count."""
+    if model.condition_expert is None or not recordings:
+        return model, 0.0
+    picked = np.unique(np.linspace(0, len(recordings) - 1, min(DECODER_SAMPLE, len(recordings))).round().astype(int))
+    routed = total = 0
+    for i in picked:
+        rec = recordings[int(i)]
+        samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
+        try:
+            decoder = model.scored(mfcc_features(samples, SAMPLE_RATE), samples)[0]
+        except AlignerError:
+            continue
+        total += len(samples)
+        routed += len(samples) if decoder is model.condition_expert else 0
+    share = routed / total if total else 0.0
+    return (model.condition_expert if share > 0.5 else model), share
+
+
 def check_recordings(recordings: Sequence[Recording]) -> None:
     """Raise ValueError for input :func:`adapt_model` cannot use (naming the recording)."""
     if not len(recordings):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from aligner.alignment.conditions import MAX_RANGE_GATE_DB
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
@@ -176,6 +177,16 @@ class AlignmentModel:
     #: for a model trained on its own phones: transcript symbol -> class name; None = the
     #: standard sets of :func:`~aligner.phonetics.get_phone_set` (39-class models)
     phone_symbols: dict | None = None
+    #: the decoder of recordings unlike the clean training speech (:mod:`aligner.alignment.conditions`):
+    #: a model of its own classifier, weights and refiner sharing everything else with this one
+    #: (:meth:`expert_view`); None = this model decodes every recording
+    condition_expert: "AlignmentModel | None" = None
+    #: mean posterior entropy (nats) of this model's classifier above which a recording goes to
+    #: :attr:`condition_expert`
+    condition_gate: float | None = None
+    #: energy range (dB, :func:`~aligner.alignment.conditions.energy_range_db`) below which a
+    #: recording goes to :attr:`condition_expert`; None = the entropy gate alone
+    condition_range_gate: float | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -198,6 +209,36 @@ class AlignmentModel:
             cached = model_phone_set(self.inventory, self.phone_symbols)
             self.__dict__["_phone_set"] = cached
         return cached
+
+    def expert_view(self, classifier: FrameClassifier, weights: np.ndarray,
+                    refiner: BoundaryRefiner | None) -> "AlignmentModel":
+        """A model of ``classifier``, ``weights`` (7,) and ``refiner`` that shares this model's
+        duration statistics, confidence model, transcript check, inventory and symbols."""
+        return AlignmentModel(classifier, self.durations, np.asarray(weights, float), self.min_frames,
+                              self.training, refiner, self.confidence, self.utterance_check, self.inventory,
+                              self.phone_symbols)
+
+    def scored(self, frames: np.ndarray, samples=None) -> tuple:
+        """``(decoder, scores)`` of a recording of MFCC ``frames`` (T, 42): this model and its
+        classifier's scores (T, classes), or, when the model has a condition expert and the
+        recording passes one of its gates, the expert and the expert classifier's scores. The
+        gates: the energy range of ``samples`` (n,), the recording's 16 kHz samples, below
+        :attr:`condition_range_gate` (checked first: such a recording is never scored twice), or
+        the mean posterior entropy of this model's scores above :attr:`condition_gate`. Without
+        ``samples`` only the entropy counts."""
+        expert = self.condition_expert
+        if expert is not None and samples is not None and self.condition_range_gate is not None:
+            from aligner.alignment.conditions import energy_range_db
+
+            if energy_range_db(samples) < self.condition_range_gate:
+                return expert, expert.classifier.scores(frames)
+        scores = self.classifier.scores(frames)
+        if expert is not None:
+            from aligner.alignment.conditions import posterior_entropy
+
+            if posterior_entropy(self.classifier, scores) > self.condition_gate:
+                return expert, expert.classifier.scores(frames)
+        return self, scores
 
     @property
     def task(self) -> AlignmentTask:
@@ -343,9 +384,9 @@ class AlignmentModel:
         probability or None)`` (:meth:`align_reviewed`)."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         frames = mfcc_features(samples, SAMPLE_RATE)
-        scores = self.classifier.scores(frames)
-        return self.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
-                                   name=name, split_stops=split_stops, review=review)
+        model, scores = self.scored(frames, samples)
+        return model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
+                                    name=name, split_stops=split_stops, review=review)
 
     def align_scored(self, frames: np.ndarray, scores: np.ndarray, symbols: list, phone_set: PhoneSet,
                      duration_s: float, name: str = "<utterance>", split_stops: bool | None = None) -> list:
@@ -417,6 +458,15 @@ class AlignmentModel:
             del params["alignment"]["broad_classes"]  # as saved before inventories were stored
         if self.phone_symbols is not None:
             params["alignment"]["phone_symbols"] = dict(sorted(self.phone_symbols.items()))
+        if self.condition_expert is not None:
+            expert = self.condition_expert
+            arrays["expert_classifier"] = expert.classifier.to_arrays()
+            if expert.refiner is not None:
+                arrays["expert_refiner"] = expert.refiner.to_arrays()
+            params["alignment"]["condition_expert"] = {"weights": [float(v) for v in expert.weights],
+                                                       "gate_entropy_nats": float(self.condition_gate)}
+            if self.condition_range_gate is not None:
+                params["alignment"]["condition_expert"]["gate_energy_range_db"] = float(self.condition_range_gate)
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -455,10 +505,34 @@ class AlignmentModel:
                     confidence = BoundaryConfidence.from_arrays(arrays["confidence"], inventory.broad_indices)
                 if "utterance_check" in arrays:
                     utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
+            model = cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
+                        confidence, utterance_check, inventory, phone_symbols)
+            expert = p.get("condition_expert")
+            if expert is not None or "expert_classifier" in arrays:
+                if not isinstance(expert, dict) or "expert_classifier" not in arrays:
+                    raise ValueError("a condition expert needs its classifier and its weights and gate")
+                expert_weights = np.asarray(expert["weights"], dtype=float)
+                if expert_weights.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(expert_weights)):
+                    raise ValueError(f"the condition expert's weights must be {len(FEATURE_NAMES)} finite numbers")
+                gate = expert["gate_entropy_nats"]
+                if isinstance(gate, bool) or not isinstance(gate, (int, float)) or not 0 < gate < np.log(len(inventory)):
+                    raise ValueError(f"the condition expert's gate must be an entropy in (0, log {len(inventory)}) nats")
+                expert_classifier = FrameClassifier.from_arrays(arrays["expert_classifier"])
+                if (expert_classifier.n_classes != len(inventory)
+                        or expert_classifier.n_features != classifier.n_features):
+                    raise ValueError("the condition expert's classifier does not fit the model")
+                expert_refiner = (BoundaryRefiner.from_arrays(arrays["expert_refiner"])
+                                  if "expert_refiner" in arrays else None)
+                range_gate = expert.get("gate_energy_range_db")
+                if range_gate is not None and (isinstance(range_gate, bool) or not isinstance(range_gate, (int, float))
+                                               or not 0 < range_gate < MAX_RANGE_GATE_DB):
+                    raise ValueError(f"the condition expert's range gate must lie in (0, {MAX_RANGE_GATE_DB}) dB")
+                model.condition_expert = model.expert_view(expert_classifier, expert_weights, expert_refiner)
+                model.condition_gate = float(gate)
+                model.condition_range_gate = None if range_gate is None else float(range_gate)
         except (KeyError, ValueError, TypeError, ModelError) as exc:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
-        return cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
-                   confidence, utterance_check, inventory, phone_symbols)
+        return model
 
 
 def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list[Interval]:

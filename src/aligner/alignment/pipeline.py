@@ -371,9 +371,9 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         a, b = int(round(start * SAMPLE_RATE)), int(round(end * SAMPLE_RATE))
         cut = samples if (a, b) == (0, len(samples)) else samples[a:b]  # a whole long file stays on disk
         frames = mfcc_features(cut, SAMPLE_RATE)
-        scores = m.classifier.scores(frames)
+        decoder, scores = m.scored(frames, cut)
         try:
-            result = align_words_scored(m, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
+            result = align_words_scored(decoder, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
                                         review=True)
         except AlignmentError as exc:
             msg = str(exc)

@@ -1,0 +1,90 @@
+#!/usr/bin/env python
+"""Give an alignment model a multi-condition expert and set its gates on unseen speakers.
+
+The expert (a model trained with ``aligner train --augment``) lends its classifier, 7 weights and
+refiner to the model (:mod:`aligner.alignment.conditions`). The two gates come from the clean
+recordings of the TIMIT-layout corpus, each scored by the fold model that never heard its speaker
+(``--folds-dir``, fold models of the model's own training settings made by
+``python -m benchmarks.eval_alignment_cv --save-models DIR``): the mean posterior entropy that
+``--false-alarm`` of them exceed and the energy range that as many fall below. The model is written
+to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
+
+    python -m benchmarks.fit_condition_expert --model models/timit-alignment --expert runs/mc \\
+        --folds-dir runs/folds --in-place
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=Path, required=True, help="the clean alignment model")
+    ap.add_argument("--expert", type=Path, required=True, help="a model of the same classes trained with --augment")
+    ap.add_argument("--folds-dir", type=Path, required=True, help="clean fold models (benchmarks.eval_alignment_cv)")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus of the fold models")
+    ap.add_argument("--false-alarm", type=float, default=None,
+                    help="share of clean unseen-speaker recordings beyond each gate [0.1]")
+    out = ap.add_mutually_exclusive_group(required=True)
+    out.add_argument("--out", type=Path, help="write the model with its expert here")
+    out.add_argument("--in-place", action="store_true", help="replace --model")
+    args = ap.parse_args(argv)
+    if not args.data.is_dir():
+        sys.exit(f"error: {args.data}: corpus not found")
+    from benchmarks.eval_confidence import fold_models
+    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, energy_range_db,
+                                              gate_for_false_alarm, posterior_entropy)
+    from aligner.alignment.model import AlignmentModel
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import RepairedAudioWarning, load_audio
+    from aligner.io.corpus import find_utterances
+
+    false_alarm = DEFAULT_FALSE_ALARM if args.false_alarm is None else args.false_alarm
+    model = AlignmentModel.load(args.model)
+    expert = AlignmentModel.load(args.expert)
+    model_of = {s: m for m, speakers in fold_models(args.folds_dir) for s in speakers}
+    utts = [u for u in find_utterances(args.data) if u.speaker in model_of]
+    entropies, ranges = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RepairedAudioWarning)
+        for u in utts:
+            samples = load_audio(u.audio)
+            fold = model_of[u.speaker]
+            entropies.append(posterior_entropy(fold.classifier, fold.classifier.scores(mfcc_features(samples))))
+            ranges.append(energy_range_db(samples))
+    gate = gate_for_false_alarm(entropies, false_alarm)
+    range_gate = gate_for_false_alarm(ranges, false_alarm, below=True)
+    record = {"expert": str(args.expert), "expert_training": {k: expert.training.get(k) for k in (
+                  "augmentation", "speakers", "seconds", "classifier_params") if k in expert.training},
+              "gates_from": f"{len(utts)} clean recordings of {len(model_of)} speakers, each by the fold model "
+                            f"that never heard it ({args.folds_dir})",
+              "false_alarm": false_alarm}
+    attach_condition_expert(model, expert, gate, range_gate, record)
+    target = args.model if args.in_place else args.out
+    if target.resolve() in (args.expert.resolve(), args.folds_dir.resolve()):
+        sys.exit(f"error: {target}: would overwrite an input")
+    staging = Path(tempfile.mkdtemp(prefix=".expert-", dir=target.parent))
+    try:
+        model.save(staging / "model")
+        AlignmentModel.load(staging / "model")  # what was written loads
+        if target.exists():
+            shutil.rmtree(target)
+        (staging / "model").rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(f"{target}: expert {args.expert}; gates {gate:.3f} nats, {range_gate:.1f} dB, each passed by "
+          f"{false_alarm:.0%} of {len(utts)} clean recordings of unseen speakers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
