@@ -11,7 +11,9 @@ its ``.phn`` phones) by its fold's alignment model; its vowels are re-measured b
 :func:`aligner.vowels.fused.fuse_vowels` with that fold's vowel model.
 
 Choosing the fusion settings (:class:`~aligner.vowels.fused.FusionSettings`: cut extension,
-pulls, cap, mix, whether only CVC-context vowels are fused) without the test speakers: for each
+pulls, cap, mix, whether only CVC-context vowels are fused, whether a fused interval must overlap
+its aligned one, and with ``--relocate P`` whether and how the vowels aligned in silence are
+looked for afresh: off, no pull, or a pull capped at 10 frames) without the test speakers: for each
 test fold, the grid point with the lowest onset + offset MAE on the **other three folds'** test
 speakers (all among this fold's 9 training speakers, each measured by models that never saw
 it) is applied to this fold's test speakers ("cross-fitted"). Caveat: the other folds' models
@@ -26,7 +28,15 @@ fold's vowel model measuring each token's own CVC cut (the ``.phn`` cut, as the 
 scores it), on the same tokens.
 
     python -m benchmarks.eval_vowels_fused [--phones] [--folds-dir runs/folds] [--vowel-models DIR]
+        [--recording-posteriors no|yes|shipped] [--relocate P|none|shipped]
         [--end-to-end] [--speed-runs N --jobs 2]
+
+``--recording-posteriors``: the cuts' classifier columns from one classifier call over the
+whole recording (:attr:`~aligner.vowels.fused.FusionSettings.recording_posteriors`) or from
+each cut's own, throughout the grid (default: as the shipped settings). ``--relocate``: the
+silence probability of :attr:`~aligner.vowels.fused.FusionSettings.relocate` the grid's
+relocation choices use (default: the shipped one; ``none``: no relocation in the grid). The
+tokens the cross-fitted settings lose are listed.
 
 ``--end-to-end`` also runs ``aligner vowels`` itself (:func:`aligner.api.measure_vowels`, mode
 ``align``, the shipped settings) with each fold's two models and scores its CSV rows as
@@ -46,6 +56,7 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +71,8 @@ LOST_COST_MS = 200.0
 PULLS = (0.0, 0.05, 0.1, 0.2, 0.4)
 PULL_SETS = ((0.0,), (0.05,), (0.1,), (0.2,), (0.4,), (0.0, 0.1), (0.05, 0.1), (0.1, 0.2), (0.2, 0.4))
 CAPS = (None, 6.0, 10.0)
+#: how the vowels aligned in silence are decoded with --relocate (FusionSettings.relocate_cap)
+RELOCATE_CAPS = (None, 10.0)
 MIXES = (0.75, 0.9, 1.0)
 
 
@@ -122,6 +135,11 @@ def main(argv=None) -> int:
                     help="fold vowel models (DIR/foldK), trained here when missing")
     ap.add_argument("--phones", action="store_true", help="align the .phn phones instead of the .txt words")
     ap.add_argument("--end-to-end", action="store_true", help="also score aligner vowels' own rows (shipped settings)")
+    ap.add_argument("--recording-posteriors", choices=("no", "yes", "shipped"), default="shipped",
+                    help="the cuts' classifier columns from the whole recording (FusionSettings."
+                         "recording_posteriors) in the grid: no, yes, or as the shipped settings")
+    ap.add_argument("--relocate", default="shipped",
+                    help="FusionSettings.relocate in the grid: a silence probability, 'none', or 'shipped'")
     ap.add_argument("--speed-runs", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
@@ -144,6 +162,10 @@ def main(argv=None) -> int:
         print(f"need utterances under {args.data} and fold models under {args.folds_dir}", file=sys.stderr)
         return 1
     kind = "phones" if args.phones else "words"
+    rec_post = {"no": False, "yes": True}.get(args.recording_posteriors, DEFAULT_FUSION[kind].recording_posteriors)
+    relocate = {"shipped": DEFAULT_FUSION[kind].relocate, "none": None}.get(args.relocate)
+    relocate = float(args.relocate) if relocate is None and args.relocate not in ("shipped", "none") else relocate
+    print(f"recording_posteriors {rec_post}, relocate {relocate}", file=sys.stderr)
     t0 = time.perf_counter()
     rows = []  # per reference token: dict
     files = {}  # audio path -> (fold name, samples, aligned vowels, indices of its rows)
@@ -178,6 +200,11 @@ def main(argv=None) -> int:
     ref = np.array([r["ref"] for r in rows])
     folds_of_row = np.array([r["fold"] for r in rows])
 
+    def intervals_of(fused) -> np.ndarray:
+        """(n, 2) seconds of fused rows, NaN where the aligned interval was kept."""
+        return np.array([(fv.onset_s, fv.offset_s) if fv.mode == "fused" else (np.nan, np.nan) for fv in fused]
+                        ).reshape(-1, 2)
+
     def paired(intervals: dict) -> np.ndarray:
         """(n rows, 2) seconds: each token's hypothesis, the interval of its file that overlaps it
         most (as benchmarks.eval_vowels_aligned pairs them); NaN when none overlaps it."""
@@ -207,40 +234,64 @@ def main(argv=None) -> int:
             if not isinstance(m[0], Exception):
                 free[i] = (rows[i]["cut"][0] / 16000 + m[0].onset_s, rows[i]["cut"][0] / 16000 + m[0].offset_s)
 
-    # the grid: every aligned vowel of every file decoded per (extend, single pull, cap) with mix 1
+    # the grid: every aligned vowel of every file decoded per (extend, single pull, cap) with mix 1,
+    # and with --relocate the vowels aligned in silence decoded per FusionSettings.relocate_cap too
     t1 = time.perf_counter()
-    decoded = {}
+    decoded, relocated = {}, {}
+    rmodes = ("off",) if relocate is None else ("off",) + RELOCATE_CAPS
     for ext in EXTENDS:
-        feats = {}
+        feats, moved = {}, {}
         for w, (name, samples, vowels, _) in files.items():
             spans = [(v.onset_s, v.offset_s, v.runs_start_s, v.runs_end_s) for v in vowels]
-            feats[w] = (spans, fusion_features(vowel_models[name], samples, spans, FusionSettings(extend=ext)))
+            settings = FusionSettings(extend=ext, recording_posteriors=rec_post)
+            feats[w] = (spans, fusion_features(vowel_models[name], samples, spans, settings))
+            if relocate is not None:
+                cuts, fe = fusion_features(vowel_models[name], samples, spans, replace(settings, relocate=relocate))
+                idx = [i for i, c in enumerate(cuts) if len(c) > 3 and c[3]]
+                moved[w] = (idx, [spans[i] for i in idx], ([cuts[i] for i in idx], [fe[i] for i in idx]))
+                flags = np.zeros(len(spans), dtype=bool)
+                flags[idx] = True
+                relocated[w] = flags if w not in relocated else relocated[w] | flags
+            else:
+                relocated[w] = np.zeros(len(spans), dtype=bool)
         for pull, cap in itertools.product(PULLS, CAPS):
             if pull == 0 and cap is not None:
                 continue
-            s = FusionSettings(extend=ext, pulls=(pull,), cap=cap, mix=1.0)
+            s = FusionSettings(extend=ext, pulls=(pull,), cap=cap, mix=1.0, recording_posteriors=rec_post)
             out = {}
             for w, (name, samples, vowels, _) in files.items():
                 spans, fe = feats[w]
-                out[w] = np.array([(fv.onset_s, fv.offset_s) if fv.mode == "fused" else (np.nan, np.nan)
-                                   for fv in fuse_vowels(vowel_models[name], samples, spans, s, features=fe)]
-                                  ).reshape(-1, 2)
-            decoded[(ext, pull, cap)] = out
+                out[w] = intervals_of(fuse_vowels(vowel_models[name], samples, spans, s, features=fe))
+            decoded[(ext, pull, cap, "off")] = out
+            for rcap in rmodes[1:]:
+                sr = replace(s, relocate=relocate, relocate_cap=rcap)
+                out_r = {}
+                for w, (name, samples, vowels, _) in files.items():
+                    idx, spans_r, fe_r = moved[w]
+                    out_r[w] = out[w].copy()
+                    if idx:
+                        out_r[w][idx] = intervals_of(fuse_vowels(vowel_models[name], samples, spans_r, sr, features=fe_r))
+                decoded[(ext, pull, cap, rcap)] = out_r
     configs, table = [], {}
-    for exts, pulls, cap, mix, cvc_only in itertools.product(EXTEND_SETS, PULL_SETS, CAPS, MIXES, (False, True)):
+    for exts, pulls, cap, mix, cvc_only, overlap, rmode in itertools.product(
+            EXTEND_SETS, PULL_SETS, CAPS, MIXES, (False, True), (False, True), rmodes):
         if all(p == 0 for p in pulls) and cap is not None:
             continue
         intervals = {}
         for w in files:
-            d = np.mean([decoded[(e, p, None if p == 0 else cap)][w] for e in exts for p in pulls], axis=0)
+            d = np.mean([decoded[(e, p, None if p == 0 else cap, rmode)][w] for e in exts for p in pulls], axis=0)
             a = aligned_iv[w]
+            moved_here = relocated[w] if rmode != "off" else np.zeros(len(a), dtype=bool)
             use = ~np.isnan(d[:, 0]) & (cvc_of[w] if cvc_only else True)
             h = a.copy()
-            h[use] = a[use] + mix * (d[use] - a[use])
+            m = np.where(moved_here, 1.0, mix)[:, None]  # a relocated vowel: as decoded
+            h[use] = a[use] + m[use] * (d[use] - a[use])
             bad = h[:, 1] <= h[:, 0]
+            if overlap:  # FusionSettings.overlap: a fused interval that misses the aligned one is not kept
+                bad |= ((h[:, 0] >= a[:, 1]) | (h[:, 1] <= a[:, 0])) & ~moved_here
             h[bad] = a[bad]
             intervals[w] = h
-        c = (exts, pulls, cap, mix, cvc_only)
+        c = (exts, pulls, cap, mix, cvc_only, overlap, rmode)
         configs.append(c)
         table[c] = paired(intervals)
     print(f"grid of {len(configs)} settings in {time.perf_counter() - t1:.0f} s", file=sys.stderr)
@@ -252,8 +303,9 @@ def main(argv=None) -> int:
         return float(np.where(np.isnan(e), LOST_COST_MS, e).mean())
 
     def label(c):
-        exts, pulls, cap, mix, cvc_only = c
-        return f"extend {'+'.join(map(str, exts))}, pulls {pulls}, cap {cap}, mix {mix}, cvc_only {cvc_only}"
+        exts, pulls, cap, mix, cvc_only, overlap, rmode = c
+        return (f"extend {'+'.join(map(str, exts))}, pulls {pulls}, cap {cap}, mix {mix}, cvc_only {cvc_only}, "
+                f"overlap {overlap}, relocate {'off' if rmode == 'off' else f'{relocate} (cap {rmode})'}")
 
     final = np.full((len(rows), 2), np.nan)
     print(f"\n{len(rows)} CVC tokens; {int(lost.sum())} lost as aligned (no aligned vowel overlaps them)")
@@ -267,13 +319,17 @@ def main(argv=None) -> int:
     print(f"transcript-free, same tokens:           {fmt(metrics(np.where(lost[:, None], np.nan, free), ref))}")
     print(f"transcript-free, all tokens:            {fmt(metrics(free, ref))}")
     print(f"FUSED, settings cross-fitted per fold:  {fmt(metrics(final, ref))}; lost {int(np.isnan(final[:, 0]).sum())}")
+    for i in np.flatnonzero(np.isnan(final[:, 0])):
+        r = rows[i]
+        print(f"  lost: {r['file'].parent.name}/{r['file'].name} reference vowel {r['ref'][0]:.3f}-{r['ref'][1]:.3f} s")
     print(f"transcript-free on the fused tokens:    {fmt(metrics(np.where(np.isnan(final[:, :1]), np.nan, free), ref))}")
     ranked = sorted(configs, key=lambda c: cost(table[c], np.ones(len(rows), bool)))
     for c in ranked[:5]:
         print(f"pooled over the 12 speakers (not held out): {label(c)}: {fmt(metrics(table[c], ref))}; "
               f"lost {int(np.isnan(table[c][:, 0]).sum())}")
     sh = DEFAULT_FUSION[kind]
-    key = ((sh.extend,), sh.pulls, sh.cap, sh.mix, sh.cvc_only)
+    key = ((sh.extend,), sh.pulls, sh.cap, sh.mix, sh.cvc_only, sh.overlap,
+           "off" if sh.relocate is None or sh.relocate != relocate else sh.relocate_cap)
     if key in table:
         print(f"shipped settings {label(key)}: {fmt(metrics(table[key], ref))}; lost {int(np.isnan(table[key][:, 0]).sum())}")
 

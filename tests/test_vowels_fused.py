@@ -17,7 +17,8 @@ import pytest
 
 from aligner.errors import AlignerError
 from aligner.vowels.fused import (ALIGN_MODE, DEFAULT_FUSION, FUSED_MODE, FusionSettings, consonant_runs,
-                                  cvc_context, decode_fused, fuse_vowels, fusion_cut, is_flank)
+                                  cvc_context, decode_fused, fuse_vowels, fusion_cut, fusion_features, is_flank,
+                                  neighbour_bounds)
 from conftest import needs_timit
 
 PHONES = [(0.00, 0.10, "sil"), (0.10, 0.16, "B"), (0.16, 0.30, "AE1"), (0.30, 0.36, "D"), (0.36, 0.40, "Z"),
@@ -33,6 +34,10 @@ def test_settings_are_checked():
         FusionSettings(mix=1.5)
     with pytest.raises(ValueError):
         FusionSettings(cap=0.0)
+    with pytest.raises(ValueError):
+        FusionSettings(relocate=1.5)
+    with pytest.raises(ValueError):
+        FusionSettings(relocate=0.5, relocate_cap=0.0)
     assert FusionSettings(pulls=[0.1, 0.2]).pulls == (0.1, 0.2)
     assert set(DEFAULT_FUSION) == {"words", "phones"}
 
@@ -57,6 +62,13 @@ def test_cut_starts_on_a_frame_and_maps_the_aligned_frames():
     assert a <= 0.42 * 16000 - 8 * 80 + 80 and b >= 0.70 * 16000 + 8 * 80 - 80
     a, b, (a_b, _) = fusion_cut((0.01, 0.05, 0.0, 0.08), 3200, s)  # clipped to the recording
     assert a == 0 and b <= 3200 and a_b == 2
+
+
+def test_neighbour_bounds():
+    vowels = [(0.2, 0.3), (0.5, 0.6), (0.55, 0.7), (1.0, 1.2)]  # the two in the middle overlap
+    got = neighbour_bounds(vowels, 2.0)
+    np.testing.assert_allclose(got, [[0.0, 0.5], [0.3, 1.0], [0.3, 1.0], [0.7, 2.0]])
+    assert neighbour_bounds([(0.2, 0.3, 0.1, 0.4)], 1.0).tolist() == [[0.0, 1.0]]
 
 
 def _shipped_vowel_model():
@@ -269,3 +281,41 @@ def test_fuse_argument_is_checked(tmp_path):
         api.measure_vowels([tmp_path], fuse="yes")
     with pytest.raises(AlignerError):  # an empty directory: the argument passed, the input did not
         api.measure_vowels([tmp_path], fuse=FusionSettings())
+
+
+@needs_timit
+def test_a_vowel_aligned_in_silence_is_relocated(timit_dir):
+    """A vowel whose aligned interval is moved into the leading silence (as a word alignment
+    sometimes puts a first word) comes back to its own frames with ``relocate``; without it, or
+    for vowels aligned where they are, nothing changes; with ``overlap`` no fused interval
+    leaves its aligned one."""
+    from dataclasses import replace
+
+    from aligner.io.audio import load_audio
+    from aligner.io.transcripts import read_phn
+    from aligner.vowels.cvc import cvc_tokens
+
+    model = _shipped_vowel_model()
+    audio = timit_dir / "dr3-falk0/si658.wav"  # 0.56 s of silence before "the"
+    samples = load_audio(audio)
+    starts, ends, labels = read_phn(audio.with_suffix(".phn"))
+    toks = cvc_tokens(starts, ends, labels)
+    spans = [(t.vowel_start / 16000, t.vowel_end / 16000, t.vowel_start / 16000, t.vowel_end / 16000) for t in toks]
+    first = spans[0]
+    assert first[0] > 0.3 and starts[0] == 0 and labels[0] == "h#" and ends[0] / 16000 > 0.5
+    moved = [(0.1, 0.1 + first[1] - first[0], 0.1, 0.1 + first[1] - first[0])] + spans[1:]
+    base = FusionSettings(extend=8, pulls=(0.05, 0.1), recording_posteriors=True)  # an uncapped pull
+    plain = fuse_vowels(model, samples, moved, base)
+    again = fuse_vowels(model, samples, moved, replace(base, relocate=0.5))
+    capped = fuse_vowels(model, samples, moved, replace(base, relocate=0.5, relocate_cap=10.0))
+    assert capped[0].mode == FUSED_MODE and capped[0].onset_s < first[1] and capped[0].offset_s > first[0]
+    assert plain[0].offset_s < first[0]  # the pull keeps it in the silence (or it stays aligned)
+    assert again[0].mode == FUSED_MODE and again[0].onset_s < first[1] and again[0].offset_s > first[0]
+    assert abs(again[0].onset_s - first[0]) < 0.03 and abs(again[0].offset_s - first[1]) < 0.03
+    cuts, _ = fusion_features(model, samples, moved, replace(base, relocate=0.5))
+    assert cuts[0][3] is True and not any(len(c) > 3 for c in cuts[1:])
+    for p, a in zip(plain[1:], again[1:]):
+        assert (p.onset_s, p.offset_s, p.mode) == (a.onset_s, a.offset_s, a.mode)
+    kept = fuse_vowels(model, samples, moved, replace(base, overlap=True))
+    for v, k in zip(moved, kept):
+        assert k.mode == ALIGN_MODE or (k.onset_s < v[1] and k.offset_s > v[0])

@@ -11,6 +11,7 @@ BLAS may round differently, so they are compared to 1e-9.
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -63,7 +64,7 @@ def test_shared_acoustics_equal_one_cut_at_a_time(monkeypatch):
         cuts = _cuts(n)
         want = VA.vowel_acoustics_many([y[a:b] for a, b in cuts], model.classifier)
         assert isinstance(want[-2], FeatureError)  # 399 samples
-        for group in (VA.CUT_GROUP_FRAMES, 64, 1):  # one group, several, a cut each
+        for group in (VA.CUT_GROUP_FRAMES, 8192, 64, 1):  # the shipped size, one group, several, a cut each
             monkeypatch.setattr(VA, "CUT_GROUP_FRAMES", group)
             _assert_same(VA.vowel_acoustics_cuts(y, cuts, model.classifier), want, f"n {n}, group {group}")
         _assert_same(VA.vowel_acoustics_cuts(y.astype(np.float64), cuts, model.classifier), want, "float64")
@@ -81,6 +82,62 @@ def test_shared_acoustics_fall_back_to_one_cut_at_a_time(monkeypatch):
     _assert_same(VA.vowel_acoustics_cuts(y, cuts, model.classifier),
                  VA.vowel_acoustics_many([y[a:b] for a, b in cuts], model.classifier), "no fast path")
     assert VA.vowel_acoustics_cuts(y, [], model.classifier) == []
+
+
+class _CountingClassifier:
+    """A frame classifier that counts its ``log_posteriors`` calls and the frames they scored."""
+
+    def __init__(self, inner):
+        self._inner, self.calls, self.frames = inner, 0, 0
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def log_posteriors(self, frames):
+        self.calls += 1
+        self.frames += frames.shape[0]
+        return self._inner.log_posteriors(frames)
+
+
+def test_recording_posteriors_give_the_recordings_classifier_columns(monkeypatch):
+    from aligner.features.mfcc import mfcc_features
+
+    model = api.load_vowel_model()
+    n = 16079
+    y = _recording(n)
+    cuts = _cuts(n)
+    own = VA.vowel_acoustics_cuts(y, cuts, model.classifier)
+    whole = VA.classifier_columns(model.classifier, y, VA.n_frames(n))  # (T, 5) of the whole recording
+    counting = _CountingClassifier(model.classifier)
+    got = VA.vowel_acoustics_cuts(y, cuts, counting, recording_posteriors=True)
+    assert counting.calls == 1 and counting.frames == mfcc_features(y).shape[0]  # one call, the recording
+    changed = 0
+    for (a, b), g, w in zip(cuts, got, own):
+        if isinstance(w, Exception):
+            assert type(g) is type(w) and str(g) == str(w)
+            continue
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g[:, :9], w[:, :9])
+        np.testing.assert_allclose(g[:, 14:], w[:, 14:], rtol=0, atol=1e-9)  # the cepstra: to rounding
+        at = a / 80 + np.arange(g.shape[0])  # the cut's frames in the recording's frames
+        want = np.column_stack([np.interp(at, np.arange(whole.shape[0]), whole[:, j]) for j in range(5)])
+        np.testing.assert_allclose(g[:, 9:14], want, rtol=0, atol=1e-12)
+        changed += not np.allclose(g[:, 9:14], w[:, 9:14], atol=1e-3)
+    assert changed > 0  # the cuts' own columns differ: the classifier input is standardised otherwise
+    # the caller's log posteriors of the recording: the same columns, no classifier call
+    lp = model.classifier.log_posteriors(mfcc_features(y))
+    counting = _CountingClassifier(model.classifier)
+    again = VA.vowel_acoustics_cuts(y, cuts, counting, log_posteriors=lp)
+    assert counting.calls == 0
+    for g, w in zip(again, got):
+        if not isinstance(w, Exception):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(FeatureError):
+        VA.recording_classifier_columns(model.classifier, y, lp[1:])
+    bad = y.copy()  # a non-finite recording: each cut its own columns, as without
+    bad[5000] = np.nan
+    _assert_same(VA.vowel_acoustics_cuts(bad, cuts, model.classifier, recording_posteriors=True),
+                 VA.vowel_acoustics_cuts(bad, cuts, model.classifier), "nan")
 
 
 def test_frame_rows_equal_frame_buffers():
@@ -104,6 +161,7 @@ def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
     acoustics and with the acoustics of each cut alone: the same boundaries, modes and notes,
     scores equal to 1e-9."""
     from aligner.alignment.pipeline import align_transcript
+    from aligner.features.mfcc import mfcc_features
     from aligner.io.audio import load_audio
     from aligner.vowels.from_alignment import aligned_vowels
 
@@ -119,15 +177,34 @@ def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
         spans = [(v.onset_s, v.offset_s, v.runs_start_s if v.runs_start_s is not None else v.onset_s,
                   v.runs_end_s if v.runs_end_s is not None else v.offset_s)
                  for v in aligned_vowels(result.tiers, result.confidences)]
-        settings = DEFAULT_FUSION["phones" if suffix == ".phn" else "words"]
+        shipped = DEFAULT_FUSION["phones" if suffix == ".phn" else "words"]
+        # each cut's own classifier columns, nothing relocated: the shared acoustics against each cut alone
+        settings = replace(shipped, recording_posteriors=False, relocate=None)
         cuts = [fusion_cut(v, samples.shape[0], settings) for v in spans]
         one_by_one = VA.vowel_acoustics_many([samples[a:b] for a, b, _ in cuts], model.classifier)
         shared = fusion_features(model, samples, spans, settings)
         _assert_same(shared[1], one_by_one, stem)
         want = fuse_vowels(model, samples, spans, settings, stem, features=(cuts, one_by_one))
         got = fuse_vowels(model, samples, spans, settings, stem)
-        for g, w in zip(got, want):
-            assert (g.onset_s, g.offset_s, g.mode, g.note) == (w.onset_s, w.offset_s, w.mode, w.note)
-            assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-9, nan_ok=True)
+        _assert_same_rows(got, want)
         n_rows += len(got)
+        # the shipped settings: the recording's classifier columns in each cut alone give the same rows
+        whole = VA.classifier_columns(model.classifier, samples, VA.n_frames(samples.shape[0]))
+        cuts, feats = fusion_features(model, samples, spans, shipped)
+        alone = VA.vowel_acoustics_many([samples[c[0]:c[1]] for c in cuts], model.classifier)
+        for (a, b, *_), f in zip(cuts, alone):
+            f[:, 9:14] = whole[a // 80:a // 80 + f.shape[0]]
+        _assert_same(feats, alone, f"{stem}, shipped")
+        rows = fuse_vowels(model, samples, spans, shipped, stem)
+        _assert_same_rows(rows, fuse_vowels(model, samples, spans, shipped, stem, features=(cuts, alone)))
+        # the recording's log posteriors from the caller (as the aligner computes them): the same rows
+        lp = model.classifier.log_posteriors(mfcc_features(samples))
+        _assert_same_rows(rows, fuse_vowels(model, samples, spans, shipped, stem, log_posteriors=lp))
     assert n_rows > 30
+
+
+def _assert_same_rows(got, want):
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert (g.onset_s, g.offset_s, g.mode, g.note) == (w.onset_s, w.offset_s, w.mode, w.note)
+        assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-9, nan_ok=True)

@@ -575,14 +575,27 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
 
 # -- several cuts of one recording: each frame analysed once -------------------------------
 
-#: frames (5 ms) of cuts analysed together by :func:`vowel_acoustics_cuts` (bounds its buffers)
-CUT_GROUP_FRAMES = 1024
+#: frames (5 ms) of cuts analysed together by :func:`vowel_acoustics_cuts` (bounds its buffers:
+#: a group's frame rows, about 12 kB each before their FFTs, stay in the caches; on the 120
+#: recordings of the TIMIT sample, groups of 256 frames took about a quarter less CPU than
+#: groups of 1024, with the same values up to the cepstra's rounding)
+CUT_GROUP_FRAMES = 256
 
 
-def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier) -> list:
+def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_posteriors: bool = False,
+                         log_posteriors: np.ndarray | None = None) -> list:
     """:func:`vowel_acoustics_many` of the cuts ``samples[a:b]`` of one 16 kHz recording, for
     ``(a, b)`` in ``cuts`` (the fusion's cuts, :mod:`aligner.vowels.fused`): per cut its (T, 22)
     float64 frames or the :class:`~aligner.errors.FeatureError` it would raise, in order.
+
+    ``recording_posteriors``: the classifier's columns (9-13) of every cut are the whole
+    recording's instead (:func:`recording_classifier_columns`: one classifier call over the
+    recording's MFCC frames, standardised over the recording as the aligner scores them, at
+    the cut's 5 ms frames), not the cut's own (standardised over the cut; the default, what
+    :func:`vowel_acoustics` of the cut gives). ``log_posteriors``: with it, the recording's (Tc,
+    n_classes) :meth:`~aligner.features.frame_classifier.FrameClassifier.log_posteriors` of its
+    :func:`~aligner.features.mfcc.mfcc_features`, if the caller has them (then not recomputed).
+    The other columns are the same either way.
 
     The cuts overlap, and each is analysed as a recording of its own (its zero padding, its
     z-scores, its classifier input standardised over it); but most of the work is per frame and
@@ -605,17 +618,27 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier) -> list:
     Falls back to :func:`vowel_acoustics_many` for the cuts it cannot share (not on a frame,
     shorter than 35 ms, over BLOCK_FRAMES frames), and for every cut of a recording with
     non-finite samples or of a classifier its fast path does not score."""
-    from aligner.features import mfcc as mf
-
     samples = np.asarray(samples)
     cuts = [(int(a), int(b)) for a, b in cuts]
-    results: list = [None] * len(cuts)
     y = samples.astype(np.float64)  # what _checked_signal makes of each cut
+    if cuts and (recording_posteriors or log_posteriors is not None):
+        return _cuts_with_recording_posteriors(samples, y, cuts, classifier, log_posteriors)
+    return _acoustics_of_cuts(samples, y, cuts, classifier)
+
+
+def _acoustics_of_cuts(samples: np.ndarray, y: np.ndarray, cuts: list, classifier,
+                       with_classifier: bool = True) -> list:
+    """:func:`vowel_acoustics_cuts` of ``samples`` (``y``: as float64) with each cut's own
+    classifier columns; without ``with_classifier``, the cuts analysed by :func:`_cut_group`
+    leave columns 9-13 zero (their caller fills them) and skip the classifier."""
+    from aligner.features import mfcc as mf
+
+    results: list = [None] * len(cuts)
     n = y.shape[0]
 
     def shareable(a, b):
         return (a % HOP == 0 and 0 <= a < b <= n and b - a >= WINDOW and n_frames(b - a) <= BLOCK_FRAMES
-                and _fast_classifier(classifier, mf.n_frames(b - a)))
+                and (not with_classifier or _fast_classifier(classifier, mf.n_frames(b - a))))
 
     fast = []
     if FAST_PATH and y.ndim == 1 and np.isfinite(y).all():
@@ -623,7 +646,8 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier) -> list:
     rest = sorted(set(range(len(cuts))) - set(fast))
     for i, r in zip(rest, vowel_acoustics_many([samples[cuts[i][0]:cuts[i][1]] for i in rest], classifier)):
         results[i] = r
-    y_mfcc = y.astype(np.float32).astype(np.float64)  # the classifier's input: float32 samples
+    # the classifier's input: float32 samples
+    y_mfcc = y.astype(np.float32).astype(np.float64) if with_classifier and fast else None
     group: list = []
     size = 0
     for i in fast:
@@ -632,9 +656,68 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier) -> list:
         if size >= CUT_GROUP_FRAMES or i == fast[-1]:
             starts = np.array([cuts[j][0] for j in group], dtype=np.int64)
             lengths = np.array([cuts[j][1] - cuts[j][0] for j in group], dtype=np.int64)
-            for j, out in zip(group, _cut_group(y, y_mfcc, starts, lengths, classifier)):
+            for j, out in zip(group, _cut_group(y, y_mfcc, starts, lengths, classifier, with_classifier)):
                 results[j] = out
             group, size = [], 0
+    return results
+
+
+def recording_classifier_columns(classifier, samples: np.ndarray,
+                                 log_posteriors: np.ndarray | None = None) -> np.ndarray:
+    """(T, 5) columns 9-13 of a whole 16 kHz recording at its T = :func:`n_frames` 5 ms frames:
+    :func:`classifier_columns` of it (one call of the classifier's ``log_posteriors`` over its
+    :func:`~aligner.features.mfcc.mfcc_features`), or of the caller's ``log_posteriors`` (Tc,
+    n_classes) of those frames. Raises :class:`FeatureError` as :func:`vowel_acoustics` does
+    (audio shorter than 25 ms, non-finite)."""
+    y = _checked_signal(samples, SAMPLE_RATE)
+    T = n_frames(y.shape[0])
+    if log_posteriors is None:
+        return classifier_columns(classifier, y.astype(np.float32), T)
+    from aligner.features import mfcc as mf
+
+    lp = np.asarray(log_posteriors)
+    if lp.ndim != 2 or lp.shape[0] != mf.n_frames(y.shape[0]):
+        raise FeatureError(f"log_posteriors must be ({mf.n_frames(y.shape[0])}, n_classes) for "
+                           f"{y.shape[0]} samples, got {lp.shape}")
+    return _columns_from_posteriors(np.exp(lp.astype(np.float64)), T)
+
+
+def _columns_from_posteriors(post: np.ndarray, T: int) -> np.ndarray:
+    """(T, 5) columns 9-13 at 5 ms frames from (Tc, n_classes) float64 posteriors of 10 ms
+    frames: the tail of :func:`classifier_columns`."""
+    cols10 = np.column_stack([
+        post[:, _VOWEL_IDX].max(axis=1), post[:, _NASAL_IDX].sum(axis=1), post[:, _VOWEL_IDX].sum(axis=1),
+        post[:, _GLIDE_IDX].sum(axis=1), post[:, _SIL_IDX]])
+    centres = (CLASSIFIER_SHIFT * np.arange(post.shape[0]) + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames
+    f = np.arange(T, dtype=np.float64)
+    return np.column_stack([np.interp(f, centres, cols10[:, j]) for j in range(cols10.shape[1])])
+
+
+def _cuts_with_recording_posteriors(samples: np.ndarray, y: np.ndarray, cuts: list, classifier,
+                                    log_posteriors: np.ndarray | None) -> list:
+    """:func:`vowel_acoustics_cuts` with ``recording_posteriors``: columns 0-8 and 14-21 as
+    without, 9-13 the recording's (:func:`recording_classifier_columns`) at each cut's frames
+    (cut ``(a, b)``'s frame f is at ``a / HOP + f`` recording frames, interpolated between
+    frames when ``a`` is not a multiple of HOP)."""
+    if y.ndim != 1 or not np.isfinite(y).all():  # each cut fails or not on its own, as without
+        return _acoustics_of_cuts(samples, y, cuts, classifier)
+    try:
+        columns = recording_classifier_columns(classifier, samples, log_posteriors)
+    except FeatureError as exc:  # under 25 ms: so is every cut
+        return [exc] * len(cuts)
+    results = _acoustics_of_cuts(samples, y, cuts, classifier, with_classifier=False)
+    T = columns.shape[0]
+    for (a, _), out in zip(cuts, results):
+        if isinstance(out, Exception):
+            continue
+        if a % HOP == 0:
+            f0 = a // HOP
+            take = min(out.shape[0], T - f0)
+            out[:take, 9:14] = columns[f0:f0 + take]
+            out[take:, 9:14] = columns[-1]
+        else:
+            at = a / HOP + np.arange(out.shape[0])
+            out[:, 9:14] = np.column_stack([np.interp(at, np.arange(T), columns[:, j]) for j in range(5)])
     return results
 
 
@@ -654,9 +737,11 @@ def _shared_rows(starts: np.ndarray, per_cut: np.ndarray, step: int, inner) -> t
     return rows.astype(np.int64), first, f, cut_of, offsets
 
 
-def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: np.ndarray, classifier) -> list:
+def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: np.ndarray, classifier,
+               with_classifier: bool = True) -> list:
     """The (T, 22) frames of the cuts ``y[starts[c]:starts[c] + lengths[c]]`` (each shareable:
-    :func:`vowel_acoustics_cuts`), views of one array."""
+    :func:`vowel_acoustics_cuts`), views of one array; without ``with_classifier``, columns 9-13
+    left zero."""
     from aligner.features import mfcc as mf
 
     k = _fast_constants()
@@ -685,6 +770,8 @@ def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: n
     _cut_signal_columns(y, starts, lengths, offsets, rows, logs, log_flatness, r0, r1, log2_f0, voicing, cepstra,
                         _LOG_FLOOR, _STD_FLOOR, VOICING_THRESHOLD, out)
 
+    if not with_classifier:
+        return [out[offsets[c]:offsets[c + 1]] for c in range(starts.shape[0])]
     # 10 ms classifier frames: the recording's, but for each cut's first (pre-emphasised from itself)
     rows10, first10, f10, cut10, offsets10 = _shared_rows(starts, mf.n_frames(lengths), mf.FRAME_SHIFT,
                                                           lambda f, c: f > 0)

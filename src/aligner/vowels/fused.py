@@ -12,8 +12,20 @@ the vowel model's exact decoder, pulled toward the aligned boundaries:
    columns per 5 ms frame, levels z-scored over the cut. All cuts of a recording are analysed
    at once (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`): the frames they
    share are framed and transformed once, the rest per cut, which gives what analysing each
-   cut alone gives (to rounding in the cepstral columns).
-2. **Joint decode.** Every ``(t_b, t_e)`` of the cut (``margin``: only within that many frames
+   cut alone gives (to rounding in the cepstral columns). With ``recording_posteriors`` (the
+   shipped settings) the classifier's columns (9-13) are the whole recording's, scored once
+   (its MFCC input standardised over the recording, as the aligner scores it) rather than once
+   per cut (standardised over the cut). On held-out speakers it measured about as accurate
+   from words and better from phones (``python -m benchmarks.eval_vowels_fused
+   --recording-posteriors no|yes``); it costs about what the per-cut calls cost, but it is
+   the aligner's own scoring of the recording, so a caller that has those log posteriors can
+   pass them (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`) and save it.
+2. **Relocate** (``relocate``). A vowel aligned where the recording's classifier hears
+   silence (a word alignment sometimes puts a word in a pause) is cut afresh from the stretch
+   between its aligned neighbour vowels (:func:`neighbour_bounds`, at most
+   :data:`RELOCATE_SPAN_S` beyond its aligned ends) and decoded there with a capped pull
+   (``relocate_cap``) or none; it is reported as decoded.
+3. **Joint decode.** Every ``(t_b, t_e)`` of the cut (``margin``: only within that many frames
    of the aligned frames ``a_b``, ``a_e``) scores the vowel model's ``w . phi(t_b, t_e)``
    (:mod:`aligner.vowels.task`) minus ``pull * |w| * (min([|t_b - a_b| - tau_on]_+, cap) +
    min([|t_e - a_e| - tau_off]_+, cap))``: a penalty per frame of distance from the aligned
@@ -22,14 +34,15 @@ the vowel model's exact decoder, pulled toward the aligned boundaries:
    norm ``|w|`` (the features are standardised, so ``|w|`` is the scale of score differences
    and ``pull`` means the same for every model). With several ``pulls`` the decoded
    boundaries are averaged. The exact argmax is the numba loop of :mod:`aligner.vowels.task`.
-3. **Mix.** The reported boundary is ``a + mix * (decoded - a)`` (``mix = 1``: the decoded
+4. **Mix.** The reported boundary is ``a + mix * (decoded - a)`` (``mix = 1``: the decoded
    boundary; ``0``: the aligned one), onset and offset alike.
 
 A vowel the vowel model cannot measure (no voiced frame near it, no voiced frame that looks
-like a vowel, or no candidate of its durations inside the window) keeps its aligned interval
-and is reported with mode ``align``; the others with mode ``fused``. With ``cvc_only`` only
-vowels whose aligned neighbours on both sides are obstruents or nasals are fused (off by
-default: it measured worse, results in docs/results.md).
+like a vowel, or no candidate of its durations inside the window), or, with ``overlap``, whose
+fused interval would not overlap its aligned one at all (the decoder took a neighbour), keeps
+its aligned interval and is reported with mode ``align``; the others with mode ``fused``. With
+``cvc_only`` only vowels whose aligned neighbours on both sides are obstruents or nasals are
+fused (off by default: it measured worse, results in docs/results.md).
 
 The settings (:class:`FusionSettings`; :data:`DEFAULT_FUSION` for words and for phone
 transcripts) were chosen on speakers the models never saw: ``python -m
@@ -72,6 +85,21 @@ class FusionSettings:
         cap: each boundary's penalty counts at most this many frames (None: no cap).
         mix: share of the decoded boundary in the reported one, 0..1.
         cvc_only: fuse only vowels whose aligned neighbours are obstruents or nasals.
+        recording_posteriors: the classifier's columns of each cut are the whole recording's
+            (one classifier call per recording, its input standardised over the recording as
+            the aligner's), not the cut's own (a call per cut, its input standardised over
+            the cut, as the vowel model's training cuts were):
+            :func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`.
+        overlap: a fused interval that does not overlap the aligned vowel's (the decoder took
+            a neighbouring vowel, or a stretch beside it) is not kept: the row keeps its aligned
+            interval (mode ``align``).
+        relocate: a vowel aligned where the classifier hears silence (the recording's silence
+            posterior, column 13, averaged over its aligned 5 ms frames, above this value) is
+            looked for afresh between its aligned neighbour vowels (at most
+            :data:`RELOCATE_SPAN_S` beyond either aligned end); None: never.
+        relocate_cap: how a relocated vowel is decoded: None, by the vowel model alone (no
+            pull); else with ``pulls``, each boundary's penalty capped at this many frames (a
+            bounded pull: the aligned place wins unless the acoustics clearly prefer another).
     """
 
     extend: int = 8
@@ -80,6 +108,10 @@ class FusionSettings:
     cap: Optional[float] = None
     mix: float = 1.0
     cvc_only: bool = False
+    recording_posteriors: bool = False
+    overlap: bool = False
+    relocate: Optional[float] = None
+    relocate_cap: Optional[float] = None
 
     def __post_init__(self):
         if int(self.extend) < 0 or (self.margin is not None and int(self.margin) < 0):
@@ -92,12 +124,23 @@ class FusionSettings:
             raise ValueError(f"cap must be > 0 frames or None, got {self.cap}")
         if not 0.0 <= self.mix <= 1.0:
             raise ValueError(f"mix must be in 0..1, got {self.mix}")
+        if self.relocate is not None and not 0.0 <= self.relocate <= 1.0:
+            raise ValueError(f"relocate must be a probability in 0..1 or None, got {self.relocate}")
+        if self.relocate_cap is not None and not self.relocate_cap > 0:
+            raise ValueError(f"relocate_cap must be > 0 frames or None, got {self.relocate_cap}")
+
+
+#: a relocated vowel (:attr:`FusionSettings.relocate`) is looked for at most this far (seconds)
+#: beyond either end of its aligned interval
+RELOCATE_SPAN_S = 0.5
 
 
 #: the settings for vowels aligned from words (chosen on validation speakers: module docstring)
-WORDS_FUSION = FusionSettings(extend=8, pulls=(0.05, 0.1), cap=None, mix=1.0, cvc_only=False)
+WORDS_FUSION = FusionSettings(extend=4, pulls=(0.1,), cap=10.0, mix=1.0, cvc_only=False, recording_posteriors=True,
+                              overlap=False, relocate=0.5, relocate_cap=10.0)
 #: the settings for vowels aligned from phones (a phone transcript, or an alignment the user brings)
-PHONES_FUSION = FusionSettings(extend=8, pulls=(0.2,), cap=10.0, mix=0.9, cvc_only=False)
+PHONES_FUSION = FusionSettings(extend=4, pulls=(0.1, 0.2), cap=10.0, mix=0.9, cvc_only=False, recording_posteriors=True,
+                               overlap=True, relocate=0.5, relocate_cap=10.0)
 #: what ``aligner vowels`` fuses with, by the alignment's transcript kind
 DEFAULT_FUSION = {"words": WORDS_FUSION, "phones": PHONES_FUSION}
 
@@ -213,22 +256,96 @@ def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSe
     return (float(y[0]), float(y[1])), float(np.mean(values))
 
 
-def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings) -> tuple:
+def neighbour_bounds(vowels: Sequence[tuple], end_s: float) -> np.ndarray:
+    """(n, 2) seconds: for each aligned vowel ``(onset_s, offset_s, ...)`` of ``vowels``, the
+    latest offset of another vowel that ends by its onset (0 if none) and the earliest onset of
+    one that starts at or after its offset (``end_s`` if none): the stretch it must lie in if
+    the vowels' order is right."""
+    iv = np.array([(float(v[0]), float(v[1])) for v in vowels], dtype=np.float64).reshape(-1, 2)
+    offs, ons = np.sort(iv[:, 1]), np.sort(iv[:, 0])
+    k = np.searchsorted(offs, iv[:, 0] + 1e-9, side="right") - 1
+    lo = np.where(k >= 0, offs[np.maximum(k, 0)], 0.0)
+    j = np.searchsorted(ons, iv[:, 1] - 1e-9, side="left")
+    hi = np.where(j < ons.shape[0], ons[np.minimum(j, ons.shape[0] - 1)], float(end_s))
+    return np.column_stack([lo, hi])
+
+
+def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings,
+                    log_posteriors: Optional[np.ndarray] = None) -> tuple:
     """``(cuts, features)`` of :func:`fuse_vowels`'s first step: each vowel's cut
-    (:func:`fusion_cut`) and its (T, 22) acoustics (or the :class:`~aligner.errors.FeatureError`
-    computing them raised), analysed together
+    (:func:`fusion_cut`; for a vowel to relocate, :attr:`FusionSettings.relocate`, the stretch
+    between its aligned neighbours, :func:`neighbour_bounds`, as ``(first sample, end sample,
+    aligned frames, True)``) and its (T, 22) acoustics (or the
+    :class:`~aligner.errors.FeatureError` computing them raised), analysed together
     (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`). Depends on
-    ``settings.extend`` alone."""
+    ``settings.extend``, ``settings.recording_posteriors`` and ``settings.relocate`` alone.
+    ``log_posteriors``: the recording's (Tc, n_classes) log posteriors by the vowel model's
+    classifier (``log_posteriors`` of its :func:`~aligner.features.mfcc.mfcc_features`), if the
+    caller has them; else computed here when the settings need them."""
     from aligner.features.vowel_acoustics import vowel_acoustics_cuts
 
     samples = np.asarray(samples, dtype=np.float32)
-    cuts = [fusion_cut(v, samples.shape[0], settings) for v in vowels]
-    feats = vowel_acoustics_cuts(samples, [(a, b) for a, b, _ in cuts], model.classifier) if cuts else []
+    n = samples.shape[0]
+    cuts = [fusion_cut(v, n, settings) for v in vowels]
+    if log_posteriors is None and cuts and (settings.relocate is not None or settings.recording_posteriors):
+        log_posteriors = _recording_log_posteriors(model.classifier, samples)
+    if settings.relocate is not None and log_posteriors is not None:
+        cuts = _relocated_cuts(model, samples, vowels, cuts, log_posteriors, settings)
+    feats = vowel_acoustics_cuts(samples, [c[:2] for c in cuts], model.classifier,
+                                 recording_posteriors=settings.recording_posteriors,
+                                 log_posteriors=log_posteriors if settings.recording_posteriors else None
+                                 ) if cuts else []
     return cuts, feats
 
 
+def _recording_log_posteriors(classifier, samples: np.ndarray) -> Optional[np.ndarray]:
+    """(Tc, n_classes) log posteriors of a whole recording's MFCC frames (one classifier call),
+    or None when it has none (shorter than 25 ms, not finite)."""
+    from aligner.errors import FeatureError
+    from aligner.features.mfcc import mfcc_features
+
+    if not np.isfinite(samples).all():
+        return None
+    try:
+        return classifier.log_posteriors(mfcc_features(samples))
+    except FeatureError:
+        return None
+
+
+def _relocated_cuts(model, samples, vowels, cuts, log_posteriors, settings) -> list:
+    """``cuts`` with those of the vowels aligned in silence (:attr:`FusionSettings.relocate`)
+    replaced by the stretch between their aligned neighbours (flagged ``True``)."""
+    from aligner.features.vowel_acoustics import recording_classifier_columns
+
+    n = samples.shape[0]
+    silence = recording_classifier_columns(model.classifier, samples, log_posteriors)[:, 4]
+    bounds = neighbour_bounds(vowels, n / SAMPLE_RATE)
+    out = list(cuts)
+    for i, (v, (a, _, (a_b, a_e))) in enumerate(zip(vowels, cuts)):
+        f0 = a // HOP
+        heard = silence[f0 + a_b:f0 + a_e + 1]
+        if not heard.size or not heard.mean() > settings.relocate:
+            continue
+        on_s, off_s = float(v[0]), float(v[1])
+        lo = min(max(bounds[i, 0], on_s - RELOCATE_SPAN_S), on_s)
+        hi = max(min(bounds[i, 1], off_s + RELOCATE_SPAN_S), off_s)
+        a2, b2, _ = fusion_cut((lo, hi, lo, hi), n, settings)
+        f2 = a2 // HOP
+        out[i] = (a2, b2, (f0 + a_b - f2, f0 + a_e - f2), True)
+    return out
+
+
+def _relocated_settings(settings: FusionSettings) -> FusionSettings:
+    """How a relocated vowel is decoded over the stretch it was cut from
+    (:attr:`FusionSettings.relocate_cap`): the whole cut searched, no pull or a capped one."""
+    if settings.relocate_cap is None:
+        return FusionSettings(pulls=(0.0,))
+    return FusionSettings(pulls=settings.pulls, cap=settings.relocate_cap)
+
+
 def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings,
-                name: str = "<recording>", features: Optional[tuple] = None) -> list:
+                name: str = "<recording>", features: Optional[tuple] = None,
+                log_posteriors: Optional[np.ndarray] = None) -> list:
     """Re-measure each aligned vowel of a 16 kHz recording with the vowel model.
 
     ``samples``: (n,) float audio at 16 kHz; ``vowels``: ``[(onset_s, offset_s, runs_start_s,
@@ -236,19 +353,26 @@ def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: F
     ``model``: a :class:`~aligner.vowels.model.VowelModel`. Returns one :class:`FusedVowel` per
     vowel, in order (the aligned interval with mode ``align`` where the vowel model cannot
     measure it). ``features``: :func:`fusion_features` of these vowels with the same ``extend``,
-    if already computed (a settings search reuses them)."""
+    ``recording_posteriors`` and ``relocate``, if already computed (a settings search reuses
+    them). A relocated vowel (:attr:`FusionSettings.relocate`) is decoded over its stretch
+    (:attr:`FusionSettings.relocate_cap`) and reported as decoded (``mix``, ``overlap`` do not
+    apply). ``log_posteriors``: as for :func:`fusion_features`."""
     n = np.asarray(samples).shape[0]
-    cuts, feats = features if features is not None else fusion_features(model, samples, vowels, settings)
+    relocated_settings = _relocated_settings(settings)
+    cuts, feats = features if features is not None else fusion_features(model, samples, vowels, settings,
+                                                                        log_posteriors)
     out = []
-    mix = float(settings.mix)
     end_s = n / SAMPLE_RATE
-    for v, (a, _, aligned), f in zip(vowels, cuts, feats):
+    for v, cut, f in zip(vowels, cuts, feats):
+        a, aligned = cut[0], cut[2]
+        relocated = len(cut) > 3 and bool(cut[3])
+        mix = 1.0 if relocated else float(settings.mix)
         on_s, off_s = float(v[0]), float(v[1])
         where = f"{name} [{on_s:.3f}-{off_s:.3f} s]"
         try:
             if isinstance(f, Exception):
                 raise f
-            (t_b, t_e), value = decode_fused(model, f, aligned, settings, where)
+            (t_b, t_e), value = decode_fused(model, f, aligned, relocated_settings if relocated else settings, where)
         except AlignerError as exc:
             out.append(FusedVowel(on_s, off_s, ALIGN_MODE, note=str(exc)))
             continue
@@ -259,6 +383,10 @@ def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: F
         f_off = off_s + mix * (d_off - off_s)
         if not f_off > f_on:
             out.append(FusedVowel(on_s, off_s, ALIGN_MODE, note=f"{where}: empty fused interval"))
+            continue
+        if settings.overlap and not relocated and not (f_on < off_s and f_off > on_s):
+            out.append(FusedVowel(on_s, off_s, ALIGN_MODE,
+                                  note=f"{where}: the fused interval {f_on:.3f}-{f_off:.3f} s misses the aligned one"))
             continue
         out.append(FusedVowel(float(f_on), float(f_off), FUSED_MODE, value))
     return out
