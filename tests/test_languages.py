@@ -64,3 +64,21 @@ def test_unknown_language_is_one_line_naming_the_pack(tmp_path):
     code, output = run("align", TIMIT / "dr1-fvmh0" / "sa1.wav", "hallo", "-o", tmp_path / "x.TextGrid",
                        "--language", "xx")
     assert code == 1 and "pip install gruut-lang-xx" in one_line_error(output)
+
+
+@needs_timit
+@pytest.mark.parametrize("command", ["align", "align-corpus", "adapt"])
+def test_a_phone_map_without_a_language_is_refused(tmp_path, command):
+    mapping = tmp_path / "map.txt"
+    mapping.write_text("r ɹ\n")
+    wav = TIMIT / "dr1-fvmh0" / "sa1.wav"
+    if command == "align":
+        args = ("align", wav, "she had your dark suit", "-o", tmp_path / "x.TextGrid")
+    elif command == "align-corpus":
+        args = ("align-corpus", TIMIT / "dr1-fvmh0", tmp_path / "out")
+    else:
+        args = ("adapt", TIMIT / "dr1-fvmh0", tmp_path / "adapted")
+    code, output = run(*args, "--phone-map", mapping)
+    assert code != 0 and "give the language too" in one_line_error(output)
+    assert not (tmp_path / "x.TextGrid").exists() and not (tmp_path / "out").exists()
+    assert not (tmp_path / "adapted").exists()

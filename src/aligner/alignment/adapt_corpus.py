@@ -42,7 +42,8 @@ from typing import Callable, Optional
 from aligner.alignment.corpus import CORPUS_TRANSCRIPTS, CorpusReport, align_corpus
 from aligner.alignment.model import AlignmentModel
 from aligner.alignment.pipeline import (TIER_OVERRUN_TOLERANCE, _language_pronunciations, _pronunciations,
-                                        load_dictionary, load_model, model_reading, words_dictionary)
+                                        check_phone_map, load_dictionary, load_model, model_reading,
+                                        words_dictionary)
 from aligner.errors import AlignerError, ModelError, TranscriptError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.bundles import ALIGNMENT_KIND, MANIFEST, default_model_dir
@@ -357,6 +358,7 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
         raise AlignerError(f"rounds must be at least 1, got {rounds}")
     engine = resolve_engine(engine, scheduler)
     check_dask_settings(engine, scheduler, jobs, model, AlignmentModel)  # before any work
+    check_phone_map(language, phone_map)
     base_dir = None if isinstance(model, AlignmentModel) else (
         Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND))
     _check_output(model_out, corpus_dir, base_dir)

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from aligner.alignment.model import AlignmentModel
-from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, load_dictionary,
-                                        load_model, warm_up, warm_up_words, words_dictionary)
+from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, check_phone_map,
+                                        load_dictionary, load_model, warm_up, warm_up_words, words_dictionary)
 from aligner.errors import AlignerError
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
 from aligner.io.corpus import find_audio_files, find_utterances
@@ -211,6 +211,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
         raise ValueError(f"kind must be one of {', '.join(CORPUS_TRANSCRIPTS)}, got {kind!r}")
     engine = resolve_engine(engine, scheduler)
     check_dask_settings(engine, scheduler, jobs, model, AlignmentModel)
+    check_phone_map(language, phone_map)
     t0 = time.perf_counter()
     model_ref = model if isinstance(model, AlignmentModel) else str(
         (Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())

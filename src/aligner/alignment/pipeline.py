@@ -292,6 +292,14 @@ def _g2p_pronunciation(word: str) -> tuple:
     return tuple(default_g2p().predict(word))
 
 
+def check_phone_map(language: str | None, phone_map) -> None:
+    """Refuse (one-line :class:`AlignerError`) a ``phone_map`` given without a ``language``: it maps
+    that language's phones onto the model's, and would otherwise be ignored."""
+    if phone_map is not None and language is None:
+        raise AlignerError("a phone map (--phone-map) maps the phones of a --language onto the model's; "
+                           "give the language too, or leave the map out")
+
+
 def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
                 name: str | None = None, tier: str | None = None, language: str | None = None,
                 phone_map=None) -> Alignment:
@@ -321,6 +329,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
 
     if oov not in ("g2p", "error"):
         raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
+    check_phone_map(language, phone_map)
     m = load_model(model)
     if m.phone_set is not None and language is None:
         if dictionary is None:
@@ -443,6 +452,7 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
     as an :class:`Alignment`."""
     from aligner.io.transcripts import transcript_kind
 
+    check_phone_map(language, phone_map)
     model = load_model(model)
     if language is not None:
         kind = "words"  # a language's words, through its G2P
