@@ -263,13 +263,7 @@ def classifier_columns(classifier, samples: np.ndarray, T: int) -> np.ndarray:
     classifier window (400 samples) of audio.
     """
     frames = mfcc_features(samples)
-    post = np.exp(classifier.log_posteriors(frames).astype(np.float64))
-    cols10 = np.column_stack([
-        post[:, _VOWEL_IDX].max(axis=1), post[:, _NASAL_IDX].sum(axis=1), post[:, _VOWEL_IDX].sum(axis=1),
-        post[:, _GLIDE_IDX].sum(axis=1), post[:, _SIL_IDX]])
-    centres = (CLASSIFIER_SHIFT * np.arange(frames.shape[0]) + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames
-    f = np.arange(T, dtype=np.float64)
-    return np.column_stack([np.interp(f, centres, cols10[:, j]) for j in range(cols10.shape[1])])
+    return _columns_from_posteriors(np.exp(classifier.log_posteriors(frames).astype(np.float64)), T)
 
 
 #: frames (5 ms) analysed at once; longer recordings are analysed block by block
@@ -684,7 +678,7 @@ def recording_classifier_columns(classifier, samples: np.ndarray,
 
 def _columns_from_posteriors(post: np.ndarray, T: int) -> np.ndarray:
     """(T, 5) columns 9-13 at 5 ms frames from (Tc, n_classes) float64 posteriors of 10 ms
-    frames: the tail of :func:`classifier_columns`."""
+    frames (:func:`classifier_columns` after its classifier call)."""
     cols10 = np.column_stack([
         post[:, _VOWEL_IDX].max(axis=1), post[:, _NASAL_IDX].sum(axis=1), post[:, _VOWEL_IDX].sum(axis=1),
         post[:, _GLIDE_IDX].sum(axis=1), post[:, _SIL_IDX]])
