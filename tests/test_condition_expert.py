@@ -91,6 +91,8 @@ def test_routing_follows_the_gate(shipped):
     assert model.confidence is above.confidence and model.durations is above.durations
     np.testing.assert_array_equal(expert_scores, scores)  # the same classifier here
     assert shipped.scored(frames)[0] is shipped  # no expert: always itself
+    above.confidence = None  # what the model and its expert share stays shared
+    assert above.condition_expert.confidence is None and above.condition_expert.durations is above.durations
     samples = load_audio(DEMO / "demo.wav")
     level_range = energy_range_db(samples)
     narrow = _with_expert(shipped, entropy * 1.01, level_range * 1.01)  # the range gate alone routes it

@@ -158,6 +158,12 @@ class DurationStats:
         return out
 
 
+#: what a condition expert shares with its model (:meth:`AlignmentModel.expert_view`): setting one of
+#: them on the model sets it on the expert too
+_SHARED_WITH_EXPERT = ("durations", "min_frames", "training", "confidence", "utterance_check", "inventory",
+                       "phone_symbols")
+
+
 @dataclass
 class AlignmentModel:
     """Everything needed to align: classifier, duration statistics, weights (7,)."""
@@ -197,6 +203,9 @@ class AlignmentModel:
             for part in (self.__dict__.get("refiner"), self.__dict__.get("confidence")):  # broad classes
                 if part is not None and inventory is not None:
                     part.broad_of_class = inventory.broad_indices
+        expert = self.__dict__.get("condition_expert")
+        if expert is not None and name in _SHARED_WITH_EXPERT:  # the expert keeps sharing them (expert_view)
+            setattr(expert, name, value)
 
     @property
     def phone_set(self) -> PhoneSet | None:
