@@ -53,7 +53,8 @@ def test_energy_range_of_a_loud_and_a_quiet_part(tmp_path, monkeypatch):
     assert energy_range_db(x) == pytest.approx(30.0, abs=1.0)
     noisy = x + rng.normal(0, 0.01, len(x))  # the floor rises to 20 dB below the loud part
     assert energy_range_db(noisy) == pytest.approx(20.0, abs=1.5)
-    assert energy_range_db(x * 0.01) == pytest.approx(energy_range_db(x), abs=1e-6)  # level-free
+    assert energy_range_db(x * 0.01) == pytest.approx(energy_range_db(x), abs=1e-6)  # level-free,
+    assert energy_range_db(x * 1e-5) == pytest.approx(energy_range_db(x), abs=1e-6)  # even 100 dB down
     import soundfile as sf
     from aligner.alignment import conditions
     from aligner.io.audio import file_samples

@@ -25,8 +25,10 @@ from aligner.frames import FRAME_SHIFT, WINDOW, n_frames
 
 #: frames whose energies :func:`energy_range_db` computes at once
 ENERGY_BLOCK_FRAMES = 20_000
-#: floor of a frame's mean power (full-scale units squared): digital silence counts as -100 dB
-ENERGY_FLOOR = 1e-10
+#: floor of a frame's mean power (full-scale units squared): digital silence counts as -200 dB, far
+#: below any recorded noise floor, so a quiet recording's range is its own (a floor near real
+#: levels, e.g. -100 dB, would narrow the range of a recording made 30-40 dB too quietly)
+ENERGY_FLOOR = 1e-20
 #: the largest range gate a model may hold (dB): more than the floor allows
 MAX_RANGE_GATE_DB = 200.0
 #: share of clean recordings of unseen speakers that the shipped gate sends to the expert
