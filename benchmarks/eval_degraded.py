@@ -128,18 +128,15 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
     """Give each ``(model, test speakers)`` of ``models`` the expert of ``experts`` with the same
     test speakers, gated at the entropy and energy range that ``false_alarm`` of the other folds'
     held-out clean recordings lie beyond (each scored by its own fold model)."""
-    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, energy_range_db,
-                                              gate_for_false_alarm, posterior_entropy)
-    from aligner.features.mfcc import mfcc_features
+    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
+                                              gate_statistics)
 
     false_alarm = DEFAULT_FALSE_ALARM if false_alarm is None else false_alarm
     expert_of = {tuple(sorted(s)): m for m, s in experts}
     model_of = {s: m for m, speakers in models for s in speakers}
     entropy, level_range = {}, {}
     for u in utts:
-        m = model_of[u.speaker]
-        entropy[u.name] = posterior_entropy(m.classifier, m.classifier.scores(mfcc_features(audio[u.name], SR)))
-        level_range[u.name] = energy_range_db(audio[u.name])
+        entropy[u.name], level_range[u.name] = gate_statistics(model_of[u.speaker].classifier, audio[u.name])
     for model, speakers in models:
         expert = expert_of.get(tuple(sorted(speakers)))
         if expert is None:
@@ -149,7 +146,7 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
         range_gate = gate_for_false_alarm([level_range[n] for n in others], false_alarm, below=True)
         attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm})
         log(f"fold of {', '.join(sorted(speakers))}: gates {gate:.3f} nats, {range_gate:.1f} dB "
-              f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
+            f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
 
 
 def main(argv=None) -> int:

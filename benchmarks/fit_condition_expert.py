@@ -16,9 +16,7 @@ to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
@@ -41,10 +39,10 @@ def main(argv=None) -> int:
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
     from benchmarks.eval_confidence import fold_models
-    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, energy_range_db,
-                                              gate_for_false_alarm, posterior_entropy)
+    from aligner.alignment.adapt_corpus import save_atomically
+    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
+                                              gate_statistics)
     from aligner.alignment.model import AlignmentModel
-    from aligner.features.mfcc import mfcc_features
     from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances
 
@@ -57,10 +55,9 @@ def main(argv=None) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RepairedAudioWarning)
         for u in utts:
-            samples = load_audio(u.audio)
-            fold = model_of[u.speaker]
-            entropies.append(posterior_entropy(fold.classifier, fold.classifier.scores(mfcc_features(samples))))
-            ranges.append(energy_range_db(samples))
+            entropy, level_range = gate_statistics(model_of[u.speaker].classifier, load_audio(u.audio))
+            entropies.append(entropy)
+            ranges.append(level_range)
     gate = gate_for_false_alarm(entropies, false_alarm)
     range_gate = gate_for_false_alarm(ranges, false_alarm, below=True)
     record = {"expert": str(args.expert), "expert_training": {k: expert.training.get(k) for k in (
@@ -72,15 +69,7 @@ def main(argv=None) -> int:
     target = args.model if args.in_place else args.out
     if target.resolve() in (args.expert.resolve(), args.folds_dir.resolve()):
         sys.exit(f"error: {target}: would overwrite an input")
-    staging = Path(tempfile.mkdtemp(prefix=".expert-", dir=target.parent))
-    try:
-        model.save(staging / "model")
-        AlignmentModel.load(staging / "model")  # what was written loads
-        if target.exists():
-            shutil.rmtree(target)
-        (staging / "model").rename(target)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    save_atomically(model, target, check=AlignmentModel.load)  # what was written loads before it replaces
     print(f"{target}: expert {args.expert}; gates {gate:.3f} nats, {range_gate:.1f} dB, each passed by "
           f"{false_alarm:.0%} of {len(utts)} clean recordings of unseen speakers")
     return 0

@@ -149,6 +149,24 @@ def test_an_interrupted_save_leaves_no_partial_bundle(tmp_path, monkeypatch):
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
 
 
+def test_a_save_whose_check_fails_replaces_nothing(tmp_path):
+    model = api.load_model()
+    out = tmp_path / "adapted"
+    AC.save_atomically(model, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    checked = []
+
+    def refuses(folder):
+        checked.append(sorted(p.name for p in Path(folder).iterdir()))
+        raise ModelError(f"{folder}: refused")
+
+    with pytest.raises(ModelError, match="refused"):
+        AC.save_atomically(model, out, check=refuses)
+    assert checked and "manifest.json" in checked[0]  # it saw the whole written bundle
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapted"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 @needs_timit
 def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
     corpus = _corpus(tmp_path / "c", speakers=("dr1-fvmh0", "dr2-faem0"), n=5)

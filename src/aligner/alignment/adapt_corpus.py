@@ -293,10 +293,11 @@ def _base_record(base_ref, base: AlignmentModel) -> dict:
             "trained_on": base.training.get("corpus"), "adapted": base.training.get("adapted")}
 
 
-def save_atomically(model: AlignmentModel, model_out: Path) -> None:
+def save_atomically(model: AlignmentModel, model_out: Path, check: Optional[Callable] = None) -> None:
     """Save ``model`` as a bundle at ``model_out``: written to a hidden folder beside it, then
     renamed into place (an existing bundle there is replaced only then). Interrupted (Ctrl-C
-    included), it leaves no partial bundle."""
+    included), it leaves no partial bundle. ``check(folder)``, if given, is called on the written
+    bundle before it replaces anything (an exception leaves ``model_out`` as it was)."""
     model_out = Path(model_out)
     model_out.parent.mkdir(parents=True, exist_ok=True)
     partial = model_out.parent / f".{model_out.name}.partial-{os.getpid()}"
@@ -305,6 +306,8 @@ def save_atomically(model: AlignmentModel, model_out: Path) -> None:
         if partial.exists():
             shutil.rmtree(partial)
         model.save(partial)
+        if check is not None:
+            check(partial)
         if model_out.exists():
             os.replace(model_out, old)
         os.replace(partial, model_out)

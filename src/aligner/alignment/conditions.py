@@ -72,13 +72,23 @@ def energy_range_db(samples) -> float:
     return float(high - low)
 
 
+def gate_statistics(classifier, samples: np.ndarray) -> tuple:
+    """``(mean posterior entropy in nats, energy range in dB)`` of a 16 kHz recording (n,), the
+    two statistics the gates read, with ``classifier`` scoring its
+    :func:`~aligner.features.mfcc.mfcc_features` (for setting gates on recordings of speakers a
+    fold model never heard)."""
+    from aligner.features.mfcc import mfcc_features
+
+    return posterior_entropy(classifier, classifier.scores(mfcc_features(samples))), energy_range_db(samples)
+
+
 def gate_for_false_alarm(clean_values, false_alarm: float = DEFAULT_FALSE_ALARM, below: bool = False) -> float:
     """The gate that a share ``false_alarm`` (0 < share < 1) of ``clean_values`` (a statistic of
     clean recordings of unseen speakers, e.g. their mean posterior entropies) lies above, or
     with ``below``, below (e.g. their energy ranges)."""
     values = np.asarray(clean_values, np.float64)
     if values.ndim != 1 or values.size < 10 or not np.all(np.isfinite(values)):
-        raise ValueError(f"the gate needs at least 10 finite entropies, got {values.size}")
+        raise ValueError(f"the gate needs at least 10 finite values, got {values.size}")
     if not 0.0 < false_alarm < 1.0:
         raise ValueError(f"false_alarm must lie strictly between 0 and 1, got {false_alarm}")
     return float(np.quantile(values, false_alarm if below else 1.0 - false_alarm))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aligner.alignment.conditions import MAX_RANGE_GATE_DB
+from aligner.alignment.conditions import MAX_RANGE_GATE_DB, energy_range_db, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
@@ -236,17 +236,12 @@ class AlignmentModel:
         the mean posterior entropy of this model's scores above :attr:`condition_gate`. Without
         ``samples`` only the entropy counts."""
         expert = self.condition_expert
-        if expert is not None and samples is not None and self.condition_range_gate is not None:
-            from aligner.alignment.conditions import energy_range_db
-
-            if energy_range_db(samples) < self.condition_range_gate:
-                return expert, expert.classifier.scores(frames)
+        if (expert is not None and samples is not None and self.condition_range_gate is not None
+                and energy_range_db(samples) < self.condition_range_gate):
+            return expert, expert.classifier.scores(frames)
         scores = self.classifier.scores(frames)
-        if expert is not None:
-            from aligner.alignment.conditions import posterior_entropy
-
-            if posterior_entropy(self.classifier, scores) > self.condition_gate:
-                return expert, expert.classifier.scores(frames)
+        if expert is not None and posterior_entropy(self.classifier, scores) > self.condition_gate:
+            return expert, expert.classifier.scores(frames)
         return self, scores
 
     @property
