@@ -124,19 +124,21 @@ def degrade(x: np.ndarray, condition: str, seed: int) -> np.ndarray:
 
 
 def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, false_alarm: float | None,
-                        log=print) -> None:
+                        log=print, band: bool = True) -> None:
     """Give each ``(model, test speakers)`` of ``models`` the expert of ``experts`` with the same
-    test speakers, gated at the entropy and energy range that ``false_alarm`` of the other folds'
-    held-out clean recordings lie beyond (each scored by its own fold model)."""
+    test speakers, gated at the entropy, energy range and (with ``band``) high-band share that
+    ``false_alarm`` of the other folds' held-out clean recordings lie beyond (each scored by its
+    own fold model)."""
     from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
                                               gate_statistics)
 
     false_alarm = DEFAULT_FALSE_ALARM if false_alarm is None else false_alarm
     expert_of = {tuple(sorted(s)): m for m, s in experts}
     model_of = {s: m for m, speakers in models for s in speakers}
-    entropy, level_range = {}, {}
+    entropy, level_range, band_share = {}, {}, {}
     for u in utts:
-        entropy[u.name], level_range[u.name] = gate_statistics(model_of[u.speaker].classifier, audio[u.name])
+        entropy[u.name], level_range[u.name], band_share[u.name] = gate_statistics(
+            model_of[u.speaker].classifier, audio[u.name])
     for model, speakers in models:
         expert = expert_of.get(tuple(sorted(speakers)))
         if expert is None:
@@ -144,9 +146,11 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
         others = [u.name for u in utts if u.speaker not in speakers]
         gate = gate_for_false_alarm([entropy[n] for n in others], false_alarm)
         range_gate = gate_for_false_alarm([level_range[n] for n in others], false_alarm, below=True)
-        attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm})
-        log(f"fold of {', '.join(sorted(speakers))}: gates {gate:.3f} nats, {range_gate:.1f} dB "
-            f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
+        band_gate = gate_for_false_alarm([band_share[n] for n in others], false_alarm, below=True) if band else None
+        attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm}, band_gate)
+        log(f"fold of {', '.join(sorted(speakers))}: gates {gate:.3f} nats, {range_gate:.1f} dB range"
+            + (f", {band_gate:.1f} dB high band " if band else " ")
+            + f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
 
 
 def main(argv=None) -> int:
@@ -157,6 +161,8 @@ def main(argv=None) -> int:
     ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment, as condition experts")
     ap.add_argument("--false-alarm", type=float, default=None,
                     help="share of clean held-out recordings the gate sends to the expert [0.1]")
+    ap.add_argument("--no-band-gate", action="store_true",
+                    help="gate the experts on entropy and energy range only (as shipped before the band gate)")
     args = ap.parse_args(argv)
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
@@ -178,7 +184,8 @@ def main(argv=None) -> int:
         audio = {u.name: load_audio(u.audio) for u in utts}
     print(f"{len(utts)} utterances of {len(model_of)} held-out speakers, fold models from {args.folds_dir}")
     if args.expert_folds is not None:
-        attach_fold_experts(models, fold_models(args.expert_folds), utts, audio, args.false_alarm)
+        attach_fold_experts(models, fold_models(args.expert_folds), utts, audio, args.false_alarm,
+                            band=not args.no_band_gate)
     expert_col = f" {'expert':>7}" if args.expert_folds is not None else ""
     print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}"
           + expert_col)

@@ -2,11 +2,12 @@
 """Give an alignment model a multi-condition expert and set its gates on unseen speakers.
 
 The expert (a model trained with ``aligner train --augment``) lends its classifier, 7 weights and
-refiner to the model (:mod:`aligner.alignment.conditions`). The two gates come from the clean
+refiner to the model (:mod:`aligner.alignment.conditions`). The three gates come from the clean
 recordings of the TIMIT-layout corpus, each scored by the fold model that never heard its speaker
 (``--folds-dir``, fold models of the model's own training settings made by
 ``python -m benchmarks.eval_alignment_cv --save-models DIR``): the mean posterior entropy that
-``--false-alarm`` of them exceed and the energy range that as many fall below. The model is written
+``--false-alarm`` of them exceed, and the energy range and the high-band share that as many fall
+below. The model is written
 to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
 
     python -m benchmarks.fit_condition_expert --model models/timit-alignment --expert runs/mc \\
@@ -51,26 +52,29 @@ def main(argv=None) -> int:
     expert = AlignmentModel.load(args.expert)
     model_of = {s: m for m, speakers in fold_models(args.folds_dir) for s in speakers}
     utts = [u for u in find_utterances(args.data) if u.speaker in model_of]
-    entropies, ranges = [], []
+    entropies, ranges, bands = [], [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RepairedAudioWarning)
         for u in utts:
-            entropy, level_range = gate_statistics(model_of[u.speaker].classifier, load_audio(u.audio))
+            entropy, level_range, band_share = gate_statistics(model_of[u.speaker].classifier, load_audio(u.audio))
             entropies.append(entropy)
             ranges.append(level_range)
+            bands.append(band_share)
     gate = gate_for_false_alarm(entropies, false_alarm)
     range_gate = gate_for_false_alarm(ranges, false_alarm, below=True)
+    band_gate = gate_for_false_alarm(bands, false_alarm, below=True)
     record = {"expert": str(args.expert), "expert_training": {k: expert.training.get(k) for k in (
                   "augmentation", "speakers", "seconds", "classifier_params") if k in expert.training},
               "gates_from": f"{len(utts)} clean recordings of {len(model_of)} speakers, each by the fold model "
                             f"that never heard it ({args.folds_dir})",
               "false_alarm": false_alarm}
-    attach_condition_expert(model, expert, gate, range_gate, record)
+    attach_condition_expert(model, expert, gate, range_gate, record, band_gate)
     target = args.model if args.in_place else args.out
     if target.resolve() in (args.expert.resolve(), args.folds_dir.resolve()):
         sys.exit(f"error: {target}: would overwrite an input")
     save_atomically(model, target, check=AlignmentModel.load)  # what was written loads before it replaces
-    print(f"{target}: expert {args.expert}; gates {gate:.3f} nats, {range_gate:.1f} dB, each passed by "
+    print(f"{target}: expert {args.expert}; gates {gate:.3f} nats, {range_gate:.1f} dB range, "
+          f"{band_gate:.1f} dB high band, each passed by "
           f"{false_alarm:.0%} of {len(utts)} clean recordings of unseen speakers")
     return 0
 

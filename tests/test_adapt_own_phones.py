@@ -130,6 +130,29 @@ def test_an_own_phone_adapt_on_two_jobs_gives_the_serial_model(own, tmp_path):
     np.testing.assert_allclose(a.durations.mean, b.durations.mean)
 
 
+@pytest.mark.filterwarnings("ignore")
+def test_an_own_phone_adapt_on_dask_gives_the_serial_model(own, tmp_path):
+    """Dask workers load the own-phone base (its inventory and symbols travel in the bundle) and
+    read the corpus in its symbols: the same frames and model as one process."""
+    distributed = pytest.importorskip("distributed", reason="Dask not installed (pip install 'aligner[dask]')")
+    import warnings
+
+    base_dir, _, usable = own
+    corpus = _phones_corpus(tmp_path / "c", usable)
+    one = api.adapt(corpus, tmp_path / "one", model=base_dir, rounds=1, settings=SETTINGS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            dask = api.adapt(corpus, tmp_path / "dask", model=base_dir, rounds=1, settings=SETTINGS,
+                             scheduler=cluster.scheduler_address)
+    assert (one.rounds[0].files_used, one.rounds[0].frames) == (dask.rounds[0].files_used, dask.rounds[0].frames)
+    a, b = AlignmentModel.load(tmp_path / "one"), AlignmentModel.load(tmp_path / "dask")
+    assert b.inventory == a.inventory and b.phone_symbols == a.phone_symbols
+    np.testing.assert_allclose(a.classifier.weights, b.classifier.weights, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(a.durations.mean, b.durations.mean)
+
+
 def test_own_phone_words_through_a_dictionary_in_its_phones_and_references_in_its_symbols(own, tmp_path):
     from aligner.io.transcripts import read_phn, read_sample_intervals
 

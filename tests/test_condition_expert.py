@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aligner.alignment.conditions import (attach_condition_expert, energy_range_db, gate_for_false_alarm,
-                                          posterior_entropy)
+                                          level_statistics, posterior_entropy)
 from aligner.alignment.model import AlignmentModel
 from aligner.errors import ModelError
 from aligner.features.mfcc import mfcc_features
@@ -65,16 +65,39 @@ def test_energy_range_of_a_loud_and_a_quiet_part(tmp_path, monkeypatch):
     assert energy_range_db(file_samples(tmp_path / "x.wav")) == pytest.approx(whole, abs=1e-6)
 
 
+def test_high_band_share_sees_a_phone_line(tmp_path, monkeypatch):
+    from scipy import signal
+
+    rng = np.random.default_rng(2)
+    white = rng.normal(0, 0.1, 16000 * 3)
+    # white noise: as much energy per Hz above 3.4 kHz (4.6 kHz of band) as within 300-3400 Hz (3.1 kHz)
+    assert level_statistics(white)[1] == pytest.approx(10 * np.log10(4600 / 3100), abs=0.5)
+    line = signal.sosfilt(signal.butter(8, [300, 3000], btype="bandpass", fs=16000, output="sos"), white)
+    assert level_statistics(line)[1] < -20.0
+    speechlike = white * np.repeat(rng.uniform(0.05, 1.0, 30), 1600)  # loud and quiet stretches
+    share = level_statistics(speechlike)[1]
+    assert level_statistics(speechlike * 1e-3)[1] == pytest.approx(share, abs=1e-3)  # level-free
+    assert level_statistics(speechlike, band=False) == (pytest.approx(level_statistics(speechlike)[0]), None)
+    assert level_statistics(np.zeros(100)) == (0.0, 0.0)  # shorter than a frame: no evidence
+    import soundfile as sf
+    from aligner.alignment import conditions
+    from aligner.io.audio import file_samples
+
+    sf.write(tmp_path / "l.wav", line.astype(np.float32), 16000, subtype="FLOAT")
+    monkeypatch.setattr(conditions, "ENERGY_BLOCK_FRAMES", 37)  # many blocks, read from the file
+    assert level_statistics(file_samples(tmp_path / "l.wav"))[1] < -20.0
+
+
 @pytest.fixture(scope="module")
 def shipped():
     return AlignmentModel.load(default_model_dir(ALIGNMENT_KIND))
 
 
-def _with_expert(model, gate, range_gate=None):
+def _with_expert(model, gate, range_gate=None, band_gate=None):
     """The shipped model, its own classifier as expert with other weights (so routing shows)."""
     base = AlignmentModel.load(default_model_dir(ALIGNMENT_KIND))
     expert = base.expert_view(model.classifier, model.weights * np.array([1, 0, 0, 0, 0, 3, 0]), None)
-    attach_condition_expert(base, expert, gate, range_gate, {"note": "test"})
+    attach_condition_expert(base, expert, gate, range_gate, {"note": "test"}, band_gate)
     return base
 
 
@@ -101,33 +124,42 @@ def test_routing_follows_the_gate(shipped):
     assert narrow.scored(frames)[0] is narrow  # without samples only the entropy counts
     wide = _with_expert(shipped, entropy * 1.01, level_range * 0.99)
     assert wide.scored(frames, samples)[0] is wide
+    share = level_statistics(samples)[1]
+    banded = _with_expert(shipped, entropy * 1.01, level_range * 0.99, share + 0.1)  # the band gate alone
+    assert banded.scored(frames, samples)[0] is banded.condition_expert
+    assert banded.scored(frames)[0] is banded
+    full = _with_expert(shipped, entropy * 1.01, None, share - 0.1)
+    assert full.scored(frames, samples)[0] is full
 
 
 def test_expert_decodes_and_survives_saving(shipped, tmp_path):
     symbols = (DEMO / "demo.phones").read_text().split()
     audio = load_audio(DEMO / "demo.wav")
     pset = get_phone_set("arpabet")
-    routed = _with_expert(shipped, 0.01, 150.0)  # every recording goes to the expert
+    routed = _with_expert(shipped, 0.01, 150.0, -12.5)  # every recording goes to the expert
     direct = routed.condition_expert.align(audio, symbols, pset)
     assert routed.align(audio, symbols, pset) == direct
     assert direct != shipped.align(audio, symbols, pset)  # its weights differ, and so do its times
     routed.save(tmp_path / "gated")
     loaded = AlignmentModel.load(tmp_path / "gated")
     assert loaded.condition_gate == pytest.approx(0.01) and loaded.condition_range_gate == pytest.approx(150.0)
+    assert loaded.condition_band_gate == pytest.approx(-12.5)
     np.testing.assert_allclose(loaded.condition_expert.weights, routed.condition_expert.weights)
     assert loaded.training["condition_expert"]["note"] == "test"
     assert loaded.align(audio, symbols, pset) == direct
 
 
-@pytest.mark.parametrize("damage", ["gate", "range gate", "weights", "missing classifier"])
+@pytest.mark.parametrize("damage", ["gate", "range gate", "band gate", "weights", "missing classifier"])
 def test_damaged_expert_entries_are_refused(shipped, tmp_path, damage):
-    routed = _with_expert(shipped, 1.0, 30.0)
+    routed = _with_expert(shipped, 1.0, 30.0, -20.0)
     routed.save(tmp_path / "m")
     params = json.loads((tmp_path / "m" / "alignment.json").read_text())
     if damage == "gate":
         params["condition_expert"]["gate_entropy_nats"] = 99.0
     elif damage == "range gate":
         params["condition_expert"]["gate_energy_range_db"] = "30"
+    elif damage == "band gate":
+        params["condition_expert"]["gate_high_band_db"] = float("nan")
     elif damage == "weights":
         params["condition_expert"]["weights"] = [1.0, 2.0]
     if damage == "missing classifier":

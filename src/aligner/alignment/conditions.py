@@ -6,13 +6,15 @@ alignment model may therefore carry a *condition expert*: a second frame classif
 7 weights and boundary refiner (trained with augmentation), sharing the model's duration
 statistics, confidence model, transcript check and phone inventory. A recording goes to the
 expert when the clean classifier is unsure of it (the mean entropy of its frame posteriors, in
-nats, exceeds the model's entropy gate) or when its level barely rises above its floor (the range
+nats, exceeds the model's entropy gate), when its level barely rises above its floor (the range
 between the 10th and 95th percentiles of its frame energies, in dB, falls below the model's range
-gate: noise fills the pauses, reverberation the gaps between sounds).
+gate: noise fills the pauses, reverberation the gaps between sounds), or when it holds almost
+nothing above 3.4 kHz (the high-band share of its louder frames, in dB, falls below the model's
+band gate: a phone line, a muffled microphone).
 
-Both gates are set from recordings of speakers the clean classifier never heard (the out-of-fold
-decodes of ``benchmarks.eval_alignment_cv`` fold models): each as the value that only a chosen
-share of those clean recordings lies beyond (:func:`gate_for_false_alarm`). About twice that
+Each gate is set from recordings of speakers the clean classifier never heard (the out-of-fold
+decodes of ``benchmarks.eval_alignment_cv`` fold models): as the value that only a chosen share
+of those clean recordings lies beyond (:func:`gate_for_false_alarm`). Two to three times that
 share of clean recordings goes to the expert, and recordings less like the clean training speech
 go there more often.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aligner.frames import FRAME_SHIFT, WINDOW, n_frames
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, WINDOW, n_frames
 
 #: samples per piece of :func:`energy_range_db` (5 ms): a frame is 5 pieces, a frame shift 2
 _PIECE = 80
@@ -34,6 +36,19 @@ ENERGY_BLOCK_FRAMES = 20_000
 ENERGY_FLOOR = 1e-20
 #: the largest range gate a model may hold (dB): more than the floor allows
 MAX_RANGE_GATE_DB = 200.0
+#: the band a phone line keeps (Hz): :func:`level_statistics` compares the energy above its top
+#: edge (up to 8 kHz) with the energy inside it
+SPEECH_BAND_HZ, HIGH_BAND_HZ = 300.0, 3400.0
+_BIN_HZ = SAMPLE_RATE / WINDOW
+_MID_BINS = slice(int(np.ceil(SPEECH_BAND_HZ / _BIN_HZ)), int(np.ceil(HIGH_BAND_HZ / _BIN_HZ)))
+_HIGH_BINS = slice(int(np.ceil(HIGH_BAND_HZ / _BIN_HZ)), WINDOW // 2 + 1)
+#: :func:`level_statistics` reads the spectrum of every this-many-th loud frame
+BAND_STRIDE = 4
+#: (WINDOW,) periodic Hann window of :func:`level_statistics`' spectra
+_HANN = (0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(WINDOW) / WINDOW)).astype(np.float32)
+_WINDOW_OFFSETS = np.arange(WINDOW)
+#: the band gate a model may hold lies within +-this (dB)
+MAX_BAND_GATE_DB = 200.0
 #: share of clean recordings of unseen speakers that the shipped gate sends to the expert
 DEFAULT_FALSE_ALARM = 0.1
 
@@ -50,36 +65,63 @@ def posterior_entropy(classifier, scores: np.ndarray) -> float:
     return float(-(np.exp(log_post) * log_post).sum(axis=1, dtype=np.float64).mean())
 
 
-def energy_range_db(samples) -> float:
-    """The 95th minus the 10th percentile (dB) of the mean power of a recording's frames (25 ms
-    every 10 ms, :mod:`aligner.frames`), for samples (n,) at 16 kHz: an array or a
-    :class:`~aligner.io.audio.FileSamples`, read ``ENERGY_BLOCK_FRAMES`` frames at a time."""
+def level_statistics(samples, band: bool = True) -> tuple:
+    """``(energy range in dB, high-band share in dB)`` of a recording's samples (n,) at 16 kHz (an
+    array or a :class:`~aligner.io.audio.FileSamples`, read ``ENERGY_BLOCK_FRAMES`` frames at a
+    time), over its frames (25 ms every 10 ms, :mod:`aligner.frames`):
+
+    - the energy range: the 95th minus the 10th percentile of the frames' mean powers (dB);
+    - the high-band share: the energy between ``HIGH_BAND_HZ`` and 8 kHz over that between
+      ``SPEECH_BAND_HZ`` and ``HIGH_BAND_HZ`` (dB), summed over every ``BAND_STRIDE``-th frame of the
+      louder half of each block's frames (Hann-windowed spectra). A phone line or a muffled
+      microphone leaves almost nothing above 3.4 kHz; clean speech's fricatives and bursts do.
+      None when ``band`` is false (only the range is computed)."""
     T = n_frames(len(samples))
     if T < 1:
-        return 0.0
+        return 0.0, (0.0 if band else None)
     power = np.empty(T)
+    high = mid = 0.0
     per_window, per_shift = WINDOW // _PIECE, FRAME_SHIFT // _PIECE
     for a in range(0, T, ENERGY_BLOCK_FRAMES):
         b = min(T, a + ENERGY_BLOCK_FRAMES)
-        seg = np.asarray(samples[FRAME_SHIFT * a:FRAME_SHIFT * (b - 1) + WINDOW], np.float32).reshape(-1, _PIECE)
+        flat = np.asarray(samples[FRAME_SHIFT * a:FRAME_SHIFT * (b - 1) + WINDOW], np.float32)
+        seg = flat.reshape(-1, _PIECE)
         pieces = np.einsum("ij,ij->i", seg, seg)  # energy of each 5 ms piece (float32: 80 squares)
         running = np.concatenate(([0.0], np.cumsum(pieces, dtype=np.float64)))
         starts = per_shift * np.arange(b - a)  # frame t spans pieces [2 t, 2 t + 5)
-        power[a:b] = (running[starts + per_window] - running[starts]) / WINDOW
+        block = (running[starts + per_window] - running[starts]) / WINDOW
+        power[a:b] = block
+        if band:
+            half = (b - a) // 2
+            loud = np.flatnonzero(block >= np.partition(block, half)[half])[::BAND_STRIDE]  # median, cheaply
+            frames = flat[FRAME_SHIFT * loud[:, None] + _WINDOW_OFFSETS]  # (loud frames, WINDOW)
+            spectra = np.abs(np.fft.rfft(frames * _HANN, axis=1)) ** 2  # (frames, WINDOW / 2 + 1)
+            mid += float(spectra[:, _MID_BINS].sum())
+            high += float(spectra[:, _HIGH_BINS].sum())
     level = np.sort(10.0 * np.log10(np.maximum(power, ENERGY_FLOOR)))
     rank = np.arange(T)
-    low, high = np.interp([0.10 * (T - 1), 0.95 * (T - 1)], rank, level)  # np.percentile's, without its overhead
-    return float(high - low)
+    low, top = np.interp([0.10 * (T - 1), 0.95 * (T - 1)], rank, level)  # np.percentile's, without its overhead
+    share = None
+    if band:
+        share = float(10.0 * np.log10(max(high, ENERGY_FLOOR) / max(mid, ENERGY_FLOOR)))
+    return float(top - low), share
+
+
+def energy_range_db(samples) -> float:
+    """The 95th minus the 10th percentile (dB) of the mean power of a recording's frames
+    (:func:`level_statistics` without the band)."""
+    return level_statistics(samples, band=False)[0]
 
 
 def gate_statistics(classifier, samples: np.ndarray) -> tuple:
-    """``(mean posterior entropy in nats, energy range in dB)`` of a 16 kHz recording (n,), the
-    two statistics the gates read, with ``classifier`` scoring its
+    """``(mean posterior entropy in nats, energy range in dB, high-band share in dB)`` of a 16 kHz
+    recording (n,), the three statistics the gates read, with ``classifier`` scoring its
     :func:`~aligner.features.mfcc.mfcc_features` (for setting gates on recordings of speakers a
     fold model never heard)."""
     from aligner.features.mfcc import mfcc_features
 
-    return posterior_entropy(classifier, classifier.scores(mfcc_features(samples))), energy_range_db(samples)
+    entropy = posterior_entropy(classifier, classifier.scores(mfcc_features(samples)))
+    return (entropy, *level_statistics(samples))
 
 
 def gate_for_false_alarm(clean_values, false_alarm: float = DEFAULT_FALSE_ALARM, below: bool = False) -> float:
@@ -95,12 +137,12 @@ def gate_for_false_alarm(clean_values, false_alarm: float = DEFAULT_FALSE_ALARM,
 
 
 def attach_condition_expert(model, expert, gate: float, range_gate: float | None = None,
-                            record: dict | None = None) -> None:
+                            record: dict | None = None, band_gate: float | None = None) -> None:
     """Give ``model`` (an :class:`~aligner.alignment.model.AlignmentModel`) the classifier, weights
     and refiner of ``expert`` (a model of the same inventory, trained with augmentation) as its
-    condition expert, used for recordings whose posterior entropy exceeds ``gate`` (nats) or whose
-    energy range lies below ``range_gate`` (dB; None = entropy only).
-    ``record`` (JSON-able) is kept in ``model.training['condition_expert']``."""
+    condition expert, used for recordings whose posterior entropy exceeds ``gate`` (nats), whose
+    energy range lies below ``range_gate`` (dB) or whose high-band share lies below ``band_gate``
+    (dB; None = no such gate). ``record`` (JSON-able) is kept in ``model.training['condition_expert']``."""
     if expert.inventory != model.inventory or expert.phone_symbols != model.phone_symbols:
         raise ValueError("the condition expert must tell apart the same classes and symbols as the model")
     if expert.classifier.n_features != model.classifier.n_features:
@@ -109,9 +151,13 @@ def attach_condition_expert(model, expert, gate: float, range_gate: float | None
         raise ValueError(f"the gate must be a positive entropy in nats, got {gate}")
     if range_gate is not None and not 0 < range_gate < MAX_RANGE_GATE_DB:
         raise ValueError(f"the range gate must lie in (0, {MAX_RANGE_GATE_DB}) dB, got {range_gate}")
+    if band_gate is not None and not -MAX_BAND_GATE_DB < band_gate < MAX_BAND_GATE_DB:
+        raise ValueError(f"the band gate must lie within +-{MAX_BAND_GATE_DB} dB, got {band_gate}")
     model.condition_expert = model.expert_view(expert.classifier, expert.weights, expert.refiner)
     model.condition_gate = float(gate)
     model.condition_range_gate = None if range_gate is None else float(range_gate)
+    model.condition_band_gate = None if band_gate is None else float(band_gate)
     model.training = dict(model.training, condition_expert=dict(
         record or {}, gate_entropy_nats=float(gate),
-        gate_energy_range_db=None if range_gate is None else float(range_gate)))
+        gate_energy_range_db=None if range_gate is None else float(range_gate),
+        gate_high_band_db=None if band_gate is None else float(band_gate)))

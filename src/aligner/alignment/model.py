@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aligner.alignment.conditions import MAX_RANGE_GATE_DB, energy_range_db, posterior_entropy
+from aligner.alignment.conditions import MAX_BAND_GATE_DB, MAX_RANGE_GATE_DB, level_statistics, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
@@ -193,6 +193,9 @@ class AlignmentModel:
     #: energy range (dB, :func:`~aligner.alignment.conditions.energy_range_db`) below which a
     #: recording goes to :attr:`condition_expert`; None = the entropy gate alone
     condition_range_gate: float | None = None
+    #: high-band share (dB, :func:`~aligner.alignment.conditions.level_statistics`) below which a
+    #: recording goes to :attr:`condition_expert` (a phone line, a muffled microphone); None = no band gate
+    condition_band_gate: float | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -232,13 +235,17 @@ class AlignmentModel:
         classifier's scores (T, classes), or, when the model has a condition expert and the
         recording passes one of its gates, the expert and the expert classifier's scores. The
         gates: the energy range of ``samples`` (n,), the recording's 16 kHz samples, below
-        :attr:`condition_range_gate` (checked first: such a recording is never scored twice), or
-        the mean posterior entropy of this model's scores above :attr:`condition_gate`. Without
-        ``samples`` only the entropy counts."""
+        :attr:`condition_range_gate` or their high-band share below :attr:`condition_band_gate`
+        (both checked first: such a recording is never scored twice), or the mean posterior
+        entropy of this model's scores above :attr:`condition_gate`. Without ``samples`` only the
+        entropy counts."""
         expert = self.condition_expert
-        if (expert is not None and samples is not None and self.condition_range_gate is not None
-                and energy_range_db(samples) < self.condition_range_gate):
-            return expert, expert.classifier.scores(frames)
+        if expert is not None and samples is not None and (self.condition_range_gate is not None
+                                                            or self.condition_band_gate is not None):
+            level_range, band_share = level_statistics(samples, band=self.condition_band_gate is not None)
+            if ((self.condition_range_gate is not None and level_range < self.condition_range_gate)
+                    or (band_share is not None and band_share < self.condition_band_gate)):
+                return expert, expert.classifier.scores(frames)
         scores = self.classifier.scores(frames)
         if expert is not None and posterior_entropy(self.classifier, scores) > self.condition_gate:
             return expert, expert.classifier.scores(frames)
@@ -471,6 +478,8 @@ class AlignmentModel:
                                                        "gate_entropy_nats": float(self.condition_gate)}
             if self.condition_range_gate is not None:
                 params["alignment"]["condition_expert"]["gate_energy_range_db"] = float(self.condition_range_gate)
+            if self.condition_band_gate is not None:
+                params["alignment"]["condition_expert"]["gate_high_band_db"] = float(self.condition_band_gate)
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -533,7 +542,12 @@ class AlignmentModel:
                     raise ValueError(f"the condition expert's range gate must lie in (0, {MAX_RANGE_GATE_DB}) dB")
                 model.condition_expert = model.expert_view(expert_classifier, expert_weights, expert_refiner)
                 model.condition_gate = float(gate)
+                band_gate = expert.get("gate_high_band_db")
+                if band_gate is not None and (isinstance(band_gate, bool) or not isinstance(band_gate, (int, float))
+                                              or not -MAX_BAND_GATE_DB < band_gate < MAX_BAND_GATE_DB):
+                    raise ValueError(f"the condition expert's band gate must lie within +-{MAX_BAND_GATE_DB} dB")
                 model.condition_range_gate = None if range_gate is None else float(range_gate)
+                model.condition_band_gate = None if band_gate is None else float(band_gate)
         except (KeyError, ValueError, TypeError, ModelError) as exc:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
         return model
