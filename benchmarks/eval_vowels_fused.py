@@ -16,7 +16,9 @@ its aligned one, and with ``--relocate P`` whether and how the vowels aligned in
 looked for afresh: off, no pull, or a pull capped at 10 frames) without the test speakers: for each
 test fold, the grid point with the lowest onset + offset MAE on the **other three folds'** test
 speakers (all among this fold's 9 training speakers, each measured by models that never saw
-it) is applied to this fold's test speakers ("cross-fitted"). Caveat: the other folds' models
+it) is applied to this fold's test speakers ("cross-fitted"). Between grid points of equal cost
+the one with ``overlap`` is chosen: equal costs mean the rule never fired on those speakers, and
+it only keeps a row on its aligned vowel. Caveat: the other folds' models
 were trained with this fold's speakers among their training data (their errors, never this
 fold's, are what the choice looks at). The grid point with the lowest cost over all 12
 speakers is what ``aligner vowels`` ships (:data:`aligner.vowels.fused.DEFAULT_FUSION`); its
@@ -302,6 +304,12 @@ def main(argv=None) -> int:
         e = np.abs(h[sel] - ref[sel]).sum(axis=1) * 1000
         return float(np.where(np.isnan(e), LOST_COST_MS, e).mean())
 
+    def choice_key(c, sel):
+        """What a setting is chosen by: its :func:`cost` on the tokens of ``sel``; between
+        settings of the same cost (the rule never fired on those tokens), the one with
+        ``overlap`` (a fused interval that misses its aligned vowel keeps the aligned one)."""
+        return cost(table[c], sel), not c[5]
+
     def label(c):
         exts, pulls, cap, mix, cvc_only, overlap, rmode = c
         return (f"extend {'+'.join(map(str, exts))}, pulls {pulls}, cap {cap}, mix {mix}, cvc_only {cvc_only}, "
@@ -311,7 +319,7 @@ def main(argv=None) -> int:
     print(f"\n{len(rows)} CVC tokens; {int(lost.sum())} lost as aligned (no aligned vowel overlaps them)")
     for name in sorted(vowel_models):
         sel = folds_of_row == name
-        best = min(configs, key=lambda c: cost(table[c], ~sel))
+        best = min(configs, key=lambda c: choice_key(c, ~sel))
         final[sel] = table[best][sel]
         print(f"{name}: chosen on the other folds: {label(best)}; its test speakers: "
               f"{fmt(metrics(table[best][sel], ref[sel]))}; lost {int(np.isnan(table[best][sel, 0]).sum())}")
@@ -323,7 +331,7 @@ def main(argv=None) -> int:
         r = rows[i]
         print(f"  lost: {r['file'].parent.name}/{r['file'].name} reference vowel {r['ref'][0]:.3f}-{r['ref'][1]:.3f} s")
     print(f"transcript-free on the fused tokens:    {fmt(metrics(np.where(np.isnan(final[:, :1]), np.nan, free), ref))}")
-    ranked = sorted(configs, key=lambda c: cost(table[c], np.ones(len(rows), bool)))
+    ranked = sorted(configs, key=lambda c: choice_key(c, np.ones(len(rows), bool)))
     for c in ranked[:5]:
         print(f"pooled over the 12 speakers (not held out): {label(c)}: {fmt(metrics(table[c], ref))}; "
               f"lost {int(np.isnan(table[c][:, 0]).sum())}")

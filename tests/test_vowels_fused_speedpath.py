@@ -208,3 +208,148 @@ def _assert_same_rows(got, want):
     for g, w in zip(got, want):
         assert (g.onset_s, g.offset_s, g.mode, g.note) == (w.onset_s, w.offset_s, w.mode, w.note)
         assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-9, nan_ok=True)
+
+
+def _aligned_rows(monkeypatch, audio, transcript, share: bool) -> tuple:
+    """``aligner vowels``' rows of one aligned file (shipped fusion) and how often the fusion
+    called the vowel model's classifier and read the audio: with the aligner's scoring handed
+    to the fusion (``share``), or as before it was (the fusion scores and reads for itself)."""
+    from aligner.vowels import pipeline as vp
+
+    vp._vowel_worker_init(None, None, True, None, True)
+    classifier = vp._WORKER_VOWEL_MODEL.classifier
+    calls = {"classifier": 0, "read": 0}
+    inner_lp, inner_read, inner_align = classifier.log_posteriors, vp.load_audio, vp.align_transcript
+
+    def log_posteriors(frames):
+        calls["classifier"] += 1
+        return inner_lp(frames)
+
+    def load_audio(*args, **kwargs):
+        calls["read"] += 1
+        return inner_read(*args, **kwargs)
+
+    def align_transcript(*args, on_scored=None, **kwargs):
+        return inner_align(*args, on_scored=on_scored if share else None, **kwargs)
+
+    with monkeypatch.context() as mp:
+        mp.setattr(classifier, "log_posteriors", log_posteriors)
+        mp.setattr(vp, "load_audio", load_audio)
+        mp.setattr(vp, "align_transcript", align_transcript)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            records, failures, _ = vp._measure_aligned(str(audio), audio.name, None, None, str(transcript), None,
+                                                       False, None, DEFAULT_FUSION)
+    assert not failures
+    return records, calls
+
+
+@needs_timit
+def test_fusion_reuses_the_aligners_scoring(timit_dir, monkeypatch):
+    """The fusion takes the aligner's samples and, for a recording the aligner decoded with its
+    own classifier (the vowel model's copy), its classifier scores: no second read, no second
+    classifier call, and the same rows (CSV) as when it reads and scores the recording itself.
+    A recording the aligner sent to its condition expert is scored by the fusion itself."""
+    from aligner.alignment.pipeline import align_transcript
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import load_audio
+    from aligner.vowels import pipeline as vp
+
+    vp._vowel_worker_init(None, None, True, None, True)
+    aligner_model = vp.worker_model()
+    kinds = {True: 0, False: 0}
+    # phones and words; fvmh0/sx206 and maeb0/si990 have a header a sample longer than their data
+    for stem, suffix in (("dr1-fvmh0/sx206", ".phn"), ("dr3-falk0/si658", ".txt"), ("dr8-mbcg0/sx327", ".txt"),
+                         ("dr4-maeb0/si990", ".txt"), ("dr5-ftlg0/si483", ".txt"), ("dr4-maeb0/si1411", ".phn")):
+        audio = timit_dir / f"{stem}.wav"
+        transcript = audio.with_suffix(suffix)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kept = []
+            result = align_transcript(audio, transcript, aligner_model, on_scored=kept.append)
+            plain = align_transcript(audio, transcript, aligner_model)
+            samples = load_audio(audio)
+        assert result == plain  # the alignment (tiers, confidences, transcript check) unchanged
+        assert len(kept) == 1
+        np.testing.assert_array_equal(kept[0].samples, samples)
+        np.testing.assert_array_equal(kept[0].frames, mfcc_features(samples))
+        own = kept[0].decoder is aligner_model
+        kinds[own] += 1
+        new, new_calls = _aligned_rows(monkeypatch, audio, transcript, share=True)
+        old, old_calls = _aligned_rows(monkeypatch, audio, transcript, share=False)
+        assert old_calls["classifier"] >= 1 and old_calls["read"] == 1
+        assert new_calls == {"classifier": 0 if own else old_calls["classifier"], "read": 0}, stem
+        assert api.vowels_csv(new) == api.vowels_csv(old), stem
+        assert any(r.mode == "fused" for r in new)
+        for g, w in zip(new, old):
+            assert replace(g, score=0.0) == replace(w, score=0.0)
+            assert g.score == pytest.approx(w.score, rel=1e-5, abs=1e-6, nan_ok=True)
+    assert kinds[True] >= 1  # the hand-off was exercised (the expert: the next test, whatever the gates say)
+
+
+@needs_timit
+def test_a_recording_sent_to_the_condition_expert_is_scored_by_the_fusion(timit_dir, monkeypatch):
+    """Whatever the gates decide: a recording the aligner decodes with its condition expert
+    (forced here) hands out the expert's scores, and the fusion scores the recording itself."""
+    from aligner.vowels import pipeline as vp
+
+    vp._vowel_worker_init(None, None, True, None, True)
+    aligner_model = vp.worker_model()
+    expert = aligner_model.condition_expert
+    if expert is None:
+        pytest.skip("the shipped alignment model has no condition expert")
+    audio = timit_dir / "dr8-mbcg0/sx327.wav"
+    own, _ = _aligned_rows(monkeypatch, audio, audio.with_suffix(".txt"), share=True)
+    # this model object only (the shipped one is cached for the other tests): every recording to the expert
+    aligner_model.__dict__["scored"] = lambda frames, samples=None: (expert, expert.classifier.scores(frames))
+    try:
+        new, new_calls = _aligned_rows(monkeypatch, audio, audio.with_suffix(".txt"), share=True)
+        old, old_calls = _aligned_rows(monkeypatch, audio, audio.with_suffix(".txt"), share=False)
+    finally:
+        del aligner_model.__dict__["scored"]
+    assert new_calls == {"classifier": old_calls["classifier"], "read": 0} and old_calls["classifier"] >= 1
+    assert new == old
+    assert [(r.onset_s, r.offset_s) for r in new] != [(r.onset_s, r.offset_s) for r in own]  # the expert's alignment
+
+
+def test_shared_log_posteriors_only_from_the_same_classifier():
+    """The aligner's scores become the vowel model's log posteriors only when its decoder is
+    the alignment model itself and that model's classifier equals the vowel model's."""
+    from types import SimpleNamespace
+
+    from aligner.alignment.pipeline import ScoredRecording, align_transcript, load_model
+    from aligner.features.frame_classifier import FrameClassifier
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import load_audio
+    from aligner.vowels.fused import same_classifier, shared_log_posteriors
+
+    from conftest import REPO
+
+    aligner_model, vowel_model = load_model(), api.load_vowel_model()
+    audio = REPO / "examples" / "demo.wav"
+    kept = []
+    result = align_transcript(audio, audio.with_suffix(".lab"), aligner_model, on_scored=kept.append)
+    assert result == align_transcript(audio, audio.with_suffix(".lab"), aligner_model)
+    assert len(kept) == 1 and kept[0].decoder is aligner_model  # the demo is clean speech
+    samples = load_audio(audio)
+    lp = vowel_model.classifier.log_posteriors(mfcc_features(samples))
+    assert aligner_model.classifier is not vowel_model.classifier  # a copy in the vowel bundle
+    assert same_classifier(aligner_model.classifier, vowel_model.classifier)
+    got = shared_log_posteriors(kept[0], aligner_model, vowel_model.classifier)
+    assert got.dtype == np.float32 and got.shape == lp.shape
+    np.testing.assert_allclose(got, lp, rtol=0, atol=1e-5)  # the priors taken off and added back in float32
+    assert shared_log_posteriors(None, aligner_model, vowel_model.classifier) is None
+    if aligner_model.condition_expert is not None:
+        expert = replace(kept[0], decoder=aligner_model.condition_expert)
+        assert shared_log_posteriors(expert, aligner_model, vowel_model.classifier) is None
+    arrays = vowel_model.classifier.to_arrays()
+    arrays["bias"] = arrays["bias"] + np.float32(0.5)
+    other = FrameClassifier.from_arrays(arrays)
+    assert not same_classifier(aligner_model.classifier, other)
+    assert shared_log_posteriors(kept[0], aligner_model, other) is None
+    arrays = vowel_model.classifier.to_arrays()
+    arrays["prior_division"] = np.array(False)
+    plain = FrameClassifier.from_arrays(arrays)  # scores are the log posteriors themselves
+    holder = SimpleNamespace(classifier=plain)
+    scored = ScoredRecording(samples, kept[0].frames, holder, plain.scores(kept[0].frames))
+    np.testing.assert_array_equal(shared_log_posteriors(scored, holder, plain), plain.log_posteriors(kept[0].frames))

@@ -390,14 +390,21 @@ class AlignmentModel:
         return self.align_with_review(samples, symbols, phone_set, name, split_stops, review=False)[0]
 
     def align_with_review(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
-                          name: str = "<utterance>", split_stops: bool | None = None, review: bool = True) -> tuple:
+                          name: str = "<utterance>", split_stops: bool | None = None, review: bool = True,
+                          on_scored=None) -> tuple:
         """:meth:`align` and its review: ``(intervals, confidences (K,) or None, transcript-match
-        probability or None)`` (:meth:`align_reviewed`)."""
+        probability or None)`` (:meth:`align_reviewed`). ``on_scored(frames, decoder, scores)``,
+        if given, is called after a successful alignment with the recording's MFCC frames
+        (T, 42), the model that decoded it (this one or its condition expert, :meth:`scored`)
+        and that model's classifier scores (T, classes), for a caller that reuses them."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         frames = mfcc_features(samples, SAMPLE_RATE)
         model, scores = self.scored(frames, samples)
-        return model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
-                                    name=name, split_stops=split_stops, review=review)
+        result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
+                                      name=name, split_stops=split_stops, review=review)
+        if on_scored is not None:
+            on_scored(frames, model, scores)
+        return result
 
     def align_scored(self, frames: np.ndarray, scores: np.ndarray, symbols: list, phone_set: PhoneSet,
                      duration_s: float, name: str = "<utterance>", split_stops: bool | None = None) -> list:

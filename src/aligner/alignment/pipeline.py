@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -115,16 +115,39 @@ def _check_words_fit(m: AlignmentModel, prons, seconds: float, label: str) -> No
             f"recording, or cut the recording")
 
 
+@dataclass(frozen=True)
+class ScoredRecording:
+    """A recording as the aligner scored it whole, handed to a caller that reuses the work
+    (``on_scored`` of :func:`align_transcript`; the vowel fusion, :mod:`aligner.vowels.fused`).
+
+    ``samples``: (n,) float32 16 kHz samples as read; ``frames``: their (T, 42) float32 MFCC
+    frames (10 ms, :func:`~aligner.features.mfcc.mfcc_features`; a words transcript's span may
+    end a sample or two short of the samples, when the file's header says so, but never short
+    of a frame: the frames are those of ``samples``); ``decoder``: the model that
+    decoded the recording (the model itself, or its condition expert when a gate of
+    :meth:`~aligner.alignment.model.AlignmentModel.scored` sent the recording there);
+    ``scores``: (T, n_classes) float32 ``decoder.classifier.scores(frames)``.
+    """
+
+    samples: np.ndarray
+    frames: np.ndarray
+    decoder: AlignmentModel
+    scores: np.ndarray
+
+
 def _flagged(m: AlignmentModel, match: Optional[float]) -> bool:
     return match is not None and m.utterance_check is not None and m.utterance_check.flags_probability(match)
 
 
 def align_phones_reviewed(audio, phones, model=None, phone_set: str = "auto", name: str | None = None,
-                          split_stops: bool | None = None, sr: int | None = None) -> Alignment:
+                          split_stops: bool | None = None, sr: int | None = None,
+                          on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> Alignment:
     """:func:`align` as an :class:`Alignment` (one ``phones`` tier) with its review: every
-    phone start's confidence and the transcript check, when the model has them."""
+    phone start's confidence and the transcript check, when the model has them. ``on_scored``:
+    as for :func:`align_transcript`."""
     m = load_model(model)
-    intervals, conf, match = _align_phones(m, audio, phones, phone_set, name, split_stops, sr, review=True)
+    intervals, conf, match = _align_phones(m, audio, phones, phone_set, name, split_stops, sr, review=True,
+                                           on_scored=on_scored)
     confidences = {} if conf is None else {PHONE_TIER: [float(c) for c in conf]}
     return Alignment([(PHONE_TIER, intervals)], intervals[-1].end_s, confidences=confidences,
                      transcript_match=match, transcript_flagged=_flagged(m, match))
@@ -163,10 +186,12 @@ def model_reading(m: AlignmentModel, phone_set):
     return own
 
 
-def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops, sr, review: bool) -> tuple:
+def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops, sr, review: bool,
+                  on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> tuple:
     """:func:`align`'s work: ``(intervals, confidences or None, transcript match or None)``.
     The transcript must fit the audio (checked from a file's header before its samples are
-    read); an alignment error names the recording."""
+    read); an alignment error names the recording. ``on_scored``: as for
+    :func:`align_transcript` (a recording read whole, not one streamed from its file)."""
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, model_reading(m, phone_set))
@@ -175,7 +200,12 @@ def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops
     try:
         _check_fits_header(m, audio, symbols, pset, split_stops, name)
         samples, name = _samples_any_length(audio, sr, name)
-        return m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops, review=review)
+        hand_on = None
+        if on_scored is not None and isinstance(samples, np.ndarray):  # read whole: its scoring is kept
+            def hand_on(frames, decoder, scores):
+                on_scored(ScoredRecording(samples, frames, decoder, scores))
+        return m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops, review=review,
+                                   on_scored=hand_on)
     except AlignmentError as exc:
         msg = str(exc)
         raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
@@ -302,7 +332,7 @@ def check_phone_map(language: str | None, phone_map) -> None:
 
 def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
                 name: str | None = None, tier: str | None = None, language: str | None = None,
-                phone_map=None) -> Alignment:
+                phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> Alignment:
     """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
     ``words`` and ``phones`` tiers (MFA's names and order).
 
@@ -319,10 +349,15 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     a file or dict of ``LANGUAGE_PHONE MODEL_PHONE`` to override), and the phones tier is
     written in the language's IPA (:mod:`aligner.alignment.languages`); the mapping is in the
     result's ``phone_map``.
+
+    ``on_scored``: as for :func:`align_transcript` (called when the words were aligned over the
+    whole recording in one piece: not for a TextGrid's intervals, nor a recording streamed from
+    its file).
     """
     from aligner.alignment.words import align_words_scored
     from aligner.errors import TranscriptError
     from aligner.features.mfcc import mfcc_features
+    from aligner.frames import n_frames
     from aligner.io.exports import tier_name
     from aligner.io.transcripts import read_word_segments
     from aligner.words.normalize import normalize_transcript
@@ -359,6 +394,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     matches: list = []
     oovs: dict = {}
     work = []
+    scored = None  # the whole recording's scoring, for on_scored
     for seg in segments:
         start = 0.0 if seg.start_s is None else seg.start_s
         end = duration if seg.end_s is None else seg.end_s
@@ -381,6 +417,9 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         cut = samples if (a, b) == (0, len(samples)) else samples[a:b]  # a whole long file stays on disk
         frames = mfcc_features(cut, SAMPLE_RATE)
         decoder, scores = m.scored(frames, cut)
+        if (on_scored is not None and len(work) == 1 and a == 0 and isinstance(samples, np.ndarray)
+                and n_frames(len(cut)) == n_frames(len(samples))):  # the recording's frames, all of them
+            scored = ScoredRecording(samples, frames, decoder, scores)
         try:
             result = align_words_scored(decoder, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
                                         review=True)
@@ -405,6 +444,8 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
             confidences[tier_name("words", speaker)] = word_conf
             confidences[tier_name("phones", speaker)] = phone_conf
     match = min(matches) if matches else None
+    if scored is not None:
+        on_scored(scored)
     return Alignment(tiers, duration, oovs, confidences, match, _flagged(m, match), phone_map=mapping)
 
 
@@ -446,10 +487,16 @@ def _relabel_phones(words: list, phones: list, ipa_of: dict) -> list:
 def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_set: str = "auto",
                      split_stops: bool | None = None, dictionary=None, oov: str = "g2p",
                      sr: int | None = None, name: str | None = None, language: str | None = None,
-                     phone_map=None) -> Alignment:
+                     phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> Alignment:
     """Align ``audio`` to a phone or words transcript (``kind``: ``auto``, ``phones``, ``words``;
     see :func:`aligner.io.transcripts.transcript_kind`): :func:`align` or :func:`align_words`,
-    as an :class:`Alignment`."""
+    as an :class:`Alignment`.
+
+    ``on_scored``: called once, after a successful alignment, with the
+    :class:`ScoredRecording` (samples, MFCC frames, decoder, classifier scores) when the
+    recording was read and scored whole (not called otherwise), for a caller that works on the
+    same recording next and can reuse them (``aligner vowels``' fusion). The alignment is the
+    same with or without it."""
     from aligner.io.transcripts import transcript_kind
 
     check_phone_map(language, phone_map)
@@ -460,8 +507,9 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
         kind = "phones"  # a model of its own phones reads phone transcripts in its symbols (words need a dictionary)
     if transcript_kind(transcript, kind) == "words":
         return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name, language=language,
-                           phone_map=phone_map)
-    return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr)
+                           phone_map=phone_map, on_scored=on_scored)
+    return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr,
+                                 on_scored=on_scored)
 
 
 def output_path(audio, fmt: str = "textgrid") -> Path:

@@ -19,7 +19,9 @@ the vowel model's exact decoder, pulled toward the aligned boundaries:
    from words and better from phones (``python -m benchmarks.eval_vowels_fused
    --recording-posteriors no|yes``); it costs about what the per-cut calls cost, but it is
    the aligner's own scoring of the recording, so a caller that has those log posteriors can
-   pass them (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`) and save it.
+   pass them (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`) and save it:
+   ``aligner vowels`` passes the aligner's (:func:`shared_log_posteriors`) when the aligner
+   decoded the recording with the classifier the vowel model reads.
 2. **Relocate** (``relocate``). A vowel aligned where the recording's classifier hears
    silence (a word alignment sometimes puts a word in a pause) is cut afresh from the stretch
    between its aligned neighbour vowels (:func:`neighbour_bounds`, at most
@@ -296,6 +298,51 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
                                  log_posteriors=log_posteriors if settings.recording_posteriors else None
                                  ) if cuts else []
     return cuts, feats
+
+
+#: (first classifier, second classifier, equal) of the pairs :func:`same_classifier` compared
+_COMPARED: list = []
+
+
+def same_classifier(a, b) -> bool:
+    """Whether frame classifiers ``a`` and ``b`` give the same scores: the same object, or the
+    same class with equal parameters (every array of ``to_arrays``, values and dtypes; the
+    vowel model's classifier is a copy of the alignment model's, :mod:`aligner.vowels.model`).
+    Each pair is compared once per process."""
+    if a is b:
+        return True
+    for x, y, equal in _COMPARED:
+        if x is a and y is b:
+            return equal
+    try:
+        pa, pb = a.to_arrays(), b.to_arrays()
+        equal = (type(a) is type(b) and pa.keys() == pb.keys()
+                 and all(pa[k].dtype == pb[k].dtype and np.array_equal(pa[k], pb[k]) for k in pa))
+    except Exception:  # not a FrameClassifier, or not trained: not shared
+        equal = False
+    del _COMPARED[:-7]  # the last few pairs: a process holds one or two models
+    _COMPARED.append((a, b, equal))
+    return equal
+
+
+def shared_log_posteriors(scored, aligner_model, classifier) -> Optional[np.ndarray]:
+    """The recording's (Tc, n_classes) float32 log posteriors by ``classifier`` (the vowel
+    model's) from the aligner's scoring of it, or None when they are not the same: ``scored``
+    (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) decoded by a model other
+    than ``aligner_model`` (its condition expert, whose classifier scored the recording), or
+    ``aligner_model``'s classifier not the same as ``classifier`` (:func:`same_classifier`).
+    The scores are the log posteriors minus the log class priors when the classifier divides
+    by them (:meth:`~aligner.features.frame_classifier.FrameClassifier.scores`); the priors are
+    added back, in float32 as they were taken off, which gives the classifier's own log
+    posteriors to the rounding of the float32 scores (half a unit in their last place)."""
+    if scored is None or aligner_model is None or scored.decoder is not aligner_model:
+        return None
+    if not same_classifier(aligner_model.classifier, classifier):
+        return None
+    scores = np.asarray(scored.scores)
+    if not classifier.prior_division:
+        return scores
+    return (scores + classifier.log_prior).astype(np.float32, copy=False)
 
 
 def _recording_log_posteriors(classifier, samples: np.ndarray) -> Optional[np.ndarray]:

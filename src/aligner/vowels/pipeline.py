@@ -287,11 +287,14 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
         if source is None:
             raise AlignerError(f"{name}: no transcript (.phn, .lab, .txt beside it, or --transcript) to align")
         user = None
+        scored: list = []  # the aligner's scoring of the whole recording, for the fusion
+        keep = None if fusion is None else scored.append
         if tier is not None and str(source).lower().endswith(".textgrid"):
             user = _user_alignment(Path(source), tier)
-            result = user if user is not None else align_words(audio, source, worker_model(), dictionary, tier=tier)
+            result = user if user is not None else align_words(audio, source, worker_model(), dictionary, tier=tier,
+                                                                on_scored=keep)
         else:
-            result = align_transcript(audio, source, worker_model(), dictionary=dictionary)
+            result = align_transcript(audio, source, worker_model(), dictionary=dictionary, on_scored=keep)
         speaker = speaker_of(Path(audio))
         aligner_model = worker_model()
         broad_of = None if user is not None or aligner_model is None else broad_reader(aligner_model)
@@ -308,7 +311,8 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
             if isinstance(fusion, dict):  # per transcript kind: a words alignment has a words tier
                 words_kind = user is not None or any(n.rsplit(" - ", 1)[-1] == "words" for n, _ in result.tiers)
                 fusion = fusion["words" if words_kind else "phones"]
-            records = _fuse_records(audio, name, records, vowels, fusion, None if user is None else result.duration_s)
+            records = _fuse_records(audio, name, records, vowels, fusion, None if user is None else result.duration_s,
+                                    scored[0] if scored else None)
         return records, [], _vowel_textgrid(textgrid, records, result.duration_s)
     except AlignerError as exc:
         msg = str(exc)
@@ -317,28 +321,37 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
         return [], [(name, f"{name}: unexpected {type(exc).__name__}: {exc}")], None
 
 
-def _fuse_records(audio, name, records, vowels, fusion, duration_s=None) -> list:
+def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=None) -> list:
     """``records`` of the aligned ``vowels`` (:class:`~aligner.vowels.from_alignment.AlignedVowel`),
     each re-measured by this process's vowel model (:func:`aligner.vowels.fused.fuse_vowels`):
     mode ``fused`` with the new onset, offset and the decoder's score, or left as aligned (mode
     ``align``) where the vowel model cannot measure it or (``fusion.cvc_only``) the vowel is not
     between obstruents or nasals. ``duration_s``: the alignment's length, checked against the
-    audio for an alignment the user brought (a TextGrid of another recording is refused)."""
+    audio for an alignment the user brought (a TextGrid of another recording is refused).
+    ``scored``: the aligner's :class:`~aligner.alignment.pipeline.ScoredRecording` of ``audio``,
+    or None: its samples are used instead of reading the file again, and its classifier scores
+    instead of scoring the recording again when they are the vowel model's classifier's
+    (:func:`~aligner.vowels.fused.shared_log_posteriors`; not for a recording the aligner sent
+    to its condition expert). The rows are the same either way, but for the last bits of a
+    fused row's score (:func:`~aligner.vowels.fused.shared_log_posteriors`)."""
     from dataclasses import replace
 
-    from aligner.vowels.fused import FUSED_MODE, fuse_vowels
+    from aligner.vowels.fused import FUSED_MODE, fuse_vowels, shared_log_posteriors
 
     which = [i for i, v in enumerate(vowels) if v.cvc or not fusion.cvc_only]
     if not which:
         return records
-    samples = load_audio(audio)
+    samples = scored.samples if scored is not None else load_audio(audio)
     if duration_s is not None and duration_s > len(samples) / SAMPLE_RATE + TIER_OVERRUN_TOLERANCE:
         raise AlignerError(f"{name}: its alignment runs to {duration_s:.3f} s but the audio lasts "
                            f"{len(samples) / SAMPLE_RATE:.3f} s (a TextGrid of another recording?)")
     spans = [(records[i].onset_s, records[i].offset_s,
               vowels[i].runs_start_s if vowels[i].runs_start_s is not None else records[i].onset_s,
               vowels[i].runs_end_s if vowels[i].runs_end_s is not None else records[i].offset_s) for i in which]
-    fused = fuse_vowels(_WORKER_VOWEL_MODEL, samples, spans, fusion, name)
+    log_posteriors = None
+    if fusion.recording_posteriors or fusion.relocate is not None:  # else the recording's are not read
+        log_posteriors = shared_log_posteriors(scored, worker_model(), _WORKER_VOWEL_MODEL.classifier)
+    fused = fuse_vowels(_WORKER_VOWEL_MODEL, samples, spans, fusion, name, log_posteriors=log_posteriors)
     records = list(records)
     for i, f in zip(which, fused):
         if f.mode == FUSED_MODE:
@@ -409,7 +422,8 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
     one) and warm its decoder, unless it already has that model; optionally cap BLAS threads.
     With ``aligned`` (files measured from their alignment), also the alignment model
     (:func:`~aligner.alignment.corpus.worker_init`; None: the shipped one) and the pronouncing
-    dictionary; with ``fused`` too, the fusion's kernels (:func:`_warm_up_fusion`)."""
+    dictionary; with ``fused`` too, the fusion's kernels (:func:`_warm_up_fusion`) and whether
+    the two models' classifiers are the same (:func:`~aligner.vowels.fused.same_classifier`)."""
     global _WORKER_VOWEL_MODEL
     if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
         from aligner.runtime.batch import keep_heap_top
@@ -428,6 +442,10 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
             alignment_model = str(default_model_dir(ALIGNMENT_KIND).resolve())
         worker_init(alignment_model)
         load_dictionary()
+        if fused and worker_model() is not None:  # compared once here, not in the first file's time
+            from aligner.vowels.fused import same_classifier
+
+            same_classifier(worker_model().classifier, model.classifier)
 
 
 def warm_up_vowels(model) -> None:
