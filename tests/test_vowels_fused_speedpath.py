@@ -155,6 +155,32 @@ def test_frame_rows_equal_frame_buffers():
         assert np.array_equal(g, w)
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 32, 10_000])
+def test_row_values_in_chunks_equal_all_rows_at_once(monkeypatch, chunk):
+    """:func:`VA._row_values` (rows through the FFTs ROW_CHUNK at a time, reused buffers) gives
+    the bits of :func:`VK._frame_rows` and :func:`VA._frame_values` over all rows at once, for
+    frames inside the recording and frames of a cut near its edges (zeros beyond them),
+    over noise, voicing, near-silence and digital silence."""
+    monkeypatch.setattr(VA, "ROW_CHUNK", chunk)
+    y = _recording(24000).astype(np.float64)
+    n = y.shape[0]
+    k = VA._fast_constants()
+    centres = np.concatenate([80 * np.arange(VA.n_frames(n)), 1680 + 80 * np.arange(12), [7200, 14400, 23920]])
+    lo = np.concatenate([np.zeros(VA.n_frames(n), np.int64), np.full(12, 1680), [6000, 14000, 0]])
+    hi = np.concatenate([np.full(VA.n_frames(n), n), np.full(12, 2640), [7500, n, n]])
+    R = centres.shape[0]
+    want_rows = [np.empty(R), np.empty(R), np.empty(R), np.empty((R, VA.N_FFT)), np.empty((R, VA._PITCH_NFFT))]
+    VK._frame_rows(y, centres, lo, hi, k["hann"], k["pitch_hann"], *want_rows)
+    logs, log_flatness, log2_f0, voicing, power = VA._frame_values(want_rows[0], want_rows[3], want_rows[4])
+    got = VA._row_values(y, centres, lo, hi)
+    want = (logs, log_flatness, log2_f0, voicing, power, want_rows[1], want_rows[2])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        assert g.tobytes() == w.tobytes()
+    assert np.ptp(voicing) > 0.5 and np.isfinite(log2_f0).all()  # voiced and unvoiced rows both present
+
+
 @needs_timit
 def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
     """Every aligned vowel of a few utterances (phones and words), fused with the shared

@@ -85,7 +85,7 @@ from aligner.features.mfcc import _deltas, mfcc_features
 from aligner.features.vowel_kernels import (  # noqa: F401  (the frame geometry, re-exported)
     DELTA_WIDTH, N_FFT, PITCH_WINDOW, SHORT_WINDOW, WINDOW)
 from aligner.features.vowel_kernels import (_cepstral_columns, _columns_0_to_8, _cut_posterior_columns,
-                                           _cut_signal_columns, _frame_buffers, _frame_rows, _mfcc_frame_rows,
+                                           _cut_signal_columns, _frame_rows, _mfcc_frame_rows,
                                            _mfcc_normalised, _pitch_peaks, _pitch_power, _posterior_columns,
                                            _row_means, _spectral_sums)
 
@@ -400,12 +400,11 @@ def _acoustics_short(y: np.ndarray, classifier, T: int) -> np.ndarray:
 def _signal_columns_short(y: np.ndarray, T: int) -> np.ndarray:
     """(T, 22) float64 frames of float64 ``y`` (T <= BLOCK_FRAMES) with every column of
     :func:`vowel_acoustics` but the classifier's (9-13, left 0)."""
-    k = _fast_constants()
     out = np.zeros((T, N_COLUMNS), dtype=np.float64)
-    short_energy, r0, r1 = np.empty(T), np.empty(T), np.empty(T)
-    spec_in, pitch_in = np.empty((T, N_FFT)), np.empty((T, _PITCH_NFFT))
-    _frame_buffers(y, T, k["hann"], k["pitch_hann"], short_energy, r0, r1, spec_in, pitch_in)
-    logs, log_flatness, log2_f0, voicing, power = _frame_values(short_energy, spec_in, pitch_in)
+    n = y.shape[0]
+    # frame f centred on sample HOP f, zero outside the recording (the frames of _frame_buffers)
+    logs, log_flatness, log2_f0, voicing, power, r0, r1 = _row_values(
+        y, HOP * np.arange(T, dtype=np.int64), np.zeros(T, dtype=np.int64), np.full(T, n, dtype=np.int64))
     _columns_0_to_8(logs, log_flatness, r0, r1, log2_f0, voicing, y, T, _LOG_FLOOR, _STD_FLOOR,
                     VOICING_THRESHOLD, out)
     with blas.limit(1):
@@ -416,7 +415,8 @@ def _signal_columns_short(y: np.ndarray, T: int) -> np.ndarray:
 
 def _frame_values(short_energy: np.ndarray, spec_in: np.ndarray, pitch_in: np.ndarray) -> tuple:
     """The per-frame values of n frames after :func:`_frame_buffers` (or :func:`_frame_rows`),
-    before any z-score: ``(logs (n, 4) log10 short-term, total, low and high energy, log
+    all rows at once (:func:`_row_values` computes the same bits chunk by chunk; this is its
+    reference in the tests), before any z-score: ``(logs (n, 4) log10 short-term, total, low and high energy, log
     spectral flatness (n,), log2 f0 (n,), raw voicing (n,), power spectrum (n, 257))``. Each
     frame's values depend on its own row alone."""
     k = _fast_constants()
@@ -438,6 +438,49 @@ def _frame_values(short_energy: np.ndarray, spec_in: np.ndarray, pitch_in: np.nd
     lo, hi = _PITCH_LAGS
     _pitch_peaks(ac, lo, hi, k["wac"], _LOG_FLOOR, f0, voicing)
     return logs, log_flatness, np.log2(f0), voicing, power
+
+
+#: frame rows of :func:`_row_values` taken through the FFTs at once (their buffers stay in the caches)
+ROW_CHUNK = 32
+
+
+def _row_values(y: np.ndarray, centres: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple:
+    """:func:`_frame_rows` then :func:`_frame_values` of R frames of float64 ``y`` (centred on the
+    samples ``centres`` (R,), the samples outside ``lo[r] .. hi[r] - 1`` counting as 0), the
+    rows taken :data:`ROW_CHUNK` at a time through the time-domain kernel, the FFTs and the
+    per-row kernels, in reused buffers: ``(logs (R, 4), log_flatness (R,), log2_f0 (R,), raw
+    voicing (R,), power (R, 257), r0 (R,), r1 (R,))``, the same bits as the two calls (each
+    row's values depend on its own row alone; the transcendental functions run on the whole
+    arrays as there)."""
+    k = _fast_constants()
+    R = centres.shape[0]
+    C = max(1, min(R, ROW_CHUNK))
+    short_energy, r0, r1 = np.empty(R), np.empty(R), np.empty(R)
+    spec_in, pitch_in = np.empty((C, N_FFT)), np.empty((C, _PITCH_NFFT))
+    spectrum = np.empty((C, N_FFT // 2 + 1), dtype=np.complex128)
+    pitch_spec = np.empty((C, _PITCH_NFFT // 2 + 1), dtype=np.complex128)
+    ac = np.empty((C, _PITCH_NFFT))
+    thresh = np.empty((C, N_FFT // 2 + 1))
+    power, sums = np.empty((R, N_FFT // 2 + 1)), np.empty((R, 4))
+    log_mean, f0, voicing = np.empty(R), np.empty(R), np.empty(R)
+    lag_lo, lag_hi = _PITCH_LAGS
+    for a in range(0, R, C):
+        b = min(R, a + C)
+        m = b - a
+        _frame_rows(y, centres[a:b], lo[a:b], hi[a:b], k["hann"], k["pitch_hann"], short_energy[a:b], r0[a:b],
+                    r1[a:b], spec_in[:m], pitch_in[:m])
+        np.fft.rfft(spec_in[:m], axis=1, out=spectrum[:m])
+        _spectral_sums(spectrum[:m], k["low_hi"], k["high_lo"], _LOG_FLOOR, power[a:b], sums[a:b], thresh[:m])
+        _row_means(np.log(thresh[:m], out=thresh[:m]), log_mean[a:b])
+        np.fft.rfft(pitch_in[:m], axis=1, out=pitch_spec[:m])
+        _pitch_power(pitch_spec[:m])
+        np.fft.irfft(pitch_spec[:m], n=_PITCH_NFFT, axis=1, out=ac[:m])
+        _pitch_peaks(ac[:m], lag_lo, lag_hi, k["wac"], _LOG_FLOOR, f0[a:b], voicing[a:b])
+    logs = np.empty((R, 4))
+    logs[:, 0] = np.log10(np.maximum(short_energy, _LOG_FLOOR))
+    logs[:, 1:] = np.log10(sums[:, :3] + _LOG_FLOOR)
+    log_flatness = np.log(np.maximum(np.exp(log_mean) / sums[:, 3], _LOG_FLOOR))
+    return logs, log_flatness, np.log2(f0), voicing, power, r0, r1
 
 
 def _cepstra(power: np.ndarray) -> np.ndarray:
@@ -569,10 +612,10 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
 
 # -- several cuts of one recording: each frame analysed once -------------------------------
 
-#: frames (5 ms) of cuts analysed together by :func:`vowel_acoustics_cuts` (bounds its buffers:
-#: a group's frame rows, about 12 kB each before their FFTs, stay in the caches; on the 120
-#: recordings of the TIMIT sample, groups of 256 frames took about a quarter less CPU than
-#: groups of 1024, with the same values up to the cepstra's rounding)
+#: frames (5 ms) of cuts analysed together by :func:`vowel_acoustics_cuts` (bounds its buffers;
+#: the rows go through the FFTs ROW_CHUNK at a time, :func:`_row_values`). The mel and DCT
+#: products run on a group's rows at once, so the group size decides the cepstra's last bits:
+#: changing it changes the features (at rounding level) and possibly the fused rows.
 CUT_GROUP_FRAMES = 256
 
 
@@ -738,7 +781,6 @@ def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: n
     left zero."""
     from aligner.features import mfcc as mf
 
-    k = _fast_constants()
     n = y.shape[0]
     # 5 ms frames: the recording's where all their windows lie inside the cut, else the cut's own
     half = PITCH_WINDOW // 2  # the widest window's
@@ -751,13 +793,7 @@ def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: n
     own = ~inner(f, cut_of)
     lo = np.where(own, starts[cut_of], 0)
     hi = np.where(own, starts[cut_of] + lengths[cut_of], n)
-    R = first.shape[0]
-    short_energy, r0, r1 = np.empty(R), np.empty(R), np.empty(R)
-    spec_in, pitch_in = np.empty((R, N_FFT)), np.empty((R, _PITCH_NFFT))
-    _frame_rows(y, starts[cut_of] + HOP * f, lo, hi, k["hann"], k["pitch_hann"], short_energy, r0, r1, spec_in,
-                pitch_in)
-    logs, log_flatness, log2_f0, voicing, power = _frame_values(short_energy, spec_in, pitch_in)
-    del spec_in, pitch_in
+    logs, log_flatness, log2_f0, voicing, power, r0, r1 = _row_values(y, starts[cut_of] + HOP * f, lo, hi)
     with blas.limit(1):
         cepstra = _cepstra(power)
     out = np.zeros((offsets[-1], N_COLUMNS))

@@ -192,19 +192,29 @@ def _frame_row(y, c, lo, hi, hann, pitch_hann, buf, sq, short_energy, r0, r1, sp
     """One frame of :func:`_frame_buffers`: the frame centred on sample ``c`` of float64 ``y``,
     the samples outside ``lo .. hi - 1`` counting as 0 (the edges of the recording or cut
     analysed). Writes ``short_energy[f]``, ``r0[f]``, ``r1[f]`` and the rows ``spec_row``
-    (N_FFT,) and ``pitch_row`` (_PITCH_NFFT,); ``buf``, ``sq``: (PITCH_WINDOW,) scratch."""
+    (N_FFT,) and ``pitch_row`` (_PITCH_NFFT,); ``buf``: (2 PITCH_WINDOW,) scratch, ``sq``:
+    (PITCH_WINDOW,) scratch. The widest (pitch) window's samples are copied once into the
+    second half of ``buf`` (zeros outside ``lo .. hi - 1``); the shorter windows, centred on
+    the same sample, are read from there."""
+    win = buf[PITCH_WINDOW:]
+    a = c - PITCH_WINDOW // 2
+    if lo <= a and a + PITCH_WINDOW <= hi:
+        for i in range(PITCH_WINDOW):
+            win[i] = y[a + i]
+    else:
+        for i in range(PITCH_WINDOW):
+            k = a + i
+            win[i] = y[k] if lo <= k < hi else 0.0
     # 10 ms short-term energy
-    a = c - SHORT_WINDOW // 2
+    s0 = PITCH_WINDOW // 2 - SHORT_WINDOW // 2
     for i in range(SHORT_WINDOW):
-        k = a + i
-        v = y[k] if lo <= k < hi else 0.0
+        v = win[s0 + i]
         sq[i] = v * v
     short_energy[f] = _pairwise_sum(sq, 0, SHORT_WINDOW, 1) / SHORT_WINDOW
     # 25 ms frame: windowed for the FFT; centred autocorrelation at lags 0 and 1
-    a = c - WINDOW // 2
+    w0 = PITCH_WINDOW // 2 - WINDOW // 2
     for i in range(WINDOW):
-        k = a + i
-        v = y[k] if lo <= k < hi else 0.0
+        v = win[w0 + i]
         buf[i] = v
         spec_row[i] = v * hann[i]
     for i in range(WINDOW, N_FFT):
@@ -219,13 +229,9 @@ def _frame_row(y, c, lo, hi, hann, pitch_hann, buf, sq, short_energy, r0, r1, sp
         sq[i] = buf[i + 1] * buf[i]
     r1[f] = _pairwise_sum(sq, 0, WINDOW - 1, 1)
     # 40 ms pitch frame, mean removed, windowed
-    a = c - PITCH_WINDOW // 2
+    mean = _pairwise_sum(win, 0, PITCH_WINDOW, 1) / PITCH_WINDOW
     for i in range(PITCH_WINDOW):
-        k = a + i
-        buf[i] = y[k] if lo <= k < hi else 0.0
-    mean = _pairwise_sum(buf, 0, PITCH_WINDOW, 1) / PITCH_WINDOW
-    for i in range(PITCH_WINDOW):
-        pitch_row[i] = (buf[i] - mean) * pitch_hann[i]
+        pitch_row[i] = (win[i] - mean) * pitch_hann[i]
     for i in range(PITCH_WINDOW, pitch_row.shape[0]):
         pitch_row[i] = 0.0
 
@@ -241,7 +247,7 @@ def _frame_buffers(y, T, hann, pitch_hann, short_energy, r0, r1, spec_in, pitch_
     ``pitch_in`` (T, _PITCH_NFFT) the mean-removed, Hann-windowed ``PITCH_WINDOW`` frame,
     zero padded."""
     n = y.shape[0]
-    buf = np.empty(PITCH_WINDOW)
+    buf = np.empty(2 * PITCH_WINDOW)
     sq = np.empty(PITCH_WINDOW)
     for f in range(T):
         _frame_row(y, HOP * f, 0, n, hann, pitch_hann, buf, sq, short_energy, r0, r1, spec_in[f], pitch_in[f], f)
@@ -253,7 +259,7 @@ def _frame_rows(y, centres, lo, hi, hann, pitch_hann, short_energy, r0, r1, spec
     frame centred on sample ``centres[r]``, the samples outside ``lo[r] .. hi[r] - 1`` counting
     as 0 (a frame of a cut ``y[lo:hi]`` near its edges; ``0, len(y)`` for a frame that lies
     inside every cut that has it). The same values as :func:`_frame_buffers` of that cut."""
-    buf = np.empty(PITCH_WINDOW)
+    buf = np.empty(2 * PITCH_WINDOW)
     sq = np.empty(PITCH_WINDOW)
     for r in range(centres.shape[0]):
         _frame_row(y, centres[r], lo[r], hi[r], hann, pitch_hann, buf, sq, short_energy, r0, r1, spec_in[r],
