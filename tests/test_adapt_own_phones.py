@@ -268,6 +268,49 @@ def test_language_adapt_reads_words_through_the_g2p_and_the_mapping(tmp_path):
     assert labels <= set(mapping) and "ʃ" in labels
 
 
+def test_language_references_are_read_in_its_ipa_through_the_mapping(tmp_path):
+    """With --language, a reference TextGrid's phones are the language's IPA (as align-corpus
+    --language writes them), each read as the model phone the mapping gives it; a symbol with
+    no features is refused with one line naming the file."""
+    pytest.importorskip("gruut")
+    pytest.importorskip("panphon")
+    pytest.importorskip("phonecodes.phonecodes")
+    from aligner.alignment.languages import check_language
+    from aligner.io.corpus import find_utterances
+    from aligner.io.transcripts import read_phn
+
+    try:
+        check_language("en-us")
+    except Exception as exc:  # noqa: BLE001 - the English pack is missing here
+        pytest.skip(str(exc))
+    corpus = _words_corpus(tmp_path / "c", n=2)
+    first = TIMIT / "dr1-fvmh0" / sorted((corpus / "dr1-fvmh0").glob("*.wav"))[0].name
+    u = next(x for x in find_utterances(TIMIT) if x.audio.resolve() == first.resolve())
+    labels = read_phn(u.transcript)[2]
+    ipa = [p.rstrip("\u031a") for p in _as_ipa(labels)]  # closures as their stops' IPA
+    refs = tmp_path / "refs" / "dr1-fvmh0"
+    refs.mkdir(parents=True)
+    _reference(refs / u.audio.with_suffix(".TextGrid").name, u, ipa)
+    mapping: dict = {}
+    recordings, failed, _ = AC.read_recordings(corpus, model=api.load_model(), language="en-us",
+                                               references=tmp_path / "refs", mapping=mapping)
+    assert not failed
+    with_ref = [r for r in recordings if r.reference is not None]
+    assert len(with_ref) == 1
+    ref = with_ref[0].reference
+    spoken = [p for p in ipa if p != "sil"]
+    silence = ref[0][2]  # the file starts in silence (h#), read as the detected set's silence
+    assert silence in ("sil", "pau", "h#")
+    assert [iv[2] for iv in ref if iv[2] != silence] == [mapping[p] for p in spoken]  # model phones, in order
+    assert mapping["ʃ"] == "sh" and all(p in mapping for p in spoken)
+    np.testing.assert_allclose(ref[0][0], 0.0)
+    _reference(refs / u.audio.with_suffix(".TextGrid").name, u, ipa, rename={ipa[3]: "\u2603"})
+    with pytest.raises(TranscriptError) as err:
+        AC.read_recordings(corpus, model=api.load_model(), language="en-us", references=tmp_path / "refs")
+    message = str(err.value)
+    assert "\n" not in message and "refs" in message and u.audio.stem in message and "phone-map" in message
+
+
 def test_language_refusals_are_one_line_as_align_corpus(tmp_path):
     pytest.importorskip("gruut")
     pytest.importorskip("gruut_lang_es")

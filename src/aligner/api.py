@@ -78,7 +78,8 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
     transcripts in its symbols (words: ``dictionary`` in its phones) and keeps its inventory.
     ``language`` (e.g. ``"es"``), ``phone_map`` (a file or dict overriding the feature mapping):
     the words are in a language the model never heard, read as ``align_corpus(...,
-    language=...)`` reads them; align with the adapted model through the same ``language``.
+    language=...)`` reads them, and ``references`` hold the language's IPA phones, read through the
+    same mapping; align with the adapted model through the same ``language``.
     Returns an :class:`AdaptReport`; see :func:`aligner.alignment.adapt_corpus.adapt_corpus`."""
     from aligner.alignment.adapt_corpus import adapt_corpus
 

@@ -109,13 +109,18 @@ def _reference_path(references: Path, name: str, by_stem: dict) -> Optional[Path
     return by_stem.get(Path(name).name.lower())
 
 
-def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel] = None) -> list:
+def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel] = None,
+                   language_phones=None) -> list:
     """Hand-aligned phones ``[(start_s, end_s, symbol), ...]`` of a reference TextGrid covering a
     recording of ``duration_s`` seconds: its ``phones`` tier (or its first interval tier), blank
     intervals read as silence of the phones' own set. For a ``model`` trained on its own phones
-    the symbols must be the model's (blank intervals: its silence). One-line
+    the symbols must be the model's (blank intervals: its silence). ``language_phones``: the
+    symbols are a language's IPA phones (as ``align-corpus --language`` writes its phones
+    tier; ``sil``, ``sp`` and blanks are silence), each read as the model phone that
+    ``language_phones(symbols)`` (a ``{IPA phone: model phone}`` mapping) gives it. One-line
     :class:`TranscriptError` naming the file for a missing tier, no phones, overlapping
-    intervals, intervals past the audio or a symbol of no phone set (not of the model's)."""
+    intervals, intervals past the audio or a symbol of no phone set (not of the model's, or
+    with no mapping)."""
     from aligner.alignment.inventory import EMPTY_LABEL_SYMBOL, normalize_symbol
     from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
     from aligner.phonetics import detect_phone_set
@@ -140,6 +145,18 @@ def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel
         raise TranscriptError(f"{path}: tier {tier!r} runs to {end:.3f} s but its recording lasts {duration_s:.3f} s "
                               f"(a reference of another recording?)")
     own = None if model is None else model.phone_set
+    if language_phones is not None:  # the language's IPA, each as its model phone
+        silent = {"sil", "sp", ""}
+        labelled = [(s, e, lab) for s, e, lab in labelled if lab.lower() not in silent]
+        if not labelled:
+            raise TranscriptError(f"{path}: tier {tier!r} holds no phones")
+        try:
+            to_model = language_phones([normalize_symbol(lab) for _, _, lab in labelled])
+        except (AlignerError, ValueError) as exc:  # a phone of no features and no --phone-map line
+            raise TranscriptError(f"{path}: tier {tier!r}: {exc}") from None
+        intervals = [(s, e, "" if lab.strip().lower() in silent else to_model[normalize_symbol(lab.strip())])
+                     for s, e, lab in intervals]
+        labelled = [(s, e, lab) for s, e, lab in intervals if lab]
     try:
         if own is None:
             pset = detect_phone_set([lab for _, _, lab in labelled], source=str(path))
@@ -222,6 +239,15 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
         oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
     mapping = {} if mapping is None else mapping
     ipa_of: dict = {}  # with a language: word -> its IPA phones
+    language_phones = None
+    if language is not None:  # references in the language's IPA, read through the same mapping
+        from aligner.alignment.languages import phone_mapping
+
+        def language_phones(phones):
+            unmapped = [p for p in phones if p not in mapping]
+            if unmapped:
+                mapping.update(phone_mapping(unmapped, model, phone_map))
+            return mapping
     words_dict = None
     recordings, failed, oovs = [], [], {}
     for i, utt in enumerate(utterances):
@@ -232,7 +258,7 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
             if len(samples) < MIN_RECORDING_SAMPLES:
                 raise AlignerError(f"{utt.audio}: {1000 * duration:.0f} ms is too short to align")
             ref_path = None if references is None else _reference_path(references, utt.name, by_stem)
-            reference = None if ref_path is None else read_reference(ref_path, duration, model)
+            reference = None if ref_path is None else read_reference(ref_path, duration, model, language_phones)
             if transcript_kind(utt.transcript, kind) == "phones":
                 symbols, pset = read_transcript(utt.transcript, phone_reading)
                 recordings.append(Recording(samples, list(symbols), utt.speaker, str(utt.audio), "phones", pset.name,

@@ -41,7 +41,8 @@ class _StageBars:
               help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail the file.")
 @click.option("--references", type=click.Path(file_okay=False, exists=True),
               help="Hand-aligned TextGrids (a phones tier) of some files, by relative path or stem: their "
-                   "boundaries replace the decoded ones and count more.")
+                   "boundaries replace the decoded ones and count more. With --language their phones are the "
+                   "language's IPA (as align-corpus --language writes them), read through the same mapping.")
 @click.option("--language", metavar="CODE",
               help="The words are in this language: read by the gruut G2P and aligned as the model's closest "
                    "phones by features (as `align-corpus --language`); align with the adapted model the same way.")
