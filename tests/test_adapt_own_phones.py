@@ -226,7 +226,8 @@ def _words_corpus(root: Path, n: int = 8) -> Path:
     return root
 
 
-def test_language_adapt_reads_words_through_the_g2p_and_the_mapping(tmp_path):
+def _needs_english_g2p() -> None:
+    """Skip unless gruut with its English pack and panphon are installed (the languages extra)."""
     pytest.importorskip("gruut")
     pytest.importorskip("panphon")
     from aligner.alignment.languages import check_language
@@ -235,6 +236,10 @@ def test_language_adapt_reads_words_through_the_g2p_and_the_mapping(tmp_path):
         check_language("en-us")
     except Exception as exc:  # noqa: BLE001 - the English pack is missing here
         pytest.skip(str(exc))
+
+
+def test_language_adapt_reads_words_through_the_g2p_and_the_mapping(tmp_path):
+    _needs_english_g2p()
     corpus = _words_corpus(tmp_path / "c")
     phone_map = tmp_path / "map.txt"
     phone_map.write_text("ʌ aa\n", encoding="utf-8")  # the feature mapping says ah
@@ -272,17 +277,11 @@ def test_language_references_are_read_in_its_ipa_through_the_mapping(tmp_path):
     """With --language, a reference TextGrid's phones are the language's IPA (as align-corpus
     --language writes them), each read as the model phone the mapping gives it; a symbol with
     no features is refused with one line naming the file."""
-    pytest.importorskip("gruut")
-    pytest.importorskip("panphon")
+    _needs_english_g2p()
     pytest.importorskip("phonecodes.phonecodes")
-    from aligner.alignment.languages import check_language
     from aligner.io.corpus import find_utterances
     from aligner.io.transcripts import read_phn
 
-    try:
-        check_language("en-us")
-    except Exception as exc:  # noqa: BLE001 - the English pack is missing here
-        pytest.skip(str(exc))
     corpus = _words_corpus(tmp_path / "c", n=2)
     first = TIMIT / "dr1-fvmh0" / sorted((corpus / "dr1-fvmh0").glob("*.wav"))[0].name
     u = next(x for x in find_utterances(TIMIT) if x.audio.resolve() == first.resolve())
