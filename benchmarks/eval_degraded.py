@@ -32,9 +32,10 @@ as the mean of its conditions' mean errors and that mean's ratio to clean.
 With ``--expert-folds DIR`` (fold models of the same speaker folds trained with ``--augment``),
 each fold model gets its fold's multi-condition model as condition expert
 (:mod:`aligner.alignment.conditions`): a recording goes to the expert when the clean fold model's
-mean posterior entropy exceeds, or its energy range falls below, gates set from the *other* folds'
-held-out speakers' clean recordings (the values that ``--false-alarm`` of them lie beyond), so no
-speaker's own recordings set the gates that route them. The ``expert`` column is the share of recordings sent to the expert.
+mean posterior entropy exceeds, or its energy range or high-band share falls below, gates set from
+the *other* folds' held-out speakers' clean recordings (the values that ``--false-alarm`` of them
+lie beyond; ``--no-band-gate`` leaves the band out), so no speaker's own recordings set the gates
+that route them. The ``expert`` column is the share of recordings sent to the expert.
 
     python -m benchmarks.eval_degraded --folds-dir runs/folds [--conditions clean white10 ...]
     python -m benchmarks.eval_degraded --folds-dir runs/folds --expert-folds runs/folds-mc-a

@@ -42,8 +42,8 @@ from typing import Callable, Optional
 from aligner.alignment.corpus import CORPUS_TRANSCRIPTS, CorpusReport, align_corpus
 from aligner.alignment.model import AlignmentModel
 from aligner.alignment.pipeline import (TIER_OVERRUN_TOLERANCE, _language_pronunciations, _pronunciations,
-                                        check_phone_map, load_dictionary, load_model, model_reading,
-                                        words_dictionary)
+                                        check_phone_map, load_dictionary, load_model, map_language_phones,
+                                        model_reading, words_dictionary)
 from aligner.errors import AlignerError, ModelError, TranscriptError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.bundles import ALIGNMENT_KIND, MANIFEST, default_model_dir
@@ -239,15 +239,9 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
         oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
     mapping = {} if mapping is None else mapping
     ipa_of: dict = {}  # with a language: word -> its IPA phones
-    language_phones = None
-    if language is not None:  # references in the language's IPA, read through the same mapping
-        from aligner.alignment.languages import phone_mapping
-
-        def language_phones(phones):
-            unmapped = [p for p in phones if p not in mapping]
-            if unmapped:
-                mapping.update(phone_mapping(unmapped, model, phone_map))
-            return mapping
+    # references in the language's IPA, read through the words' mapping
+    language_phones = None if language is None else partial(map_language_phones, model, overrides=phone_map,
+                                                            mapping=mapping)
     words_dict = None
     recordings, failed, oovs = [], [], {}
     for i, utt in enumerate(utterances):

@@ -21,14 +21,16 @@ go there more often.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, WINDOW, n_frames
 
-#: samples per piece of :func:`energy_range_db` (5 ms): a frame is 5 pieces, a frame shift 2
+#: samples per piece of :func:`level_statistics`' frame powers (5 ms): a frame is 5 pieces, a frame shift 2
 _PIECE = 80
 assert WINDOW % _PIECE == 0 and FRAME_SHIFT % _PIECE == 0
-#: frames whose energies :func:`energy_range_db` computes at once
+#: frames whose energies :func:`level_statistics` computes at once
 ENERGY_BLOCK_FRAMES = 20_000
 #: floor of a frame's mean power (full-scale units squared): digital silence counts as -200 dB, far
 #: below any recorded noise floor, so a quiet recording's range is its own (a floor near real
@@ -107,12 +109,6 @@ def level_statistics(samples, band: bool = True) -> tuple:
     return float(top - low), share
 
 
-def energy_range_db(samples) -> float:
-    """The 95th minus the 10th percentile (dB) of the mean power of a recording's frames
-    (:func:`level_statistics` without the band)."""
-    return level_statistics(samples, band=False)[0]
-
-
 def gate_statistics(classifier, samples: np.ndarray) -> tuple:
     """``(mean posterior entropy in nats, energy range in dB, high-band share in dB)`` of a 16 kHz
     recording (n,), the three statistics the gates read, with ``classifier`` scoring its
@@ -136,6 +132,23 @@ def gate_for_false_alarm(clean_values, false_alarm: float = DEFAULT_FALSE_ALARM,
     return float(np.quantile(values, false_alarm if below else 1.0 - false_alarm))
 
 
+def check_gates(gate, range_gate, band_gate, n_classes: int) -> None:
+    """Raise ValueError unless ``gate`` is an entropy in (0, log ``n_classes``) nats (above that
+    no recording could pass it), ``range_gate`` None or in (0, :data:`MAX_RANGE_GATE_DB`) dB,
+    and ``band_gate`` None or within +-:data:`MAX_BAND_GATE_DB` dB; each a real number (not a
+    bool or a string, as a damaged model file might hold)."""
+    def number(value):
+        return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+    if not number(gate) or not 0 < gate < np.log(n_classes):
+        raise ValueError(f"the condition expert's gate must be an entropy in (0, log {n_classes}) nats, got {gate!r}")
+    if range_gate is not None and (not number(range_gate) or not 0 < range_gate < MAX_RANGE_GATE_DB):
+        raise ValueError(f"the condition expert's range gate must lie in (0, {MAX_RANGE_GATE_DB}) dB, "
+                         f"got {range_gate!r}")
+    if band_gate is not None and (not number(band_gate) or not -MAX_BAND_GATE_DB < band_gate < MAX_BAND_GATE_DB):
+        raise ValueError(f"the condition expert's band gate must lie within +-{MAX_BAND_GATE_DB} dB, got {band_gate!r}")
+
+
 def attach_condition_expert(model, expert, gate: float, range_gate: float | None = None,
                             record: dict | None = None, band_gate: float | None = None) -> None:
     """Give ``model`` (an :class:`~aligner.alignment.model.AlignmentModel`) the classifier, weights
@@ -147,12 +160,7 @@ def attach_condition_expert(model, expert, gate: float, range_gate: float | None
         raise ValueError("the condition expert must tell apart the same classes and symbols as the model")
     if expert.classifier.n_features != model.classifier.n_features:
         raise ValueError("the condition expert reads other acoustic vectors than the model")
-    if not np.isfinite(gate) or gate <= 0:
-        raise ValueError(f"the gate must be a positive entropy in nats, got {gate}")
-    if range_gate is not None and not 0 < range_gate < MAX_RANGE_GATE_DB:
-        raise ValueError(f"the range gate must lie in (0, {MAX_RANGE_GATE_DB}) dB, got {range_gate}")
-    if band_gate is not None and not -MAX_BAND_GATE_DB < band_gate < MAX_BAND_GATE_DB:
-        raise ValueError(f"the band gate must lie within +-{MAX_BAND_GATE_DB} dB, got {band_gate}")
+    check_gates(gate, range_gate, band_gate, len(model.inventory))
     model.condition_expert = model.expert_view(expert.classifier, expert.weights, expert.refiner)
     model.condition_gate = float(gate)
     model.condition_range_gate = None if range_gate is None else float(range_gate)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aligner.alignment.conditions import MAX_BAND_GATE_DB, MAX_RANGE_GATE_DB, level_statistics, posterior_entropy
+from aligner.alignment.conditions import check_gates, level_statistics, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
@@ -190,7 +190,7 @@ class AlignmentModel:
     #: mean posterior entropy (nats) of this model's classifier above which a recording goes to
     #: :attr:`condition_expert`
     condition_gate: float | None = None
-    #: energy range (dB, :func:`~aligner.alignment.conditions.energy_range_db`) below which a
+    #: energy range (dB, :func:`~aligner.alignment.conditions.level_statistics`) below which a
     #: recording goes to :attr:`condition_expert`; None = the entropy gate alone
     condition_range_gate: float | None = None
     #: high-band share (dB, :func:`~aligner.alignment.conditions.level_statistics`) below which a
@@ -535,24 +535,16 @@ class AlignmentModel:
                 if expert_weights.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(expert_weights)):
                     raise ValueError(f"the condition expert's weights must be {len(FEATURE_NAMES)} finite numbers")
                 gate = expert["gate_entropy_nats"]
-                if isinstance(gate, bool) or not isinstance(gate, (int, float)) or not 0 < gate < np.log(len(inventory)):
-                    raise ValueError(f"the condition expert's gate must be an entropy in (0, log {len(inventory)}) nats")
+                range_gate, band_gate = expert.get("gate_energy_range_db"), expert.get("gate_high_band_db")
+                check_gates(gate, range_gate, band_gate, len(inventory))
                 expert_classifier = FrameClassifier.from_arrays(arrays["expert_classifier"])
                 if (expert_classifier.n_classes != len(inventory)
                         or expert_classifier.n_features != classifier.n_features):
                     raise ValueError("the condition expert's classifier does not fit the model")
                 expert_refiner = (BoundaryRefiner.from_arrays(arrays["expert_refiner"])
                                   if "expert_refiner" in arrays else None)
-                range_gate = expert.get("gate_energy_range_db")
-                if range_gate is not None and (isinstance(range_gate, bool) or not isinstance(range_gate, (int, float))
-                                               or not 0 < range_gate < MAX_RANGE_GATE_DB):
-                    raise ValueError(f"the condition expert's range gate must lie in (0, {MAX_RANGE_GATE_DB}) dB")
                 model.condition_expert = model.expert_view(expert_classifier, expert_weights, expert_refiner)
                 model.condition_gate = float(gate)
-                band_gate = expert.get("gate_high_band_db")
-                if band_gate is not None and (isinstance(band_gate, bool) or not isinstance(band_gate, (int, float))
-                                              or not -MAX_BAND_GATE_DB < band_gate < MAX_BAND_GATE_DB):
-                    raise ValueError(f"the condition expert's band gate must lie within +-{MAX_BAND_GATE_DB} dB")
                 model.condition_range_gate = None if range_gate is None else float(range_gate)
                 model.condition_band_gate = None if band_gate is None else float(band_gate)
         except (KeyError, ValueError, TypeError, ModelError) as exc:

@@ -449,19 +449,29 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     return Alignment(tiers, duration, oovs, confidences, match, _flagged(m, match), phone_map=mapping)
 
 
+def map_language_phones(m: AlignmentModel, phones, overrides, mapping: dict) -> dict:
+    """``mapping`` (``{language IPA phone: model phone}``, grown in place and returned) with each
+    of ``phones`` not yet in it added, as :func:`~aligner.alignment.languages.phone_mapping` maps
+    it onto ``m``'s phones (``overrides``: the user's phone map)."""
+    from aligner.alignment.languages import phone_mapping
+
+    unmapped = [p for p in phones if p not in mapping]
+    if unmapped:
+        mapping.update(phone_mapping(unmapped, m, overrides))
+    return mapping
+
+
 def _language_pronunciations(m: AlignmentModel, text: str, language: str, overrides, mapping: dict,
                              ipa_of: dict, where: str) -> tuple[list, list]:
     """Labels and (one) pronunciation of each word of ``text`` in ``language``: the G2P's IPA
     phones (kept in ``ipa_of``), each as its model phone (``mapping``, grown as phones are met)."""
-    from aligner.alignment.languages import language_pronunciations, language_words, phone_mapping
+    from aligner.alignment.languages import language_pronunciations, language_words
 
     words = language_words(text)
     if not words:
         raise TranscriptError(f"{where}: transcript has no words to align")
     ipa_of.update(language_pronunciations([w for w in words if w not in ipa_of], language))
-    unmapped = [p for w in words for p in ipa_of[w] if p not in mapping]
-    if unmapped:
-        mapping.update(phone_mapping(unmapped, m, overrides))
+    map_language_phones(m, [p for w in words for p in ipa_of[w]], overrides, mapping)
     spell = str.upper if m.phone_set is None else str  # ARPAbet upper case; a model's own phones as written
     return words, [[tuple(spell(mapping[p]) for p in ipa_of[w])] for w in words]
 
