@@ -43,7 +43,6 @@ from pathlib import Path
 import numpy as np
 
 from aligner.alignment.adaptation import AdaptSettings, Recording, adapt_model, choose_warps, corpus_decoder
-from aligner.features.mfcc import mfcc_features
 from aligner.alignment.word_evaluation import score_word_alignments
 from aligner.io.audio import RepairedAudioWarning, load_audio
 from aligner.io.corpus import find_utterances
@@ -132,10 +131,11 @@ def reference_choice(utts: list[dict], seed: int = 0) -> set:
 
 
 def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: bool = True,
-                            expert_folds: Path | None = None) -> list:
+                            expert_folds: Path | None = None, band_folds: Path | None = None) -> list:
     """[(fold model with a confidence model and transcript check fitted on the other folds'
     out-of-fold decodes, its test speakers)]; without ``review``, the fold models as saved.
-    ``expert_folds``: the decodes are made with these condition experts (``build_decodes``)."""
+    ``expert_folds``, ``band_folds``: the decodes are made with these condition experts
+    (``build_decodes``)."""
     from aligner.alignment.confidence import BoundaryConfidence, UtteranceCheck
     from benchmarks.eval_confidence import build_decodes, fit_check, fit_confidence, fold_models
 
@@ -145,7 +145,8 @@ def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: boo
     paths = [work / f"review_fold{k}.npz" for k in range(len(models))]
     if not all(p.is_file() for p in paths):
         log("fitting per-fold confidence models on the other folds' decodes ...")
-        true, wrong, _, dec_models = build_decodes(data, folds_dir, log, expert_folds=expert_folds)
+        true, wrong, _, dec_models = build_decodes(data, folds_dir, log, expert_folds=expert_folds,
+                                                   band_folds=band_folds)
         all_wrong = [d for k in wrong for d in wrong[k]]
         for k in range(len(models)):
             train = [d for d in true if d.fold != k]
@@ -170,8 +171,8 @@ def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: boo
 def _frames_scores(model, u: dict, warps: dict | None):
     """``(decoder, frames, scores)``: ``model``, or its condition expert where its gates send the
     recording (:meth:`~aligner.alignment.model.AlignmentModel.scored`)."""
-    frames = mfcc_features(u["samples"], 16000, warp=float((warps or {}).get(u["speaker"], 1.0)))
-    decoder, scores = model.scored(frames, u["samples"])
+    frames = model.frames_of(u["samples"], warp=float((warps or {}).get(u["speaker"], 1.0)))
+    decoder, scores, frames = model.scored(frames, u["samples"])
     return decoder, frames, scores
 
 
@@ -403,6 +404,8 @@ def main(argv=None):
     ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment: each fold model's "
                     "condition expert (gated as benchmarks.eval_degraded --expert-folds does); a corpus most of "
                     "whose audio passes the gates adapts the expert, as aligner adapt does. Use its own --work")
+    ap.add_argument("--band-folds", type=Path, help="with --expert-folds: phone-line fold models for the recordings "
+                    "below the band gate (as benchmarks.eval_degraded --band-folds). Use its own --work")
     args = ap.parse_args(argv)
 
     names = [s for s in args.settings.split(",") if s]
@@ -417,7 +420,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         utts = load_corpus(args.data)
         models = fold_models_with_review(args.data, args.folds_dir, args.work, not args.no_review,
-                                         args.expert_folds)
+                                         args.expert_folds, args.band_folds)
         if args.expert_folds is not None:
             from types import SimpleNamespace
 
@@ -425,7 +428,8 @@ def main(argv=None):
             from benchmarks.eval_degraded import attach_fold_experts
             attach_fold_experts(models, fold_models(args.expert_folds),
                                 [SimpleNamespace(name=u["name"], speaker=u["speaker"]) for u in utts],
-                                {u["name"]: u["samples"] for u in utts}, None, log)
+                                {u["name"]: u["samples"] for u in utts}, None, log,
+                                band_experts=None if args.band_folds is None else fold_models(args.band_folds))
         for mode in args.modes:
             for k in folds:
                 model, speakers = models[k]

@@ -61,6 +61,11 @@ def main(argv=None):
     p.add_argument("--phone-code", default="auto", help="as `aligner train --phone-code`")
     p.add_argument("--augment", type=Path, help="multi-condition training: an augmentation recipe (JSON, as "
                    "`aligner train --augment`); each fold's copies and babble come from its training speakers only")
+    p.add_argument("--phone-line", action="store_true",
+                   help="phone-line fold models (as `aligner train --phone-line`): every recording through "
+                        "aligner.features.band.PHONE_BAND_HZ before its features and degraded copies")
+    p.add_argument("--only-fold", type=int, action="append", metavar="K",
+                   help="train and score only fold K (0-based; repeatable), e.g. to run folds in parallel processes")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
 
@@ -72,8 +77,11 @@ def main(argv=None):
     corpus = read_training_corpus(args.data, args.phones_tier, args.phone_classes, args.phone_code)
     if corpus.choice is not None:
         print(f"{len(corpus.choice.inventory)} phone classes; folded: {corpus.choice.folded}", file=sys.stderr)
+    from aligner.features.band import PHONE_BAND_HZ
+
+    band = PHONE_BAND_HZ if args.phone_line else None
     data = load_utterances(corpus.utterances, warps=tuple(float(w) for w in args.warps.split(',') if w.strip()),
-                           phone_set=corpus.phone_set, tier=corpus.tier)
+                           phone_set=corpus.phone_set, tier=corpus.tier, front_band_hz=band)
     by_name = {d.name: d for d in data}
     folds = speaker_folds(data, args.folds)
     recipe = None
@@ -82,9 +90,12 @@ def main(argv=None):
         recipe = AugmentationRecipe.from_json_file(args.augment)
     histories, pairs = [], []
     for f, test_speakers in enumerate(folds):
+        if args.only_fold and f not in args.only_fold:
+            continue
         train = [d for d in data if d.speaker not in test_speakers]
         if recipe is not None:
-            copies = degraded_frames([u for u in corpus.utterances if u.speaker not in test_speakers], recipe)
+            copies = degraded_frames([u for u in corpus.utterances if u.speaker not in test_speakers], recipe,
+                                     front_band_hz=band)
             train = [replace(d, degraded=copies[d.name]) for d in train]
         test = [d for d in data if d.speaker in test_speakers]
         t0 = time.perf_counter()
@@ -94,6 +105,7 @@ def main(argv=None):
             phone_set=corpus.phone_set)
         if recipe is not None:
             model.training["augmentation"] = recipe.to_dict()
+        model.front_band_hz = band
         if args.save_models is not None:
             model.training["test_speakers"] = list(test_speakers)
             model.save(args.save_models / f"fold{f}")

@@ -45,7 +45,6 @@ import numpy as np
 from aligner.alignment.confidence import (TOLERANCE_S, UTTERANCE_EVIDENCE_NAMES, BoundaryConfidence, UtteranceCheck,
                                           boundary_evidence, utterance_evidence)
 from aligner.errors import AlignmentError
-from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import RepairedAudioWarning, load_audio
 from aligner.io.corpus import find_utterances
@@ -103,8 +102,7 @@ def align_one(model, samples, labels, phone_set, name):
     """(decoder, frames, scores, classes, y, starts_s, seconds) of one alignment, timed as model.align
     is; the decoder is ``model``, or its condition expert where its gates send the recording."""
     t0 = time.perf_counter()
-    frames = mfcc_features(samples, SAMPLE_RATE)
-    model, scores = model.scored(frames, samples)
+    model, scores, frames = model.scored(None, samples)
     classes = phone_set.class_indices(labels)
     x = model.make_input(frames, classes, scores, name=name, symbols=labels)
     y = model.align_frames(x)
@@ -149,7 +147,7 @@ MISMATCH_KINDS = ("swapped", "truncated", "partly_wrong")
 
 
 def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS, condition: str = "clean",
-                  augment=None, expert_folds: Path | None = None):
+                  augment=None, expert_folds: Path | None = None, band_folds: Path | None = None):
     """Out-of-fold decodes of every utterance with its true transcript and with mismatched ones
     (:data:`MISMATCH_KINDS`: the next utterance's phones (same speaker), the last 30 % dropped,
     the longest word's phones replaced by the next utterance's longest word's). Returns (true
@@ -159,7 +157,9 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     :class:`~aligner.features.augment.AugmentationRecipe` makes training copies (its babble left
     out: it would borrow the held-out speakers' voices). ``expert_folds``: fold models trained with
     ``--augment`` that become the fold models' condition experts, gated as
-    ``benchmarks.eval_degraded --expert-folds`` does (gates from the other folds' clean recordings)."""
+    ``benchmarks.eval_degraded --expert-folds`` does (gates from the other folds' clean recordings);
+    ``band_folds``: phone-line fold models for the recordings below the band gate, as
+    ``benchmarks.eval_degraded --band-folds``."""
     from aligner.io.transcripts import read_sample_intervals
 
     models = fold_models(folds_dir)
@@ -171,7 +171,8 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
         audio = {u.name: load_audio(u.audio) for u in utts}
     if expert_folds is not None:
         from benchmarks.eval_degraded import attach_fold_experts
-        attach_fold_experts(models, fold_models(expert_folds), utts, audio, None, log)
+        attach_fold_experts(models, fold_models(expert_folds), utts, audio, None, log,
+                            band_experts=None if band_folds is None else fold_models(band_folds))
     if condition != "clean":
         from benchmarks.eval_degraded import degrade
         audio = {u.name: degrade(audio[u.name], condition, seed=i) for i, u in enumerate(utts)}
@@ -355,6 +356,8 @@ def main(argv=None):
                     "the held-out folds on recordings degraded as benchmarks.eval_degraded's condition NAME")
     ap.add_argument("--train-augment", type=Path, help="also fit the confidence model and the check on one "
                     "degraded copy of every training-fold recording, made as this augmentation recipe (JSON) says")
+    ap.add_argument("--band-folds", type=Path, help="phone-line fold models for the recordings below the band "
+                    "gate (with --expert-folds), as benchmarks.eval_degraded --band-folds")
     ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment: each fold model's "
                     "condition expert, gated as benchmarks.eval_degraded --expert-folds does")
     ap.add_argument("--json", action="store_true")
@@ -363,13 +366,14 @@ def main(argv=None):
 
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
-    true, wrong, refused, models = build_decodes(args.data, args.folds_dir, log, expert_folds=args.expert_folds)
+    true, wrong, refused, models = build_decodes(args.data, args.folds_dir, log, expert_folds=args.expert_folds,
+                                                 band_folds=args.band_folds)
     if args.test_condition != "clean":
         if args.save is not None:
             sys.exit("error: --save fits on clean decodes; use it without --test-condition")
         log(f"held-out folds evaluated on {args.test_condition} recordings")
         true_test, wrong_test, refused, _ = build_decodes(args.data, args.folds_dir, log, condition=args.test_condition,
-                                                        expert_folds=args.expert_folds)
+                                                        expert_folds=args.expert_folds, band_folds=args.band_folds)
     else:
         true_test, wrong_test = true, wrong
     if args.train_augment is not None:
@@ -377,7 +381,7 @@ def main(argv=None):
         recipe = AugmentationRecipe.from_json_file(args.train_augment)
         log(f"training folds also decoded on copies degraded as {args.train_augment}")
         true_aug, wrong_aug, _, _ = build_decodes(args.data, args.folds_dir, log, augment=recipe,
-                                                 expert_folds=args.expert_folds)
+                                                 expert_folds=args.expert_folds, band_folds=args.band_folds)
         true_fit = true + true_aug
         wrong = {k: wrong[k] + wrong_aug[k] for k in wrong}
     else:

@@ -125,16 +125,22 @@ def degrade(x: np.ndarray, condition: str, seed: int) -> np.ndarray:
 
 
 def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, false_alarm: float | None,
-                        log=print, band: bool = True) -> None:
+                        log=print, band: bool = True, band_experts: list | None = None) -> None:
     """Give each ``(model, test speakers)`` of ``models`` the expert of ``experts`` with the same
     test speakers, gated at the entropy, energy range and (with ``band``) high-band share that
     ``false_alarm`` of the other folds' held-out clean recordings lie beyond (each scored by its
-    own fold model)."""
+    own fold model); with ``band_experts`` (fold models trained on band-limited speech, e.g.
+    ``eval_alignment_cv`` on a corpus through :func:`aligner.features.band.band_limited` with
+    a phone-line recipe), the one with the same test speakers takes the recordings below the band
+    gate, hearing them through :data:`aligner.features.band.PHONE_BAND_HZ`."""
+    from aligner.features.band import PHONE_BAND_HZ
+
     from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
                                               gate_statistics)
 
     false_alarm = DEFAULT_FALSE_ALARM if false_alarm is None else false_alarm
     expert_of = {tuple(sorted(s)): m for m, s in experts}
+    band_of = {tuple(sorted(s)): m for m, s in (band_experts or [])}
     model_of = {s: m for m, speakers in models for s in speakers}
     entropy, level_range, band_share = {}, {}, {}
     for u in utts:
@@ -148,7 +154,15 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
         gate = gate_for_false_alarm([entropy[n] for n in others], false_alarm)
         range_gate = gate_for_false_alarm([level_range[n] for n in others], false_alarm, below=True)
         band_gate = gate_for_false_alarm([band_share[n] for n in others], false_alarm, below=True) if band else None
-        attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm}, band_gate)
+        band_expert = None
+        if band_experts is not None:
+            band_expert = band_of.get(tuple(sorted(speakers)))
+            if band_expert is None or not band:
+                sys.exit(f"error: no band expert fold model tested on {', '.join(sorted(speakers))}, or no band gate")
+            if band_expert.front_band_hz is None:
+                band_expert.front_band_hz = PHONE_BAND_HZ
+        attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm}, band_gate,
+                                band_expert)
         log(f"fold of {', '.join(sorted(speakers))}: gates {gate:.3f} nats, {range_gate:.1f} dB range"
             + (f", {band_gate:.1f} dB high band " if band else " ")
             + f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
@@ -160,6 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--folds-dir", type=Path, required=True, help="fold models (benchmarks.eval_alignment_cv)")
     ap.add_argument("--conditions", nargs="+", default=list(CONDITIONS), choices=CONDITIONS)
     ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment, as condition experts")
+    ap.add_argument("--band-folds", type=Path,
+                    help="fold models trained on band-limited speech, as band experts (with --expert-folds)")
     ap.add_argument("--false-alarm", type=float, default=None,
                     help="share of clean held-out recordings the gate sends to the expert [0.1]")
     ap.add_argument("--no-band-gate", action="store_true",
@@ -186,7 +202,8 @@ def main(argv=None) -> int:
     print(f"{len(utts)} utterances of {len(model_of)} held-out speakers, fold models from {args.folds_dir}")
     if args.expert_folds is not None:
         attach_fold_experts(models, fold_models(args.expert_folds), utts, audio, args.false_alarm,
-                            band=not args.no_band_gate)
+                            band=not args.no_band_gate,
+                            band_experts=None if args.band_folds is None else fold_models(args.band_folds))
     expert_col = f" {'expert':>7}" if args.expert_folds is not None else ""
     print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}"
           + expert_col)
@@ -199,7 +216,7 @@ def main(argv=None) -> int:
             model = model_of[u.speaker]
             if model.condition_expert is not None:
                 frames = mfcc_features(x, SR)
-                routed += model.scored(frames, x)[0] is model.condition_expert
+                routed += model.scored(frames, x)[0] is not model
             try:
                 intervals = model.align(x, labels, phone_set, name=u.name, split_stops=False)
             except AlignerError:

@@ -2,7 +2,9 @@
 """Give an alignment model a multi-condition expert and set its gates on unseen speakers.
 
 The expert (a model trained with ``aligner train --augment``) lends its classifier, 7 weights and
-refiner to the model (:mod:`aligner.alignment.conditions`). The three gates come from the clean
+refiner to the model (:mod:`aligner.alignment.conditions`); ``--band-expert`` (a phone-line model,
+``aligner train --phone-line --augment recipes/conditions/phone-line.json``) takes the recordings
+below the band gate instead. The three gates come from the clean
 recordings of the TIMIT-layout corpus, each scored by the fold model that never heard its speaker
 (``--folds-dir``, fold models of the model's own training settings made by
 ``python -m benchmarks.eval_alignment_cv --save-models DIR``): the mean posterior entropy that
@@ -11,7 +13,7 @@ below. The model is written
 to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
 
     python -m benchmarks.fit_condition_expert --model models/timit-alignment --expert runs/mc \\
-        --folds-dir runs/folds --in-place
+        [--band-expert runs/phone-line] --folds-dir runs/folds --in-place
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", type=Path, required=True, help="the clean alignment model")
     ap.add_argument("--expert", type=Path, required=True, help="a model of the same classes trained with --augment")
+    ap.add_argument("--band-expert", type=Path,
+                    help="a phone-line model (aligner train --phone-line) for the recordings below the band gate")
     ap.add_argument("--folds-dir", type=Path, required=True, help="clean fold models (benchmarks.eval_alignment_cv)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus of the fold models")
     ap.add_argument("--false-alarm", type=float, default=None,
@@ -50,6 +54,9 @@ def main(argv=None) -> int:
     false_alarm = DEFAULT_FALSE_ALARM if args.false_alarm is None else args.false_alarm
     model = AlignmentModel.load(args.model)
     expert = AlignmentModel.load(args.expert)
+    band_expert = None if args.band_expert is None else AlignmentModel.load(args.band_expert)
+    if band_expert is not None and band_expert.front_band_hz is None:
+        sys.exit(f"error: {args.band_expert}: not a phone-line model (train it with aligner train --phone-line)")
     model_of = {s: m for m, speakers in fold_models(args.folds_dir) for s in speakers}
     utts = [u for u in find_utterances(args.data) if u.speaker in model_of]
     entropies, ranges, bands = [], [], []
@@ -68,12 +75,18 @@ def main(argv=None) -> int:
               "gates_from": f"{len(utts)} clean recordings of {len(model_of)} speakers, each by the fold model "
                             f"that never heard it ({args.folds_dir})",
               "false_alarm": false_alarm}
-    attach_condition_expert(model, expert, gate, range_gate, record, band_gate)
+    if band_expert is not None:
+        record["band_expert"] = str(args.band_expert)
+        record["band_expert_training"] = {k: band_expert.training.get(k) for k in (
+            "augmentation", "speakers", "seconds", "classifier_params") if k in band_expert.training}
+    attach_condition_expert(model, expert, gate, range_gate, record, band_gate, band_expert)
     target = args.model if args.in_place else args.out
-    if target.resolve() in (args.expert.resolve(), args.folds_dir.resolve()):
+    inputs = [args.expert, args.folds_dir] + ([args.band_expert] if args.band_expert is not None else [])
+    if target.resolve() in [p.resolve() for p in inputs]:
         sys.exit(f"error: {target}: would overwrite an input")
     save_atomically(model, target, check=AlignmentModel.load)  # what was written loads before it replaces
-    print(f"{target}: expert {args.expert}; gates {gate:.3f} nats, {range_gate:.1f} dB range, "
+    band_note = f", band expert {args.band_expert}" if band_expert is not None else ""
+    print(f"{target}: expert {args.expert}{band_note}; gates {gate:.3f} nats, {range_gate:.1f} dB range, "
           f"{band_gate:.1f} dB high band, each passed by "
           f"{false_alarm:.0%} of {len(utts)} clean recordings of unseen speakers")
     return 0

@@ -167,3 +167,27 @@ def test_cli_train_refuses_a_bad_recipe_in_one_line(tmp_path):
     assert code == 1
     assert "recipe.json" in one_line_error(out) and "snr_db" in one_line_error(out)
     assert not (tmp_path / "model").exists()
+
+
+def test_the_phone_line_recipe_makes_phone_lines_only():
+    recipe = AugmentationRecipe.from_json_file(REPO / "recipes" / "conditions" / "phone-line.json")
+    assert recipe.copies == 1 and recipe.telephone_probability == 1.0
+    assert not recipe.simulates_rooms and recipe.clip_probability == 0.0  # needs no train extra
+
+
+@needs_timit
+def test_phone_line_training_hears_the_band_and_so_do_its_copies():
+    from aligner.alignment.training import degraded_frames, load_utterances
+    from aligner.features.band import PHONE_BAND_HZ, band_limited
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import load_audio
+    from aligner.io.corpus import find_utterances
+
+    utterances = [u for u in find_utterances(TIMIT)][:2]
+    recipe = AugmentationRecipe(copies=1, telephone_probability=1.0, noise_probability=0.0, **NO_ROOMS)
+    data = load_utterances(utterances, warps=(), augment=recipe, front_band_hz=PHONE_BAND_HZ)
+    samples = load_audio(utterances[0].audio)
+    np.testing.assert_array_equal(data[0].frames, mfcc_features(band_limited(samples)))
+    assert not np.allclose(data[0].frames, mfcc_features(samples))
+    copies = degraded_frames(utterances, recipe, front_band_hz=PHONE_BAND_HZ)
+    np.testing.assert_allclose(copies[utterances[0].name][0], data[0].degraded[0], atol=1e-5)

@@ -115,7 +115,7 @@ def test_routing_follows_the_gate(shipped):
     assert below.scored(frames)[0] is below
     np.testing.assert_array_equal(below.scored(frames)[1], scores)
     above = _with_expert(shipped, entropy * 0.99)
-    model, expert_scores = above.scored(frames)
+    model, expert_scores, _ = above.scored(frames)
     assert model is above.condition_expert
     assert model.confidence is above.confidence and model.durations is above.durations
     np.testing.assert_array_equal(expert_scores, scores)  # the same classifier here

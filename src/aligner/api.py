@@ -143,7 +143,7 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
           classifier_params: Optional[dict] = None, n_folds: int = 4, n_val_speakers: int = 2,
           progress=None, epoch_callback=None, phones_tier: Optional[str] = None, phone_classes=None,
           phone_code: str = "auto", min_class_tokens: Optional[int] = None, on_inventory=None,
-          augment=None) -> AlignmentModel:
+          augment=None, front_band_hz=None) -> AlignmentModel:
     """Train an alignment model on a corpus of hand-aligned phones and save it to ``out_dir``.
 
     TIMIT ``.phn`` in a standard phone set train a 39-class model; TextGrids (tier
@@ -155,10 +155,15 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     clipping: an :class:`~aligner.features.augment.AugmentationRecipe`, the path of one as JSON,
     or ``"default"`` (``recipes/conditions/multi-condition.json``); needs the ``train`` extra
     when the recipe simulates rooms. The recipe is stored in the model's training record.
+    ``front_band_hz``: a phone-line model, hearing every recording (in training and when it
+    aligns) through this band (Hz), e.g. :data:`aligner.features.band.PHONE_BAND_HZ`: the band
+    expert of a multi-condition bundle (``benchmarks.fit_condition_expert --band-expert``).
     """
     from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
     from aligner.features.augment import AugmentationRecipe
+    from aligner.features.band import check_band
 
+    front_band_hz = None if front_band_hz is None else check_band(front_band_hz)
     if augment == "default":
         augment = AugmentationRecipe()
     elif augment is not None and not isinstance(augment, AugmentationRecipe):
@@ -170,11 +175,12 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     if corpus.choice is not None and on_inventory is not None:
         on_inventory(corpus.choice)
     data = load_utterances(corpus.utterances, progress, phone_set=corpus.phone_set, tier=corpus.tier,
-                           augment=augment)
+                           augment=augment, front_band_hz=front_band_hz)
     model, _ = train_alignment_model(data, trainer, trainer_params, classifier_params, n_folds,
                                      n_val_speakers, progress=progress, epoch_callback=epoch_callback,
                                      phone_set=corpus.phone_set)
     model.training["corpus"] = str(corpus_dir)
+    model.front_band_hz = front_band_hz
     if augment is not None:
         model.training["augmentation"] = augment.to_dict()
     if corpus.choice is not None:

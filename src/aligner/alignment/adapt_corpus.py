@@ -418,7 +418,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     if base.condition_expert is not None:
         if message:
             message(f"{expert_share:.0%} of the audio looks degraded (the model's condition gates): adapting the "
-                    + ("multi-condition expert" if use_expert else "clean classifier"))
+                    + ("clean classifier" if not use_expert else "phone-line expert"
+                       if decoder is base.condition_band_expert else "multi-condition expert"))
         if use_expert:
             base = decoder
             if engine != "local":  # Dask workers load the expert from a bundle of its own
@@ -460,7 +461,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     }
     if expert_share:
         adapted.training["adapted"]["condition_expert"] = {
-            "adapted": use_expert, "share_of_audio_through_its_gates": round(expert_share, 3)}
+            "adapted": use_expert, "share_of_audio_through_its_gates": round(expert_share, 3),
+            "band_expert": adapted.front_band_hz is not None}
     if language is not None:
         adapted.training["adapted"].update(language=language, phone_map=report.phone_map)
     save_atomically(adapted, model_out)
@@ -611,10 +613,12 @@ class PoolRounds:
     reason (:func:`~aligner.alignment.adaptation.gather_round`).
     """
 
-    def __init__(self, recordings, prons_of, warps, engine: str, scheduler, jobs: int, base, work_dir=None):
+    def __init__(self, recordings, prons_of, warps, engine: str, scheduler, jobs: int, base, work_dir=None,
+                 band_hz=None):
         from aligner.alignment.adaptation import InProcessRounds
 
-        self.here = InProcessRounds(recordings, prons_of, warps)  # the recordings, as the workers see them
+        # the recordings, as the workers see them (through the base's front-end band, if any)
+        self.here = InProcessRounds(recordings, prons_of, warps, band_hz=band_hz)
         self.engine, self.scheduler, self.base, self.work_dir = engine, scheduler, base, work_dir
         self.jobs = max(1, min(int(jobs), len(recordings)))
         self.words = any(r.kind == "words" for r in recordings)

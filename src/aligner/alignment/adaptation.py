@@ -70,6 +70,7 @@ import numpy as np
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.alignment.stop_closures import expand_stop_closures, should_split_stops
 from aligner.errors import AlignerError, AlignmentError
+from aligner.features.band import band_limited
 from aligner.features.frame_classifier import FrameClassifier, landmark_eigenbasis
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
@@ -342,8 +343,7 @@ def choose_warps(model: AlignmentModel, recordings: Sequence[Recording], grid: S
             v = []
             for r, p in zip(recs, prons):
                 try:
-                    v.append(alignment_value(model, r, mfcc_features(np.asarray(r.samples, np.float32), SAMPLE_RATE,
-                                                                      warp=float(warp)), p))
+                    v.append(alignment_value(model, r, frames_of(r, warp, model.front_band_hz), p))
                 except AlignmentError:
                     v.append(np.nan)
             values[float(warp)] = v
@@ -597,27 +597,29 @@ DECODER_SAMPLE = 40
 
 
 def corpus_decoder(model: AlignmentModel, recordings: Sequence[Recording]) -> tuple:
-    """``(decoder, share)``: which of ``model`` and its condition expert
+    """``(decoder, share)``: which of ``model`` and its condition experts
     (:mod:`aligner.alignment.conditions`) to adapt on ``recordings``, and the share of their audio
-    the expert's gates take (0 for a model without one). The expert (a model of its own: an
-    adapted model has no expert) when its gates take more than half of the audio of up to
-    :data:`DECODER_SAMPLE` recordings spread through the corpus; a recording too short to score
-    does not count."""
+    the experts' gates take (0 for a model without one). An expert (a model of its own: an
+    adapted model has no expert) when the gates take more than half of the audio of up to
+    :data:`DECODER_SAMPLE` recordings spread through the corpus: the multi-condition expert or
+    the band expert, whichever takes more of it; a recording too short to score does not count."""
     if model.condition_expert is None or not recordings:
         return model, 0.0
     picked = np.unique(np.linspace(0, len(recordings) - 1, min(DECODER_SAMPLE, len(recordings))).round().astype(int))
-    routed = total = 0
+    experts = [e for e in (model.condition_expert, model.condition_band_expert) if e is not None]
+    routed, total = [0] * len(experts), 0
     for i in picked:
         rec = recordings[int(i)]
         samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
         try:
-            decoder = model.scored(mfcc_features(samples, SAMPLE_RATE), samples)[0]
+            decoder = model.scored(model.frames_of(samples), samples)[0]
         except AlignerError:
             continue
         total += len(samples)
-        routed += len(samples) if decoder is model.condition_expert else 0
-    share = routed / total if total else 0.0
-    return (model.condition_expert if share > 0.5 else model), share
+        for k, expert in enumerate(experts):
+            routed[k] += len(samples) if decoder is expert else 0
+    share = sum(routed) / total if total else 0.0
+    return (experts[int(np.argmax(routed))] if share > 0.5 else model), share
 
 
 def check_recordings(recordings: Sequence[Recording]) -> None:
@@ -685,7 +687,7 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     model = base
     previous: dict = {}
     reports = []
-    with (runner or InProcessRounds)(recordings, prons_of, warps) as where:
+    with (runner or InProcessRounds)(recordings, prons_of, warps, band_hz=base.front_band_hz) as where:
         for rnd in range(1, int(rounds) + 1):
             t0 = time.perf_counter()
             clf = model.classifier
@@ -731,7 +733,8 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
                                    dict(base.training, adapted={"rounds": rnd, "recordings": len(recordings),
                                                                 "settings": dict(settings.__dict__)}),
                                    base.refiner, base.confidence, base.utterance_check,
-                                   base.inventory, base.phone_symbols)  # the base's classes and symbols, kept
+                                   base.inventory, base.phone_symbols,  # the base's classes and symbols, kept
+                                   front_band_hz=base.front_band_hz)  # and its front end
             refs = [i for i, r in enumerate(recordings) if r.reference is not None]
             if settings.refiner_prior is not None and base.refiner is not None and refs:
                 pairs = [reference_boundaries(model, recordings[i], where.frames(i)) for i in refs]
@@ -778,10 +781,14 @@ class BatchResult:
     broken: str | None = None
 
 
-def frames_of(rec: Recording, warp: float = 1.0) -> np.ndarray:
-    """The MFCC frames of a recording (its samples read from its ``source`` if it has none)."""
-    samples = rec.samples if rec.samples is not None else _source_samples(rec)
-    return mfcc_features(np.asarray(samples, np.float32), SAMPLE_RATE, warp=float(warp))
+def frames_of(rec: Recording, warp: float = 1.0, band_hz=None) -> np.ndarray:
+    """The MFCC frames of a recording (its samples read from its ``source`` if it has none),
+    through the front-end band ``band_hz`` (Hz; :func:`aligner.features.band.band_limited`) of a
+    phone-line model first, if given."""
+    samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
+    if band_hz is not None:
+        samples = band_limited(samples, band_hz)
+    return mfcc_features(samples, SAMPLE_RATE, warp=float(warp))
 
 
 _SOURCE: tuple = (None, None)  #: (path, samples): the last audio file :func:`_source_samples` read
@@ -833,7 +840,7 @@ def run_batch(model: AlignmentModel, entries, settings: AdaptSettings, want_stat
             else:
                 if rec.samples is None:
                     rec = dataclasses.replace(rec, samples=_source_samples(rec))
-                frames = frames_of(rec, warp)
+                frames = frames_of(rec, warp, model.front_band_hz)
                 if cache is not None:
                     cache[i] = frames
             result, dec = _file_result(i, model, rec, frames, prons, settings)
@@ -913,11 +920,12 @@ def gather_round(batches: list, run, n: int, stats: OutputLayerStats | None, tic
 
 class InProcessRounds:
     """Each round's recordings aligned in this process, in one batch (:func:`run_batch`), their
-    MFCC frames kept between rounds; ``with InProcessRounds(recordings, prons_of, warps) as
-    where: stats, files = where.run(...)``."""
+    MFCC frames kept between rounds (through ``band_hz``, the front-end band of a phone-line
+    model, if given); ``with InProcessRounds(recordings, prons_of, warps) as where: stats, files =
+    where.run(...)``."""
 
-    def __init__(self, recordings: Sequence[Recording], prons_of: list, warps: dict):
-        self.recordings, self.prons_of, self.warps = recordings, prons_of, warps
+    def __init__(self, recordings: Sequence[Recording], prons_of: list, warps: dict, band_hz=None):
+        self.recordings, self.prons_of, self.warps, self.band_hz = recordings, prons_of, warps, band_hz
         self.cache: list = [None] * len(recordings)
 
     def __enter__(self) -> "InProcessRounds":
@@ -934,7 +942,7 @@ class InProcessRounds:
         """The MFCC frames of recording ``i``."""
         if self.cache[i] is None:
             rec = self.recordings[i]
-            self.cache[i] = frames_of(rec, self.warps.get(rec.speaker, 1.0))
+            self.cache[i] = frames_of(rec, self.warps.get(rec.speaker, 1.0), self.band_hz)
         return self.cache[i]
 
     def run(self, rnd: int, model: AlignmentModel, settings: AdaptSettings, want_stats: bool,

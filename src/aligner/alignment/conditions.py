@@ -12,6 +12,12 @@ gate: noise fills the pauses, reverberation the gaps between sounds), or when it
 nothing above 3.4 kHz (the high-band share of its louder frames, in dB, falls below the model's
 band gate: a phone line, a muffled microphone).
 
+A model may also carry a *band expert* (:attr:`~aligner.alignment.model.AlignmentModel.condition_band_expert`):
+a phone-line model, trained on speech through the band a telephone keeps and hearing every
+recording through it (:mod:`aligner.features.band`). It takes the recordings below the band gate
+that the range gate leaves alone (a phone line without a room or much noise); those below both
+still go to the multi-condition expert, which heard rooms and noise on phone lines too.
+
 Each gate is set from recordings of speakers the clean classifier never heard (the out-of-fold
 decodes of ``benchmarks.eval_alignment_cv`` fold models): as the value that only a chosen share
 of those clean recordings lies beyond (:func:`gate_for_false_alarm`). Two to three times that
@@ -150,22 +156,33 @@ def check_gates(gate, range_gate, band_gate, n_classes: int) -> None:
 
 
 def attach_condition_expert(model, expert, gate: float, range_gate: float | None = None,
-                            record: dict | None = None, band_gate: float | None = None) -> None:
+                            record: dict | None = None, band_gate: float | None = None,
+                            band_expert=None) -> None:
     """Give ``model`` (an :class:`~aligner.alignment.model.AlignmentModel`) the classifier, weights
     and refiner of ``expert`` (a model of the same inventory, trained with augmentation) as its
     condition expert, used for recordings whose posterior entropy exceeds ``gate`` (nats), whose
     energy range lies below ``range_gate`` (dB) or whose high-band share lies below ``band_gate``
-    (dB; None = no such gate). ``record`` (JSON-able) is kept in ``model.training['condition_expert']``."""
-    if expert.inventory != model.inventory or expert.phone_symbols != model.phone_symbols:
-        raise ValueError("the condition expert must tell apart the same classes and symbols as the model")
-    if expert.classifier.n_features != model.classifier.n_features:
-        raise ValueError("the condition expert reads other acoustic vectors than the model")
+    (dB; None = no such gate). ``band_expert``: a phone-line model (its ``front_band_hz`` set,
+    trained on band-limited speech) that takes the recordings below ``band_gate`` instead (None:
+    the expert takes them). ``record`` (JSON-able) is kept in ``model.training['condition_expert']``."""
+    for name, other in (("condition expert", expert), ("band expert", band_expert)):
+        if other is None:
+            continue
+        if other.inventory != model.inventory or other.phone_symbols != model.phone_symbols:
+            raise ValueError(f"the {name} must tell apart the same classes and symbols as the model")
+        if other.classifier.n_features != model.classifier.n_features:
+            raise ValueError(f"the {name} reads other acoustic vectors than the model")
+    if band_expert is not None and (band_expert.front_band_hz is None or band_gate is None):
+        raise ValueError("a band expert needs its front-end band (front_band_hz) and a band gate")
     check_gates(gate, range_gate, band_gate, len(model.inventory))
     model.condition_expert = model.expert_view(expert.classifier, expert.weights, expert.refiner)
+    model.condition_band_expert = (None if band_expert is None else model.expert_view(
+        band_expert.classifier, band_expert.weights, band_expert.refiner, band_expert.front_band_hz))
     model.condition_gate = float(gate)
     model.condition_range_gate = None if range_gate is None else float(range_gate)
     model.condition_band_gate = None if band_gate is None else float(band_gate)
     model.training = dict(model.training, condition_expert=dict(
         record or {}, gate_entropy_nats=float(gate),
         gate_energy_range_db=None if range_gate is None else float(range_gate),
-        gate_high_band_db=None if band_gate is None else float(band_gate)))
+        gate_high_band_db=None if band_gate is None else float(band_gate),
+        band_expert_front_band_hz=None if band_expert is None else list(band_expert.front_band_hz)))

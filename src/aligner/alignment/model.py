@@ -16,6 +16,7 @@ import numpy as np
 
 from aligner.alignment.conditions import check_gates, level_statistics, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
+from aligner.features.band import band_limited, check_band
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
@@ -196,6 +197,14 @@ class AlignmentModel:
     #: high-band share (dB, :func:`~aligner.alignment.conditions.level_statistics`) below which a
     #: recording goes to :attr:`condition_expert` (a phone line, a muffled microphone); None = no band gate
     condition_band_gate: float | None = None
+    #: the decoder of recordings below :attr:`condition_band_gate`: a phone-line model (its own
+    #: classifier, weights and refiner, trained on band-limited speech, its front end
+    #: :attr:`front_band_hz`) sharing everything else with this one; None = those go to
+    #: :attr:`condition_expert`
+    condition_band_expert: "AlignmentModel | None" = None
+    #: this model hears its recordings through this band (Hz; :func:`aligner.features.band.band_limited`)
+    #: before their MFCCs, as its classifier was trained; None = the full band
+    front_band_hz: tuple | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -206,9 +215,11 @@ class AlignmentModel:
             for part in (self.__dict__.get("refiner"), self.__dict__.get("confidence")):  # broad classes
                 if part is not None and inventory is not None:
                     part.broad_of_class = inventory.broad_indices
-        expert = self.__dict__.get("condition_expert")
-        if expert is not None and name in _SHARED_WITH_EXPERT:  # the expert keeps sharing them (expert_view)
-            setattr(expert, name, value)
+        if name in _SHARED_WITH_EXPERT:  # the experts keep sharing them (expert_view)
+            for key in ("condition_expert", "condition_band_expert"):
+                expert = self.__dict__.get(key)
+                if expert is not None:
+                    setattr(expert, name, value)
 
     @property
     def phone_set(self) -> PhoneSet | None:
@@ -223,33 +234,57 @@ class AlignmentModel:
         return cached
 
     def expert_view(self, classifier: FrameClassifier, weights: np.ndarray,
-                    refiner: BoundaryRefiner | None) -> "AlignmentModel":
-        """A model of ``classifier``, ``weights`` (7,) and ``refiner`` that shares this model's
-        duration statistics, confidence model, transcript check, inventory and symbols."""
+                    refiner: BoundaryRefiner | None, front_band_hz: tuple | None = None) -> "AlignmentModel":
+        """A model of ``classifier``, ``weights`` (7,), ``refiner`` and front end ``front_band_hz``
+        that shares this model's duration statistics, confidence model, transcript check,
+        inventory and symbols."""
         return AlignmentModel(classifier, self.durations, np.asarray(weights, float), self.min_frames,
                               self.training, refiner, self.confidence, self.utterance_check, self.inventory,
-                              self.phone_symbols)
+                              self.phone_symbols, front_band_hz=None if front_band_hz is None
+                              else check_band(front_band_hz))
 
-    def scored(self, frames: np.ndarray, samples=None) -> tuple:
-        """``(decoder, scores)`` of a recording of MFCC ``frames`` (T, 42): this model and its
-        classifier's scores (T, classes), or, when the model has a condition expert and the
-        recording passes one of its gates, the expert and the expert classifier's scores. The
-        gates: the energy range of ``samples`` (n,), the recording's 16 kHz samples, below
-        :attr:`condition_range_gate` or their high-band share below :attr:`condition_band_gate`
-        (both checked first: such a recording is never scored twice), or the mean posterior
-        entropy of this model's scores above :attr:`condition_gate`. Without ``samples`` only the
-        entropy counts."""
+    def frames_of(self, samples, warp: float = 1.0) -> np.ndarray:
+        """The (T, 42) MFCC frames this model's classifier reads from a recording's 16 kHz
+        ``samples`` (n,) (an array or a :class:`~aligner.io.audio.FileSamples`): through
+        :attr:`front_band_hz` first when the model has one; ``warp`` as for
+        :func:`~aligner.features.mfcc.mfcc_features`."""
+        if self.front_band_hz is not None:
+            samples = band_limited(samples, self.front_band_hz)
+        return mfcc_features(samples, SAMPLE_RATE, warp)
+
+    def scored(self, frames: np.ndarray | None, samples=None) -> tuple:
+        """``(decoder, scores, frames)`` of a recording of MFCC ``frames`` (T, 42) (this model's
+        :meth:`frames_of` its ``samples``; None: computed here when needed): this model, its
+        classifier's scores (T, classes) and those frames; or, when the model has a condition
+        expert and the recording passes one of its gates, the expert, the expert classifier's
+        scores and the frames it read. The gates: the energy range of ``samples`` (n,), the
+        recording's 16 kHz samples, below :attr:`condition_range_gate` or their high-band share
+        below :attr:`condition_band_gate` (both checked first: such a recording is never scored
+        twice), or the mean posterior entropy of this model's scores above :attr:`condition_gate`.
+        A recording below the band gate but not the range gate goes to
+        :attr:`condition_band_expert` when the model has one (its frames are its :meth:`frames_of`
+        the samples, through its band); one below the range gate (a room, noise) goes to the
+        multi-condition expert even on a phone line, as the band expert heard only phone lines
+        with some noise and no rooms. Without ``samples`` only the entropy counts (``frames``
+        must then be given)."""
         expert = self.condition_expert
         if expert is not None and samples is not None and (self.condition_range_gate is not None
                                                             or self.condition_band_gate is not None):
             level_range, band_share = level_statistics(samples, band=self.condition_band_gate is not None)
-            if ((self.condition_range_gate is not None and level_range < self.condition_range_gate)
-                    or (band_share is not None and band_share < self.condition_band_gate)):
-                return expert, expert.classifier.scores(frames)
+            below_range = self.condition_range_gate is not None and level_range < self.condition_range_gate
+            if not below_range and band_share is not None and band_share < self.condition_band_gate:
+                band_expert = self.condition_band_expert
+                if band_expert is not None:
+                    band_frames = band_expert.frames_of(samples)
+                    return band_expert, band_expert.classifier.scores(band_frames), band_frames
+            if below_range or (band_share is not None and band_share < self.condition_band_gate):
+                frames = self.frames_of(samples) if frames is None else frames
+                return expert, expert.classifier.scores(frames), frames
+        frames = self.frames_of(samples) if frames is None else frames
         scores = self.classifier.scores(frames)
         if expert is not None and posterior_entropy(self.classifier, scores) > self.condition_gate:
-            return expert, expert.classifier.scores(frames)
-        return self, scores
+            return expert, expert.classifier.scores(frames), frames
+        return self, scores, frames
 
     @property
     def task(self) -> AlignmentTask:
@@ -398,8 +433,7 @@ class AlignmentModel:
         (T, 42), the model that decoded it (this one or its condition expert, :meth:`scored`)
         and that model's classifier scores (T, classes), for a caller that reuses them."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
-        frames = mfcc_features(samples, SAMPLE_RATE)
-        model, scores = self.scored(frames, samples)
+        model, scores, frames = self.scored(None, samples)
         result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
                                       name=name, split_stops=split_stops, review=review)
         if on_scored is not None:
@@ -487,6 +521,16 @@ class AlignmentModel:
                 params["alignment"]["condition_expert"]["gate_energy_range_db"] = float(self.condition_range_gate)
             if self.condition_band_gate is not None:
                 params["alignment"]["condition_expert"]["gate_high_band_db"] = float(self.condition_band_gate)
+            band_expert = self.condition_band_expert
+            if band_expert is not None:
+                arrays["band_expert_classifier"] = band_expert.classifier.to_arrays()
+                if band_expert.refiner is not None:
+                    arrays["band_expert_refiner"] = band_expert.refiner.to_arrays()
+                params["alignment"]["condition_expert"]["band_expert"] = {
+                    "weights": [float(v) for v in band_expert.weights],
+                    "front_band_hz": [float(v) for v in band_expert.front_band_hz]}
+        if self.front_band_hz is not None:
+            params["alignment"]["front_band_hz"] = [float(v) for v in self.front_band_hz]
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -525,31 +569,50 @@ class AlignmentModel:
                     confidence = BoundaryConfidence.from_arrays(arrays["confidence"], inventory.broad_indices)
                 if "utterance_check" in arrays:
                     utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
+            front_band = p.get("front_band_hz")
             model = cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
-                        confidence, utterance_check, inventory, phone_symbols)
+                        confidence, utterance_check, inventory, phone_symbols,
+                        front_band_hz=None if front_band is None else check_band(front_band))
             expert = p.get("condition_expert")
-            if expert is not None or "expert_classifier" in arrays:
+            if expert is not None or "expert_classifier" in arrays or "band_expert_classifier" in arrays:
                 if not isinstance(expert, dict) or "expert_classifier" not in arrays:
                     raise ValueError("a condition expert needs its classifier and its weights and gate")
-                expert_weights = np.asarray(expert["weights"], dtype=float)
-                if expert_weights.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(expert_weights)):
-                    raise ValueError(f"the condition expert's weights must be {len(FEATURE_NAMES)} finite numbers")
                 gate = expert["gate_entropy_nats"]
                 range_gate, band_gate = expert.get("gate_energy_range_db"), expert.get("gate_high_band_db")
                 check_gates(gate, range_gate, band_gate, len(inventory))
-                expert_classifier = FrameClassifier.from_arrays(arrays["expert_classifier"])
-                if (expert_classifier.n_classes != len(inventory)
-                        or expert_classifier.n_features != classifier.n_features):
-                    raise ValueError("the condition expert's classifier does not fit the model")
-                expert_refiner = (BoundaryRefiner.from_arrays(arrays["expert_refiner"])
-                                  if "expert_refiner" in arrays else None)
-                model.condition_expert = model.expert_view(expert_classifier, expert_weights, expert_refiner)
+                model.condition_expert = model.expert_view(
+                    *_expert_parts(arrays, "expert", expert, "condition expert", classifier, len(inventory)))
                 model.condition_gate = float(gate)
                 model.condition_range_gate = None if range_gate is None else float(range_gate)
                 model.condition_band_gate = None if band_gate is None else float(band_gate)
+                band_expert = expert.get("band_expert")
+                if band_expert is not None or "band_expert_classifier" in arrays:
+                    if (not isinstance(band_expert, dict) or "band_expert_classifier" not in arrays
+                            or band_gate is None):
+                        raise ValueError("a band expert needs its classifier, its weights and front-end band, "
+                                         "and a band gate")
+                    model.condition_band_expert = model.expert_view(
+                        *_expert_parts(arrays, "band_expert", band_expert, "band expert", classifier, len(inventory)),
+                        check_band(band_expert["front_band_hz"]))
         except (KeyError, ValueError, TypeError, ModelError) as exc:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
         return model
+
+
+def _expert_parts(arrays: dict, prefix: str, entry: dict, name: str, classifier: FrameClassifier,
+                  n_classes: int) -> tuple:
+    """``(classifier, weights (7,), refiner or None)`` of an expert saved as ``PREFIX_classifier``
+    (and ``PREFIX_refiner``) with its JSON ``entry``; ValueError naming it (``name``) when its
+    weights are not 7 finite numbers or its classifier does not fit the model's ``classifier``
+    and ``n_classes``."""
+    weights = np.asarray(entry["weights"], dtype=float)
+    if weights.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(weights)):
+        raise ValueError(f"the {name}'s weights must be {len(FEATURE_NAMES)} finite numbers")
+    expert_classifier = FrameClassifier.from_arrays(arrays[f"{prefix}_classifier"])
+    if expert_classifier.n_classes != n_classes or expert_classifier.n_features != classifier.n_features:
+        raise ValueError(f"the {name}'s classifier does not fit the model")
+    refiner = BoundaryRefiner.from_arrays(arrays[f"{prefix}_refiner"]) if f"{prefix}_refiner" in arrays else None
+    return expert_classifier, weights, refiner
 
 
 def starts_to_intervals(y: np.ndarray, symbols: list, duration_s: float) -> list[Interval]:

@@ -356,7 +356,6 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     """
     from aligner.alignment.words import align_words_scored
     from aligner.errors import TranscriptError
-    from aligner.features.mfcc import mfcc_features
     from aligner.frames import n_frames
     from aligner.io.exports import tier_name
     from aligner.io.transcripts import read_word_segments
@@ -415,8 +414,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     for seg, start, end, label, labels, prons in work:
         a, b = int(round(start * SAMPLE_RATE)), int(round(end * SAMPLE_RATE))
         cut = samples if (a, b) == (0, len(samples)) else samples[a:b]  # a whole long file stays on disk
-        frames = mfcc_features(cut, SAMPLE_RATE)
-        decoder, scores = m.scored(frames, cut)
+        decoder, scores, frames = m.scored(None, cut)
         if (on_scored is not None and len(work) == 1 and a == 0 and isinstance(samples, np.ndarray)
                 and n_frames(len(cut)) == n_frames(len(samples))):  # the recording's frames, all of them
             scored = ScoredRecording(samples, frames, decoder, scores)

@@ -94,7 +94,7 @@ def reference_starts(starts_samples: np.ndarray, n_frames: int, sample_rate: int
 
 
 def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None = None,
-                   tier: str | None = None, augmenter=None) -> UtteranceData:
+                   tier: str | None = None, augmenter=None, front_band_hz=None) -> UtteranceData:
     """Read one corpus utterance (audio + hand-aligned phones); ``warps``: VTLP copies to add;
     ``augmenter``: an :class:`~aligner.features.augment.Augmenter` whose degraded copies to add
     (:func:`corpus_augmenter`).
@@ -103,8 +103,14 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
     classes); with one (a model's own, :func:`~aligner.alignment.inventory.build_inventory`) it is
     a ``.phn`` or the interval tier ``tier`` of a TextGrid
     (:func:`~aligner.io.transcripts.read_reference_phones`), every label read in that set.
+    ``front_band_hz``: hear the recording through this band first (a phone-line model,
+    :func:`aligner.features.band.band_limited`); its degraded copies are made from that.
     """
     samples = load_audio(utt.audio)
+    if front_band_hz is not None:
+        from aligner.features.band import band_limited
+
+        samples = band_limited(samples, front_band_hz)
     frames = mfcc_features(samples)
     if phone_set is None:
         starts, _, labels = read_phn(utt.transcript)
@@ -132,15 +138,16 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
 
 
 def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS,
-                    phone_set: PhoneSet | None = None, tier: str | None = None, augment=None) -> list:
+                    phone_set: PhoneSet | None = None, tier: str | None = None, augment=None,
+                    front_band_hz=None) -> list:
     """Read every utterance, with its VTLP copies at ``warps`` for the classifier
     (``phone_set``, ``tier``: as for :func:`load_utterance`) and, with an ``augment``
     :class:`~aligner.features.augment.AugmentationRecipe`, its simulated-condition copies
-    (:func:`corpus_augmenter` over these utterances)."""
+    (:func:`corpus_augmenter` over these utterances); ``front_band_hz`` as for :func:`load_utterance`."""
     augmenter = corpus_augmenter(utterances, augment) if augment is not None and augment.copies > 0 else None
     out = []
     for i, utt in enumerate(utterances):
-        out.append(load_utterance(utt, tuple(warps), phone_set, tier, augmenter))
+        out.append(load_utterance(utt, tuple(warps), phone_set, tier, augmenter, front_band_hz))
         if progress:
             progress("features", i + 1, len(utterances))
     return out
@@ -171,14 +178,20 @@ def corpus_augmenter(utterances: list, recipe):
     return Augmenter(recipe, pool)
 
 
-def degraded_frames(utterances: list, recipe, progress: Progress = None) -> dict:
+def degraded_frames(utterances: list, recipe, progress: Progress = None, front_band_hz=None) -> dict:
     """MFCC frames of the degraded copies ``recipe`` makes of every utterance (name -> list of
     (T, 42) arrays, T as the clean recording's), for utterances already read (e.g. one fold's
-    training utterances); babble and speech spectrum as :func:`corpus_augmenter`'s."""
+    training utterances); babble and speech spectrum as :func:`corpus_augmenter`'s;
+    ``front_band_hz`` as for :func:`load_utterance` (the copies are made of the band-limited samples)."""
     augmenter = corpus_augmenter(utterances, recipe)
     out = {}
     for i, utt in enumerate(utterances):
-        out[utt.name] = [mfcc_features(c) for c in augmenter.copies(_read_again(utt), utt.name, utt.speaker)]
+        samples = _read_again(utt)
+        if front_band_hz is not None:
+            from aligner.features.band import band_limited
+
+            samples = band_limited(samples, front_band_hz)
+        out[utt.name] = [mfcc_features(c) for c in augmenter.copies(samples, utt.name, utt.speaker)]
         if progress:
             progress("simulated conditions", i + 1, len(utterances))
     return out

@@ -34,8 +34,12 @@ from aligner.cli.common import echo, run
               help="Multi-condition training: the frame classifier also learns from degraded copies "
                    "(simulated rooms, noise, phone lines, clipping) made as the JSON recipe RECIPE says, "
                    "or 'default' (recipes/conditions/multi-condition.json). Rooms need: pip install 'aligner[train]'.")
+@click.option("--phone-line", is_flag=True,
+              help="Train a phone-line model: every recording, in training and when the model aligns, is heard "
+                   "through the 250-3600 Hz band a telephone keeps (the band expert of a multi-condition model; "
+                   "pair it with a phone-line recipe such as recipes/conditions/phone-line.json).")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
-          min_class_tokens, augment):
+          min_class_tokens, augment, phone_line):
     """Train an alignment model on CORPUS_DIR into OUT_DIR.
 
     CORPUS_DIR holds audio with hand-aligned phones beside it: TIMIT .phn files (a 39-class
@@ -43,6 +47,7 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
     X-SAMPA, ARPAbet, TIMIT, Buckeye-style; speakers from folders, as MFA reads them): a model
     of the data's own phones, whose classes are printed before training."""
     from aligner import api
+    from aligner.features.band import PHONE_BAND_HZ
 
     params = {"epochs": epochs, "seed": seed}
     if eta0 is not None:
@@ -66,5 +71,6 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
 
     model = run(api.train, corpus_dir, out_dir, trainer, params, None, folds, 2, progress, epoch,
                 phones_tier=phones_tier, phone_classes=phone_classes, phone_code=phone_code,
-                min_class_tokens=min_class_tokens, on_inventory=inventory, augment=augment)
+                min_class_tokens=min_class_tokens, on_inventory=inventory, augment=augment,
+                front_band_hz=PHONE_BAND_HZ if phone_line else None)
     echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")
