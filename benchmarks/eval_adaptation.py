@@ -316,7 +316,8 @@ def run_fold(mode: str, k: int, model, test_speakers: list, utts: list[dict], se
     if model.condition_expert is not None:
         out["expert_share"], out["expert_adapted"] = share, adapted_base is not model
         log(f"  {mode} fold {k}: {share:.0%} of the audio through the condition gates: adapting the "
-            + ("expert" if adapted_base is not model else "clean classifier"))
+            + ("clean classifier" if adapted_base is model else "phone-line expert"
+               if adapted_base is model.condition_band_expert else "multi-condition expert"))
     warps = None
     if setting in VTLN:
         t0 = time.perf_counter()

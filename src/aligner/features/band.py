@@ -14,6 +14,8 @@ Units: samples at 16 kHz (:data:`aligner.frames.SAMPLE_RATE`), frequencies in Hz
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from aligner.frames import SAMPLE_RATE
@@ -45,17 +47,29 @@ def check_band(band_hz) -> tuple:
     return low, high
 
 
+@lru_cache(maxsize=8)
+def _filters(band_hz: tuple) -> tuple:
+    """``(resampling FIR, band-pass second-order sections)``, designed once per band: the FIR is
+    the one :func:`scipy.signal.resample_poly` designs for a factor of 2 (41 taps, Kaiser
+    window, beta 5), so passing it gives the same samples without designing it on every call."""
+    from scipy import signal
+
+    fir = signal.firwin(41, 0.5, window=("kaiser", 5.0))
+    sos = signal.butter(BAND_ORDER, list(band_hz), btype="bandpass", fs=SAMPLE_RATE // 2, output="sos")
+    return fir, sos
+
+
 def _band_pass(x: np.ndarray, band_hz: tuple) -> np.ndarray:
     """(n,) float32: ``x`` (n,) at 16 kHz through the band (n even or odd; module docstring)."""
     from scipy import signal
 
-    low = signal.resample_poly(np.asarray(x, np.float64), 1, 2)
-    sos = signal.butter(BAND_ORDER, list(band_hz), btype="bandpass", fs=SAMPLE_RATE // 2, output="sos")
+    fir, sos = _filters(tuple(band_hz))
+    low = signal.resample_poly(np.asarray(x, np.float64), 1, 2, window=fir)
     if len(low) > 3 * (2 * len(sos) + 1):  # sosfiltfilt's shortest input
         low = signal.sosfiltfilt(sos, low)
     else:
         low = np.zeros_like(low)
-    out = signal.resample_poly(low, 2, 1)[:len(x)]
+    out = signal.resample_poly(low, 2, 1, window=fir)[:len(x)]
     return np.pad(out, (0, len(x) - len(out))).astype(np.float32)
 
 
