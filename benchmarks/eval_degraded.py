@@ -35,10 +35,15 @@ each fold model gets its fold's multi-condition model as condition expert
 mean posterior entropy exceeds, or its energy range or high-band share falls below, gates set from
 the *other* folds' held-out speakers' clean recordings (the values that ``--false-alarm`` of them
 lie beyond; ``--no-band-gate`` leaves the band out), so no speaker's own recordings set the gates
-that route them. The ``expert`` column is the share of recordings sent to the expert.
+that route them. With ``--band-folds DIR`` (phone-line fold models: ``eval_alignment_cv
+--phone-line --augment recipes/conditions/phone-line.json``) each fold model also gets its fold's
+phone-line model as band expert, which takes the recordings below the band gate but not below the
+range gate, hearing them through its band. The ``expert`` column is the share of recordings not
+decoded by the clean fold model.
 
     python -m benchmarks.eval_degraded --folds-dir runs/folds [--conditions clean white10 ...]
-    python -m benchmarks.eval_degraded --folds-dir runs/folds --expert-folds runs/folds-mc-a
+    python -m benchmarks.eval_degraded --folds-dir runs/folds --expert-folds runs/folds-mc-a \
+        [--band-folds runs/folds-tel]
 """
 
 from __future__ import annotations
