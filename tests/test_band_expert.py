@@ -160,24 +160,31 @@ def test_a_band_expert_needs_its_band_and_a_gate(shipped):
         attach_condition_expert(base, plain, 3.0, None, None, None, band)
 
 
-@needs_timit
-def test_adapt_on_a_phone_line_corpus_adapts_the_band_expert(tmp_path):
+def _phone_line_corpus(folder: Path) -> Path:
+    """8 recordings of one TIMIT speaker through simulated phone lines, with their words."""
     import shutil
 
     import soundfile as sf
 
-    from aligner import api
     from aligner.features.augment import telephone_line
 
-    shipped_model = AlignmentModel.load(default_model_dir(ALIGNMENT_KIND))
-    if shipped_model.condition_band_expert is None:
-        pytest.skip("the shipped model carries no band expert")
-    speaker = tmp_path / "c" / "dr1-fvmh0"
+    speaker = folder / "dr1-fvmh0"
     speaker.mkdir(parents=True)
     for k, wav in enumerate(sorted((TIMIT / "dr1-fvmh0").glob("*.wav"))[:8]):
         line = telephone_line(load_audio(wav).astype(np.float64), np.random.default_rng([5, k]))
         sf.write(speaker / wav.name, line.astype(np.float32), 16000, subtype="FLOAT")
         shutil.copy(wav.with_suffix(".txt"), speaker / wav.with_suffix(".txt").name)
+    return folder
+
+
+@needs_timit
+def test_adapt_on_a_phone_line_corpus_adapts_the_band_expert(tmp_path):
+    from aligner import api
+
+    shipped_model = AlignmentModel.load(default_model_dir(ALIGNMENT_KIND))
+    if shipped_model.condition_band_expert is None:
+        pytest.skip("the shipped model carries no band expert")
+    _phone_line_corpus(tmp_path / "c")
     messages = []
     api.adapt(tmp_path / "c", tmp_path / "adapted", rounds=1, message=messages.append)
     assert "phone-line expert" in messages[0]
@@ -187,3 +194,27 @@ def test_adapt_on_a_phone_line_corpus_adapts_the_band_expert(tmp_path):
     np.testing.assert_array_equal(adapted.classifier.landmarks, band.classifier.landmarks)
     np.testing.assert_allclose(adapted.weights, band.weights)
     assert adapted.training["adapted"]["condition_expert"]["band_expert"] is True
+
+
+@needs_timit
+def test_the_band_expert_adapted_on_dask_gives_the_serial_model(tmp_path):
+    """Dask workers load the phone-line expert from a bundle of its own, with its band, and hear
+    the recordings through it: the same frames and model as one process."""
+    distributed = pytest.importorskip("distributed", reason="Dask not installed (pip install 'aligner[dask]')")
+    import warnings
+
+    from aligner import api
+
+    if AlignmentModel.load(default_model_dir(ALIGNMENT_KIND)).condition_band_expert is None:
+        pytest.skip("the shipped model carries no band expert")
+    corpus = _phone_line_corpus(tmp_path / "c")
+    one = api.adapt(corpus, tmp_path / "one", rounds=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster:
+            dask = api.adapt(corpus, tmp_path / "dask", rounds=1, scheduler=cluster.scheduler_address)
+    assert (one.rounds[0].files_used, one.rounds[0].frames) == (dask.rounds[0].files_used, dask.rounds[0].frames)
+    a, b = AlignmentModel.load(tmp_path / "one"), AlignmentModel.load(tmp_path / "dask")
+    assert a.front_band_hz == b.front_band_hz == PHONE_BAND_HZ
+    np.testing.assert_allclose(a.classifier.weights, b.classifier.weights, rtol=1e-4, atol=1e-5)
