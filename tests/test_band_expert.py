@@ -194,6 +194,7 @@ def test_adapt_on_a_phone_line_corpus_adapts_the_band_expert(tmp_path):
     np.testing.assert_array_equal(adapted.classifier.landmarks, band.classifier.landmarks)
     np.testing.assert_allclose(adapted.weights, band.weights)
     assert adapted.training["adapted"]["condition_expert"]["band_expert"] is True
+    assert adapted.training["adapted"]["settings"]["classifier_prior"] == 10.0  # the defaults
 
 
 @needs_timit

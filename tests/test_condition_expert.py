@@ -217,3 +217,4 @@ def test_adapt_on_a_noisy_corpus_adapts_the_expert(tmp_path):
     np.testing.assert_allclose(adapted.weights, shipped_model.condition_expert.weights)
     record = adapted.training["adapted"]["condition_expert"]
     assert record["adapted"] is True and record["share_of_audio_through_its_gates"] == 1.0
+    assert adapted.training["adapted"]["settings"]["classifier_prior"] == 3.0  # MULTI_CONDITION_PRIOR

@@ -78,6 +78,15 @@ class AdaptReport:
     alignment: Optional[CorpusReport] = None  #: the final alignment of the corpus (``output_dir``)
 
 
+#: the output-layer prior (:attr:`~aligner.alignment.adaptation.AdaptSettings.classifier_prior`)
+#: of a multi-condition expert adapted to a corpus, when no settings are given: it heard many
+#: conditions and must move further toward the corpus's one than the clean classifier (prior 10).
+#: Chosen per fold on the other folds among priors 3, 10 and 30 (``benchmarks.eval_adaptation
+#: --modes phones@reverb_far phones@white5``): 3 in every fold and both conditions; the phone-line
+#: expert chose 10 (``phones@telephone``).
+MULTI_CONDITION_PRIOR = 3.0
+
+
 def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
@@ -348,7 +357,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
 
     ``rounds``: align, re-estimate, repeat. ``references``: a folder of hand-aligned TextGrids
     for some files. ``kind``, ``dictionary``, ``oov``: as for ``align-corpus``. ``settings``: an
-    :class:`~aligner.alignment.adaptation.AdaptSettings` (None: the defaults).
+    :class:`~aligner.alignment.adaptation.AdaptSettings` (None: the defaults, but with
+    :data:`MULTI_CONDITION_PRIOR` when the multi-condition expert is the one adapted).
     ``progress(stage, done, total)`` after each file read and each file of each round;
     ``message(text)`` with each round's report. ``output_dir``: also align the corpus with the
     adapted model there.
@@ -421,6 +431,10 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                     + ("clean classifier" if not use_expert else "phone-line expert"
                        if decoder is base.condition_band_expert else "multi-condition expert"))
         if use_expert:
+            if settings is None and decoder is base.condition_expert:
+                from aligner.alignment.adaptation import AdaptSettings
+
+                settings = AdaptSettings(classifier_prior=MULTI_CONDITION_PRIOR)
             base = decoder
             if engine != "local":  # Dask workers load the expert from a bundle of its own
                 staged = Path(tempfile.mkdtemp(prefix=".aligner-adapt-expert-", dir=model_out.parent))
