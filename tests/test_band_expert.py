@@ -219,3 +219,23 @@ def test_the_band_expert_adapted_on_dask_gives_the_serial_model(tmp_path):
     a, b = AlignmentModel.load(tmp_path / "one"), AlignmentModel.load(tmp_path / "dask")
     assert a.front_band_hz == b.front_band_hz == PHONE_BAND_HZ
     np.testing.assert_allclose(a.classifier.weights, b.classifier.weights, rtol=1e-4, atol=1e-5)
+
+
+def test_the_band_is_scipys_cascade_without_importing_scipy_signal():
+    """The same samples as scipy.signal's resample_poly, sosfiltfilt, resample_poly (what the
+    phone-line model was trained through), computed without importing scipy.signal, whose import
+    costs each aligning process over a second."""
+    import subprocess
+    import sys
+
+    from scipy import signal
+
+    for n in (16000, 16001, 4410, 90):
+        x = np.random.default_rng(n).normal(0, 0.1, n)
+        low = signal.resample_poly(x, 1, 2)
+        sos = signal.butter(6, list(PHONE_BAND_HZ), btype="bandpass", fs=8000, output="sos")
+        want = signal.resample_poly(signal.sosfiltfilt(sos, low), 2, 1)[:n].astype(np.float32)
+        np.testing.assert_allclose(band_limited(x), want, rtol=0, atol=1e-6)
+    code = ("import sys, numpy as np; from aligner.features.band import band_limited; "
+            "band_limited(np.ones(16000)); print('scipy.signal' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
