@@ -7,7 +7,9 @@ backwards, so no boundary moves), and resamples back to 16 kHz. The default band
 :data:`PHONE_BAND_HZ`, holds every phone line the training recipe simulates
 (:func:`aligner.features.augment.telephone_line`: 250-400 Hz to 3200-3600 Hz), so a recording
 from a phone line passes through it almost unchanged, and clean speech loses what no phone line
-carries.
+carries. The samples are those of scipy.signal's ``resample_poly``, ``sosfiltfilt`` and
+``resample_poly``, computed by numba loops without importing scipy.signal (its import costs over a
+second of CPU in every aligning process).
 
 Units: samples at 16 kHz (:data:`aligner.frames.SAMPLE_RATE`), frequencies in Hz.
 """
