@@ -134,10 +134,10 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
     """Give each ``(model, test speakers)`` of ``models`` the expert of ``experts`` with the same
     test speakers, gated at the entropy, energy range and (with ``band``) high-band share that
     ``false_alarm`` of the other folds' held-out clean recordings lie beyond (each scored by its
-    own fold model); with ``band_experts`` (fold models trained on band-limited speech, e.g.
-    ``eval_alignment_cv`` on a corpus through :func:`aligner.features.band.band_limited` with
-    a phone-line recipe), the one with the same test speakers takes the recordings below the band
-    gate, hearing them through :data:`aligner.features.band.PHONE_BAND_HZ`."""
+    own fold model); with ``band_experts`` (phone-line fold models, ``eval_alignment_cv
+    --phone-line``), the one with the same test speakers takes the recordings below the band gate,
+    hearing them through its band (fold models trained on a band-limited copy of the corpus carry
+    none: they get :data:`aligner.features.band.PHONE_BAND_HZ`)."""
     from aligner.features.band import PHONE_BAND_HZ
 
     from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
@@ -195,7 +195,6 @@ def main(argv=None) -> int:
     from aligner.io.corpus import find_utterances
     from aligner.io.transcripts import read_phn
     from aligner.phonetics import get_phone_set
-    from aligner.features.mfcc import mfcc_features
 
     models = fold_models(args.folds_dir)
     model_of = {s: m for m, speakers in models for s in speakers}
@@ -220,8 +219,7 @@ def main(argv=None) -> int:
             x = degrade(audio[u.name], condition, seed=i)
             model = model_of[u.speaker]
             if model.condition_expert is not None:
-                frames = mfcc_features(x, SR)
-                routed += model.scored(frames, x)[0] is not model
+                routed += model.scored(None, x)[0] is not model
             try:
                 intervals = model.align(x, labels, phone_set, name=u.name, split_stops=False)
             except AlignerError:

@@ -70,7 +70,7 @@ import numpy as np
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.alignment.stop_closures import expand_stop_closures, should_split_stops
 from aligner.errors import AlignerError, AlignmentError
-from aligner.features.band import band_limited
+from aligner.features.band import through_band
 from aligner.features.frame_classifier import FrameClassifier, landmark_eigenbasis
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
@@ -612,7 +612,7 @@ def corpus_decoder(model: AlignmentModel, recordings: Sequence[Recording]) -> tu
         rec = recordings[int(i)]
         samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
         try:
-            decoder = model.scored(model.frames_of(samples), samples)[0]
+            decoder = model.scored(None, samples)[0]  # frames only for the decoder the gates pick
         except AlignerError:
             continue
         total += len(samples)
@@ -786,9 +786,7 @@ def frames_of(rec: Recording, warp: float = 1.0, band_hz=None) -> np.ndarray:
     through the front-end band ``band_hz`` (Hz; :func:`aligner.features.band.band_limited`) of a
     phone-line model first, if given."""
     samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
-    if band_hz is not None:
-        samples = band_limited(samples, band_hz)
-    return mfcc_features(samples, SAMPLE_RATE, warp=float(warp))
+    return mfcc_features(through_band(samples, band_hz), SAMPLE_RATE, warp=float(warp))
 
 
 _SOURCE: tuple = (None, None)  #: (path, samples): the last audio file :func:`_source_samples` read

@@ -16,7 +16,7 @@ import numpy as np
 
 from aligner.alignment.conditions import check_gates, level_statistics, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
-from aligner.features.band import band_limited, check_band
+from aligner.features.band import check_band, through_band
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
@@ -248,9 +248,7 @@ class AlignmentModel:
         ``samples`` (n,) (an array or a :class:`~aligner.io.audio.FileSamples`): through
         :attr:`front_band_hz` first when the model has one; ``warp`` as for
         :func:`~aligner.features.mfcc.mfcc_features`."""
-        if self.front_band_hz is not None:
-            samples = band_limited(samples, self.front_band_hz)
-        return mfcc_features(samples, SAMPLE_RATE, warp)
+        return mfcc_features(through_band(samples, self.front_band_hz), SAMPLE_RATE, warp)
 
     def scored(self, frames: np.ndarray | None, samples=None) -> tuple:
         """``(decoder, scores, frames)`` of a recording of MFCC ``frames`` (T, 42) (this model's
@@ -429,9 +427,10 @@ class AlignmentModel:
                           on_scored=None) -> tuple:
         """:meth:`align` and its review: ``(intervals, confidences (K,) or None, transcript-match
         probability or None)`` (:meth:`align_reviewed`). ``on_scored(frames, decoder, scores)``,
-        if given, is called after a successful alignment with the recording's MFCC frames
-        (T, 42), the model that decoded it (this one or its condition expert, :meth:`scored`)
-        and that model's classifier scores (T, classes), for a caller that reuses them."""
+        if given, is called after a successful alignment with the model that decoded the
+        recording (this one or one of its experts, :meth:`scored`), the (T, 42) MFCC frames it
+        read (its :meth:`frames_of` the samples) and its classifier scores (T, classes), for a
+        caller that reuses them."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         model, scores, frames = self.scored(None, samples)
         result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,

@@ -120,11 +120,12 @@ class ScoredRecording:
     """A recording as the aligner scored it whole, handed to a caller that reuses the work
     (``on_scored`` of :func:`align_transcript`; the vowel fusion, :mod:`aligner.vowels.fused`).
 
-    ``samples``: (n,) float32 16 kHz samples as read; ``frames``: their (T, 42) float32 MFCC
-    frames (10 ms, :func:`~aligner.features.mfcc.mfcc_features`; a words transcript's span may
-    end a sample or two short of the samples, when the file's header says so, but never short
-    of a frame: the frames are those of ``samples``); ``decoder``: the model that
-    decoded the recording (the model itself, or its condition expert when a gate of
+    ``samples``: (n,) float32 16 kHz samples as read; ``frames``: the (T, 42) float32 MFCC
+    frames the decoder read (10 ms, its :meth:`~aligner.alignment.model.AlignmentModel.frames_of`
+    the samples: through its band for a phone-line expert; a words transcript's span may end a
+    sample or two short of the samples, when the file's header says so, but never short of a
+    frame: the frames are those of ``samples``); ``decoder``: the model that decoded the
+    recording (the model itself, or one of its experts when a gate of
     :meth:`~aligner.alignment.model.AlignmentModel.scored` sent the recording there);
     ``scores``: (T, n_classes) float32 ``decoder.classifier.scores(frames)``.
     """

@@ -23,6 +23,7 @@ import numpy as np
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.alignment.refinement import BoundaryRefiner, boundary_features
 from aligner.io.audio import load_audio
+from aligner.features.band import through_band
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.io.corpus import Utterance, speaker_folds
 from aligner.features.mfcc import mfcc_features
@@ -106,11 +107,7 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
     ``front_band_hz``: hear the recording through this band first (a phone-line model,
     :func:`aligner.features.band.band_limited`); its degraded copies are made from that.
     """
-    samples = load_audio(utt.audio)
-    if front_band_hz is not None:
-        from aligner.features.band import band_limited
-
-        samples = band_limited(samples, front_band_hz)
+    samples = through_band(load_audio(utt.audio), front_band_hz)
     frames = mfcc_features(samples)
     if phone_set is None:
         starts, _, labels = read_phn(utt.transcript)
@@ -186,11 +183,7 @@ def degraded_frames(utterances: list, recipe, progress: Progress = None, front_b
     augmenter = corpus_augmenter(utterances, recipe)
     out = {}
     for i, utt in enumerate(utterances):
-        samples = _read_again(utt)
-        if front_band_hz is not None:
-            from aligner.features.band import band_limited
-
-            samples = band_limited(samples, front_band_hz)
+        samples = through_band(_read_again(utt), front_band_hz)
         out[utt.name] = [mfcc_features(c) for c in augmenter.copies(samples, utt.name, utt.speaker)]
         if progress:
             progress("simulated conditions", i + 1, len(utterances))

@@ -170,6 +170,12 @@ def band_limited(samples, band_hz=PHONE_BAND_HZ):
     return BandLimitedSamples(samples, band_hz)
 
 
+def through_band(samples, band_hz):
+    """``samples`` as a model whose front-end band is ``band_hz`` hears them: :func:`band_limited`
+    through it, or ``samples`` themselves when ``band_hz`` is None (a full-band model)."""
+    return samples if band_hz is None else band_limited(samples, band_hz)
+
+
 class BandLimitedSamples:
     """Samples (n,) of ``source`` (an array-like read by slices, e.g. a
     :class:`~aligner.io.audio.FileSamples`) through ``band_hz``, filtered on demand: a slice is
