@@ -38,12 +38,14 @@ lie beyond; ``--no-band-gate`` leaves the band out), so no speaker's own recordi
 that route them. With ``--band-folds DIR`` (phone-line fold models: ``eval_alignment_cv
 --phone-line --augment recipes/conditions/phone-line.json``) each fold model also gets its fold's
 phone-line model as band expert, which takes the recordings below the band gate but not below the
-range gate, hearing them through its band. The ``expert`` column is the share of recordings not
-decoded by the clean fold model.
+range gate, hearing them through its band. With ``--dereverb [SHARE]`` the multi-condition
+expert dereverberates (WPE, :mod:`aligner.features.dereverb`) the recordings it takes whose
+late-reverberation statistic passes the value that SHARE of the other folds' clean recordings
+pass. The ``expert`` column is the share of recordings not decoded by the clean fold model.
 
     python -m benchmarks.eval_degraded --folds-dir runs/folds [--conditions clean white10 ...]
     python -m benchmarks.eval_degraded --folds-dir runs/folds --expert-folds runs/folds-mc-a \
-        [--band-folds runs/folds-tel]
+        [--band-folds runs/folds-tel] [--dereverb]
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+
+from aligner.alignment.conditions import DEREVERB_FALSE_ALARM
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
@@ -130,15 +134,20 @@ def degrade(x: np.ndarray, condition: str, seed: int) -> np.ndarray:
 
 
 def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, false_alarm: float | None,
-                        log=print, band: bool = True, band_experts: list | None = None) -> None:
+                        log=print, band: bool = True, band_experts: list | None = None,
+                        dereverb: float | None = None) -> None:
     """Give each ``(model, test speakers)`` of ``models`` the expert of ``experts`` with the same
     test speakers, gated at the entropy, energy range and (with ``band``) high-band share that
     ``false_alarm`` of the other folds' held-out clean recordings lie beyond (each scored by its
     own fold model); with ``band_experts`` (phone-line fold models, ``eval_alignment_cv
     --phone-line``), the one with the same test speakers takes the recordings below the band gate,
     hearing them through its band (fold models trained on a band-limited copy of the corpus carry
-    none: they get :data:`aligner.features.band.PHONE_BAND_HZ`)."""
+    none: they get :data:`aligner.features.band.PHONE_BAND_HZ`). With ``dereverb`` (a share), each
+    expert dereverberates (:class:`aligner.features.dereverb.DereverbSettings`' defaults) the
+    recordings whose :func:`~aligner.features.dereverb.late_reverberation_db` reaches the value
+    that this share of the other folds' clean recordings lie beyond."""
     from aligner.features.band import PHONE_BAND_HZ
+    from aligner.features.dereverb import DereverbSettings, late_reverberation_db
 
     from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
                                               gate_statistics)
@@ -151,6 +160,7 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
     for u in utts:
         entropy[u.name], level_range[u.name], band_share[u.name] = gate_statistics(
             model_of[u.speaker].classifier, audio[u.name])
+    reverb = {u.name: late_reverberation_db(audio[u.name]) for u in utts} if dereverb is not None else {}
     for model, speakers in models:
         expert = expert_of.get(tuple(sorted(speakers)))
         if expert is None:
@@ -166,10 +176,14 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
                 sys.exit(f"error: no band expert fold model tested on {', '.join(sorted(speakers))}, or no band gate")
             if band_expert.front_band_hz is None:
                 band_expert.front_band_hz = PHONE_BAND_HZ
+        settings = None
+        if dereverb is not None:
+            settings = DereverbSettings(gate_db=gate_for_false_alarm([reverb[n] for n in others], dereverb))
         attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm}, band_gate,
-                                band_expert)
+                                band_expert, settings)
         log(f"fold of {', '.join(sorted(speakers))}: gates {gate:.3f} nats, {range_gate:.1f} dB range"
             + (f", {band_gate:.1f} dB high band " if band else " ")
+            + (f", {settings.gate_db:.3f} dB late reverberation ({dereverb:.0%}) " if settings is not None else "")
             + f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
 
 
@@ -183,6 +197,9 @@ def main(argv=None) -> int:
                     help="fold models trained on band-limited speech, as band experts (with --expert-folds)")
     ap.add_argument("--false-alarm", type=float, default=None,
                     help="share of clean held-out recordings the gate sends to the expert [0.1]")
+    ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
+                    help="the experts dereverberate (WPE) the recordings past a late-reverberation gate that "
+                         f"SHARE of the other folds' clean recordings pass [{DEREVERB_FALSE_ALARM}]")
     ap.add_argument("--no-band-gate", action="store_true",
                     help="gate the experts on entropy and energy range only (as shipped before the band gate)")
     args = ap.parse_args(argv)
@@ -207,7 +224,8 @@ def main(argv=None) -> int:
     if args.expert_folds is not None:
         attach_fold_experts(models, fold_models(args.expert_folds), utts, audio, args.false_alarm,
                             band=not args.no_band_gate,
-                            band_experts=None if args.band_folds is None else fold_models(args.band_folds))
+                            band_experts=None if args.band_folds is None else fold_models(args.band_folds),
+                            dereverb=args.dereverb)
     expert_col = f" {'expert':>7}" if args.expert_folds is not None else ""
     print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}"
           + expert_col)

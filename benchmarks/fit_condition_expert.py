@@ -9,11 +9,14 @@ recordings of the TIMIT-layout corpus, each scored by the fold model that never 
 (``--folds-dir``, fold models of the model's own training settings made by
 ``python -m benchmarks.eval_alignment_cv --save-models DIR``): the mean posterior entropy that
 ``--false-alarm`` of them exceed, and the energy range and the high-band share that as many fall
-below. The model is written
-to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
+below. ``--dereverb [SHARE]``: the expert dereverberates (WPE, :mod:`aligner.features.dereverb`)
+the recordings it takes whose late-reverberation statistic exceeds the value that SHARE of the
+clean recordings exceed (default
+:data:`aligner.alignment.conditions.DEREVERB_FALSE_ALARM`). The model is written to ``--out`` (or over ``--model`` with ``--in-place``),
+atomically.
 
     python -m benchmarks.fit_condition_expert --model models/timit-alignment --expert runs/mc \\
-        [--band-expert runs/phone-line] --folds-dir runs/folds --in-place
+        [--band-expert runs/phone-line] [--dereverb] --folds-dir runs/folds --in-place
 """
 
 from __future__ import annotations
@@ -33,6 +36,9 @@ def main(argv=None) -> int:
     ap.add_argument("--expert", type=Path, required=True, help="a model of the same classes trained with --augment")
     ap.add_argument("--band-expert", type=Path,
                     help="a phone-line model (aligner train --phone-line) for the recordings below the band gate")
+    ap.add_argument("--dereverb", type=float, nargs="?", const=-1.0, default=None, metavar="SHARE",
+                    help="the expert dereverberates the recordings past a late-reverberation gate that SHARE "
+                         "of the clean recordings pass [aligner.alignment.conditions.DEREVERB_FALSE_ALARM]")
     ap.add_argument("--folds-dir", type=Path, required=True, help="clean fold models (benchmarks.eval_alignment_cv)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus of the fold models")
     ap.add_argument("--false-alarm", type=float, default=None,
@@ -45,9 +51,10 @@ def main(argv=None) -> int:
         sys.exit(f"error: {args.data}: corpus not found")
     from benchmarks.eval_confidence import fold_models
     from aligner.alignment.adapt_corpus import save_atomically
-    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
-                                              gate_statistics)
+    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, DEREVERB_FALSE_ALARM, attach_condition_expert,
+                                              gate_for_false_alarm, gate_statistics)
     from aligner.alignment.model import AlignmentModel
+    from aligner.features.dereverb import DereverbSettings, late_reverberation_db
     from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances
 
@@ -59,14 +66,17 @@ def main(argv=None) -> int:
         sys.exit(f"error: {args.band_expert}: not a phone-line model (train it with aligner train --phone-line)")
     model_of = {s: m for m, speakers in fold_models(args.folds_dir) for s in speakers}
     utts = [u for u in find_utterances(args.data) if u.speaker in model_of]
-    entropies, ranges, bands = [], [], []
+    entropies, ranges, bands, reverb = [], [], [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RepairedAudioWarning)
         for u in utts:
-            entropy, level_range, band_share = gate_statistics(model_of[u.speaker].classifier, load_audio(u.audio))
+            samples = load_audio(u.audio)
+            entropy, level_range, band_share = gate_statistics(model_of[u.speaker].classifier, samples)
             entropies.append(entropy)
             ranges.append(level_range)
             bands.append(band_share)
+            if args.dereverb is not None:
+                reverb.append(late_reverberation_db(samples))
     gate = gate_for_false_alarm(entropies, false_alarm)
     range_gate = gate_for_false_alarm(ranges, false_alarm, below=True)
     band_gate = gate_for_false_alarm(bands, false_alarm, below=True)
@@ -79,7 +89,12 @@ def main(argv=None) -> int:
         record["band_expert"] = str(args.band_expert)
         record["band_expert_training"] = {k: band_expert.training.get(k) for k in (
             "augmentation", "speakers", "seconds", "classifier_params") if k in band_expert.training}
-    attach_condition_expert(model, expert, gate, range_gate, record, band_gate, band_expert)
+    dereverb = None
+    if args.dereverb is not None:
+        share = DEREVERB_FALSE_ALARM if args.dereverb < 0 else args.dereverb
+        dereverb = DereverbSettings(gate_db=gate_for_false_alarm(reverb, share))
+        record["dereverb_false_alarm"] = share
+    attach_condition_expert(model, expert, gate, range_gate, record, band_gate, band_expert, dereverb)
     target = args.model if args.in_place else args.out
     inputs = [args.expert, args.folds_dir] + ([args.band_expert] if args.band_expert is not None else [])
     if target.resolve() in [p.resolve() for p in inputs]:
@@ -87,8 +102,9 @@ def main(argv=None) -> int:
     save_atomically(model, target, check=AlignmentModel.load)  # what was written loads before it replaces
     band_note = f", band expert {args.band_expert}" if band_expert is not None else ""
     print(f"{target}: expert {args.expert}{band_note}; gates {gate:.3f} nats, {range_gate:.1f} dB range, "
-          f"{band_gate:.1f} dB high band, each passed by "
-          f"{false_alarm:.0%} of {len(utts)} clean recordings of unseen speakers")
+          f"{band_gate:.1f} dB high band, each passed by {false_alarm:.0%} of {len(utts)} clean recordings of "
+          f"unseen speakers" + (f"; the expert dereverberates past {dereverb.gate_db:.3f} dB of late reverberation "
+                                f"({share:.0%} of them)" if dereverb is not None else ""))
     return 0
 
 

@@ -71,6 +71,7 @@ from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.alignment.stop_closures import expand_stop_closures, should_split_stops
 from aligner.errors import AlignerError, AlignmentError
 from aligner.features.band import through_band
+from aligner.features.dereverb import through_dereverb
 from aligner.features.frame_classifier import FrameClassifier, landmark_eigenbasis
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
@@ -343,7 +344,7 @@ def choose_warps(model: AlignmentModel, recordings: Sequence[Recording], grid: S
             v = []
             for r, p in zip(recs, prons):
                 try:
-                    v.append(alignment_value(model, r, frames_of(r, warp, model.front_band_hz), p))
+                    v.append(alignment_value(model, r, frames_of(r, warp, model.front_band_hz, model.front_dereverb), p))
                 except AlignmentError:
                     v.append(np.nan)
             values[float(warp)] = v
@@ -687,7 +688,8 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     model = base
     previous: dict = {}
     reports = []
-    with (runner or InProcessRounds)(recordings, prons_of, warps, band_hz=base.front_band_hz) as where:
+    with (runner or InProcessRounds)(recordings, prons_of, warps, band_hz=base.front_band_hz,
+                                     dereverb=base.front_dereverb) as where:
         for rnd in range(1, int(rounds) + 1):
             t0 = time.perf_counter()
             clf = model.classifier
@@ -734,7 +736,8 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
                                                                 "settings": dict(settings.__dict__)}),
                                    base.refiner, base.confidence, base.utterance_check,
                                    base.inventory, base.phone_symbols,  # the base's classes and symbols, kept
-                                   front_band_hz=base.front_band_hz)  # and its front end
+                                   front_band_hz=base.front_band_hz,  # and its front end
+                                   front_dereverb=base.front_dereverb)
             refs = [i for i, r in enumerate(recordings) if r.reference is not None]
             if settings.refiner_prior is not None and base.refiner is not None and refs:
                 pairs = [reference_boundaries(model, recordings[i], where.frames(i)) for i in refs]
@@ -781,12 +784,15 @@ class BatchResult:
     broken: str | None = None
 
 
-def frames_of(rec: Recording, warp: float = 1.0, band_hz=None) -> np.ndarray:
+def frames_of(rec: Recording, warp: float = 1.0, band_hz=None, dereverb=None) -> np.ndarray:
     """The MFCC frames of a recording (its samples read from its ``source`` if it has none),
     through the front-end band ``band_hz`` (Hz; :func:`aligner.features.band.band_limited`) of a
-    phone-line model first, if given."""
+    phone-line model first, if given, then dereverberated with ``dereverb`` (a model's
+    :class:`~aligner.features.dereverb.DereverbSettings`) if given and the recording passes their
+    gate: the frames the model reads (:meth:`AlignmentModel.frames_of`)."""
     samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
-    return mfcc_features(through_band(samples, band_hz), SAMPLE_RATE, warp=float(warp))
+    heard = through_dereverb(through_band(samples, band_hz), dereverb)
+    return mfcc_features(heard, SAMPLE_RATE, warp=float(warp))
 
 
 _SOURCE: tuple = (None, None)  #: (path, samples): the last audio file :func:`_source_samples` read
@@ -838,7 +844,7 @@ def run_batch(model: AlignmentModel, entries, settings: AdaptSettings, want_stat
             else:
                 if rec.samples is None:
                     rec = dataclasses.replace(rec, samples=_source_samples(rec))
-                frames = frames_of(rec, warp, model.front_band_hz)
+                frames = frames_of(rec, warp, model.front_band_hz, model.front_dereverb)
                 if cache is not None:
                     cache[i] = frames
             result, dec = _file_result(i, model, rec, frames, prons, settings)
@@ -919,11 +925,13 @@ def gather_round(batches: list, run, n: int, stats: OutputLayerStats | None, tic
 class InProcessRounds:
     """Each round's recordings aligned in this process, in one batch (:func:`run_batch`), their
     MFCC frames kept between rounds (through ``band_hz``, the front-end band of a phone-line
-    model, if given); ``with InProcessRounds(recordings, prons_of, warps) as where: stats, files =
-    where.run(...)``."""
+    model, and ``dereverb``, a model's dereverberation, if given: :func:`frames_of`);
+    ``with InProcessRounds(recordings, prons_of, warps) as where: stats, files = where.run(...)``."""
 
-    def __init__(self, recordings: Sequence[Recording], prons_of: list, warps: dict, band_hz=None):
+    def __init__(self, recordings: Sequence[Recording], prons_of: list, warps: dict, band_hz=None,
+                 dereverb=None):
         self.recordings, self.prons_of, self.warps, self.band_hz = recordings, prons_of, warps, band_hz
+        self.dereverb = dereverb
         self.cache: list = [None] * len(recordings)
 
     def __enter__(self) -> "InProcessRounds":
@@ -940,7 +948,7 @@ class InProcessRounds:
         """The MFCC frames of recording ``i``."""
         if self.cache[i] is None:
             rec = self.recordings[i]
-            self.cache[i] = frames_of(rec, self.warps.get(rec.speaker, 1.0), self.band_hz)
+            self.cache[i] = frames_of(rec, self.warps.get(rec.speaker, 1.0), self.band_hz, self.dereverb)
         return self.cache[i]
 
     def run(self, rnd: int, model: AlignmentModel, settings: AdaptSettings, want_stats: bool,

@@ -17,6 +17,7 @@ import numpy as np
 from aligner.alignment.conditions import check_gates, level_statistics, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.band import check_band, through_band
+from aligner.features.dereverb import DereverbSettings, through_dereverb
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
@@ -205,6 +206,10 @@ class AlignmentModel:
     #: this model hears its recordings through this band (Hz; :func:`aligner.features.band.band_limited`)
     #: before their MFCCs, as its classifier was trained; None = the full band
     front_band_hz: tuple | None = None
+    #: this model dereverberates the recordings that pass the settings' gate before their MFCCs
+    #: (:func:`aligner.features.dereverb.through_dereverb`; a multi-condition expert's front end);
+    #: None = never
+    front_dereverb: DereverbSettings | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -234,21 +239,34 @@ class AlignmentModel:
         return cached
 
     def expert_view(self, classifier: FrameClassifier, weights: np.ndarray,
-                    refiner: BoundaryRefiner | None, front_band_hz: tuple | None = None) -> "AlignmentModel":
+                    refiner: BoundaryRefiner | None, front_band_hz: tuple | None = None,
+                    front_dereverb: DereverbSettings | None = None) -> "AlignmentModel":
         """A model of ``classifier``, ``weights`` (7,), ``refiner`` and front end ``front_band_hz``
-        that shares this model's duration statistics, confidence model, transcript check,
-        inventory and symbols."""
+        and ``front_dereverb`` that shares this model's duration statistics, confidence model,
+        transcript check, inventory and symbols."""
         return AlignmentModel(classifier, self.durations, np.asarray(weights, float), self.min_frames,
                               self.training, refiner, self.confidence, self.utterance_check, self.inventory,
                               self.phone_symbols, front_band_hz=None if front_band_hz is None
-                              else check_band(front_band_hz))
+                              else check_band(front_band_hz), front_dereverb=front_dereverb)
 
     def frames_of(self, samples, warp: float = 1.0) -> np.ndarray:
         """The (T, 42) MFCC frames this model's classifier reads from a recording's 16 kHz
         ``samples`` (n,) (an array or a :class:`~aligner.io.audio.FileSamples`): through
-        :attr:`front_band_hz` first when the model has one; ``warp`` as for
+        :attr:`front_band_hz` first when the model has one, then dereverberated when it has
+        :attr:`front_dereverb` and the recording passes its gate; ``warp`` as for
         :func:`~aligner.features.mfcc.mfcc_features`."""
-        return mfcc_features(through_band(samples, self.front_band_hz), SAMPLE_RATE, warp)
+        heard = through_dereverb(through_band(samples, self.front_band_hz), self.front_dereverb)
+        return mfcc_features(heard, SAMPLE_RATE, warp)
+
+    def _expert_frames(self, expert: "AlignmentModel", samples, frames):
+        """The frames ``expert`` (a full-band :attr:`condition_expert`) reads of a recording of
+        16 kHz ``samples`` whose frames by this model are ``frames`` (None: not yet computed):
+        those frames, unless the expert dereverberates this recording."""
+        if expert.front_dereverb is not None and samples is not None:
+            heard = through_dereverb(samples, expert.front_dereverb)
+            if heard is not samples:
+                return mfcc_features(heard, SAMPLE_RATE)
+        return self.frames_of(samples) if frames is None else frames
 
     def scored(self, frames: np.ndarray | None, samples=None) -> tuple:
         """``(decoder, scores, frames)`` of a recording of MFCC ``frames`` (T, 42) (this model's
@@ -263,8 +281,9 @@ class AlignmentModel:
         :attr:`condition_band_expert` when the model has one (its frames are its :meth:`frames_of`
         the samples, through its band); one below the range gate (a room, noise) goes to the
         multi-condition expert even on a phone line, as the band expert heard only phone lines
-        with some noise and no rooms. Without ``samples`` only the entropy counts (``frames``
-        must then be given)."""
+        with some noise and no rooms; that expert reads frames of the dereverberated samples when
+        it has :attr:`front_dereverb` and the recording passes its gate. Without ``samples`` only
+        the entropy counts (``frames`` must then be given)."""
         expert = self.condition_expert
         if expert is not None and samples is not None and (self.condition_range_gate is not None
                                                             or self.condition_band_gate is not None):
@@ -276,11 +295,12 @@ class AlignmentModel:
                     band_frames = band_expert.frames_of(samples)
                     return band_expert, band_expert.classifier.scores(band_frames), band_frames
             if below_range or (band_share is not None and band_share < self.condition_band_gate):
-                frames = self.frames_of(samples) if frames is None else frames
+                frames = self._expert_frames(expert, samples, frames)
                 return expert, expert.classifier.scores(frames), frames
         frames = self.frames_of(samples) if frames is None else frames
         scores = self.classifier.scores(frames)
         if expert is not None and posterior_entropy(self.classifier, scores) > self.condition_gate:
+            frames = self._expert_frames(expert, samples, frames)
             return expert, expert.classifier.scores(frames), frames
         return self, scores, frames
 
@@ -516,6 +536,8 @@ class AlignmentModel:
                 arrays["expert_refiner"] = expert.refiner.to_arrays()
             params["alignment"]["condition_expert"] = {"weights": [float(v) for v in expert.weights],
                                                        "gate_entropy_nats": float(self.condition_gate)}
+            if expert.front_dereverb is not None:
+                params["alignment"]["condition_expert"]["front_dereverb"] = expert.front_dereverb.to_dict()
             if self.condition_range_gate is not None:
                 params["alignment"]["condition_expert"]["gate_energy_range_db"] = float(self.condition_range_gate)
             if self.condition_band_gate is not None:
@@ -530,6 +552,8 @@ class AlignmentModel:
                     "front_band_hz": [float(v) for v in band_expert.front_band_hz]}
         if self.front_band_hz is not None:
             params["alignment"]["front_band_hz"] = [float(v) for v in self.front_band_hz]
+        if self.front_dereverb is not None:
+            params["alignment"]["front_dereverb"] = self.front_dereverb.to_dict()
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -568,10 +592,11 @@ class AlignmentModel:
                     confidence = BoundaryConfidence.from_arrays(arrays["confidence"], inventory.broad_indices)
                 if "utterance_check" in arrays:
                     utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
-            front_band = p.get("front_band_hz")
+            front_band, dereverb = p.get("front_band_hz"), p.get("front_dereverb")
             model = cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
                         confidence, utterance_check, inventory, phone_symbols,
-                        front_band_hz=None if front_band is None else check_band(front_band))
+                        front_band_hz=None if front_band is None else check_band(front_band),
+                        front_dereverb=None if dereverb is None else DereverbSettings.from_dict(dereverb))
             expert = p.get("condition_expert")
             if expert is not None or "expert_classifier" in arrays or "band_expert_classifier" in arrays:
                 if not isinstance(expert, dict) or "expert_classifier" not in arrays:
@@ -579,8 +604,10 @@ class AlignmentModel:
                 gate = expert["gate_entropy_nats"]
                 range_gate, band_gate = expert.get("gate_energy_range_db"), expert.get("gate_high_band_db")
                 check_gates(gate, range_gate, band_gate, len(inventory))
+                expert_dereverb = expert.get("front_dereverb")
                 model.condition_expert = model.expert_view(
-                    *_expert_parts(arrays, "expert", expert, "condition expert", classifier, len(inventory)))
+                    *_expert_parts(arrays, "expert", expert, "condition expert", classifier, len(inventory)),
+                    front_dereverb=None if expert_dereverb is None else DereverbSettings.from_dict(expert_dereverb))
                 model.condition_gate = float(gate)
                 model.condition_range_gate = None if range_gate is None else float(range_gate)
                 model.condition_band_gate = None if band_gate is None else float(band_gate)

@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit
 
 from aligner.frames import SAMPLE_RATE
+from aligner.io.audio import SampleReader
 
 #: the band (Hz) a phone-line model keeps: the union of the simulated phone lines' bands
 PHONE_BAND_HZ = (250.0, 3600.0)
@@ -176,7 +177,7 @@ def through_band(samples, band_hz):
     return samples if band_hz is None else band_limited(samples, band_hz)
 
 
-class BandLimitedSamples:
+class BandLimitedSamples(SampleReader):
     """Samples (n,) of ``source`` (an array-like read by slices, e.g. a
     :class:`~aligner.io.audio.FileSamples`) through ``band_hz``, filtered on demand: a slice is
     filtered with :data:`BLOCK_MARGIN` samples of context on either side (starting on an even
@@ -185,35 +186,10 @@ class BandLimitedSamples:
     :func:`~aligner.alignment.conditions.level_statistics` read: ``len()``, ``shape``, ``ndim``,
     ``dtype``, slices of step 1 and ``close()``."""
 
-    ndim = 1
-    dtype = np.dtype(np.float32)
-
     def __init__(self, source, band_hz=PHONE_BAND_HZ):
         self.source, self.band_hz, self.n = source, check_band(band_hz), len(source)
 
-    @property
-    def shape(self) -> tuple:
-        return (self.n,)
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index):
-        if not isinstance(index, slice):
-            i = int(index)
-            i = i + self.n if i < 0 else i
-            if not 0 <= i < self.n:
-                raise IndexError(f"sample {index} outside 0..{self.n - 1}")
-            return self[i:i + 1][0]
-        start, stop, step = index.indices(self.n)
-        if step != 1:
-            raise ValueError("BandLimitedSamples reads contiguous slices only")
-        stop = max(start, stop)
+    def _read(self, start: int, stop: int) -> np.ndarray:
         a = max(0, start - BLOCK_MARGIN) // 2 * 2
         b = min(self.n, stop + BLOCK_MARGIN)
         return _band_pass(np.asarray(self.source[a:b], np.float32), self.band_hz)[start - a:stop - a]
-
-    def close(self) -> None:
-        close = getattr(self.source, "close", None)
-        if close is not None:
-            close()

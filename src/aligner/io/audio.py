@@ -207,7 +207,46 @@ def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owne
 _STREAM_BLOCK = 1 << 16
 
 
-class FileSamples:
+class SampleReader:
+    """Base of recordings read on demand, slice by slice (n,) float32 samples: ``len()``,
+    ``shape``, ``ndim``, ``dtype``, indexing by an int or a slice of step 1 (what
+    :func:`aligner.features.mfcc.mfcc_features` reads) and ``close()``. A subclass sets ``n``
+    and reads samples ``start .. stop`` in ``_read(start, stop)``."""
+
+    ndim = 1
+    dtype = np.dtype(np.float32)
+    n: int = 0
+
+    @property
+    def shape(self) -> tuple:
+        return (self.n,)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.n)
+            if step != 1:
+                raise ValueError(f"{type(self).__name__} reads contiguous slices only")
+            return self._read(start, max(start, stop))
+        i = int(index)
+        i = i + self.n if i < 0 else i
+        if not 0 <= i < self.n:
+            raise IndexError(f"sample {index} outside 0..{self.n - 1}")
+        return self._read(i, i + 1)[0]
+
+    def close(self) -> None:
+        """Close what the samples are read from (its ``source``'s ``close()``, if any)."""
+        close = getattr(getattr(self, "source", None), "close", None)
+        if close is not None:
+            close()
+
+
+class FileSamples(SampleReader):
     """A long recording's samples read from its file on demand: float32 mono at 16 kHz, full
     scale +-1, the mean (DC) removed as :func:`load_audio` removes it, without holding the
     recording in memory. Supports ``len()``, ``shape``, ``ndim``, ``dtype`` and indexing by an
@@ -217,19 +256,9 @@ class FileSamples:
     over it, block by block).
     """
 
-    ndim = 1
-    dtype = np.dtype(np.float32)
-
     def __init__(self, path: Path, n_samples: int, offset: float):
         self.path, self.n, self.offset = Path(path), int(n_samples), float(offset)
         self._file = None
-
-    @property
-    def shape(self) -> tuple:
-        return (self.n,)
-
-    def __len__(self) -> int:
-        return self.n
 
     def _read(self, start: int, stop: int) -> np.ndarray:
         if self._file is None:
@@ -240,18 +269,6 @@ class FileSamples:
         if abs(self.offset) >= DC_NEGLIGIBLE:
             mono = mono - np.float32(self.offset)
         return np.ascontiguousarray(mono, dtype=np.float32)
-
-    def __getitem__(self, index):
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self.n)
-            if step != 1:
-                raise ValueError("FileSamples reads contiguous slices only")
-            return self._read(start, max(start, stop))
-        i = int(index)
-        i = i + self.n if i < 0 else i
-        if not 0 <= i < self.n:
-            raise IndexError(f"sample {index} outside 0..{self.n - 1}")
-        return self._read(i, i + 1)[0]
 
     def close(self) -> None:
         if self._file is not None:

@@ -1,0 +1,331 @@
+"""Dereverberation before the MFCCs: weighted prediction error (WPE) on one microphone.
+
+In a reverberant room each short-time spectrum carries the decaying tails of the speech before
+it. WPE (Nakatani et al. 2010, "Speech dereverberation based on variance-normalized delayed
+linear prediction"; Yoshioka and Nakatani 2012) predicts that late reverberation in every
+frequency bin from the bin's own past, ``delay`` to ``delay + taps - 1`` frames back, with a
+linear filter fitted by least squares weighted by the inverse power of the dereverberated
+estimate, and subtracts it. A few iterations alternate the filter and the power. The early
+reflections (within ``delay`` frames) are kept, so the direct sound's timing does not move.
+
+:func:`dereverberate` filters a recording in blocks of :attr:`DereverbSettings.block_s` seconds
+(each with its own filter, fitted with :data:`BLOCK_MARGIN_S` of context on either side), so
+memory stays bounded whatever the recording's length, and a recording no longer than a block is
+filtered as one piece. :func:`late_reverberation_db` is the gate's statistic: the energy one short
+WPE iteration removes from a subset of the bins, in dB (near 0 dB for dry speech and for noise,
+which is not predictable from the past; tenths of a dB and more in a reverberant room); it is
+computed with fixed settings of its own, whatever the filter's.
+
+The filter runs in a numba loop per bin: the weighted correlation of the delayed frames (taps x
+taps), its solve, the subtraction. The STFT is a Hann-windowed rfft (``fft_size`` samples, hop
+``hop`` samples), resynthesised by weighted overlap-add.
+
+Units: samples at 16 kHz (:data:`aligner.frames.SAMPLE_RATE`); ``delay`` and ``taps`` in STFT
+frames of ``hop`` samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import numpy as np
+from numba import njit
+
+from aligner.frames import SAMPLE_RATE
+from aligner.io.audio import SampleReader
+
+#: seconds of context read on either side of a block when fitting its filter
+BLOCK_MARGIN_S = 1.0
+#: the gate statistic (:func:`late_reverberation_db`): one WPE iteration of GATE_TAPS taps after
+#: GATE_DELAY frames, STFT of GATE_FFT_SIZE samples and hop GATE_HOP, on every GATE_BIN_STEP-th bin
+#: within GATE_BAND_HZ, over the first GATE_SECONDS of a recording
+GATE_TAPS, GATE_DELAY, GATE_FFT_SIZE, GATE_HOP = 10, 3, 512, 128
+GATE_BIN_STEP = 8
+GATE_BAND_HZ = (250.0, 4000.0)
+GATE_SECONDS = 30.0
+#: power floor of the weights, relative to the bin's mean power (keeps silent frames finite)
+POWER_FLOOR = 1e-6
+
+
+@dataclass(frozen=True)
+class DereverbSettings:
+    """How a model dereverberates the recordings it is given (the defaults: a filter of 320 ms
+    after 32 ms, 3 iterations, 64 ms windows every 16 ms).
+
+    ``taps``, ``delay``: the prediction filter's length and the frames it skips (STFT frames of
+    ``hop`` samples); ``iterations``: filter/power alternations; ``fft_size``, ``hop``: the STFT
+    (samples at 16 kHz); ``gate_db``: a recording is dereverberated when
+    :func:`late_reverberation_db` of it is at least this (dB; None: always); ``block_s``:
+    seconds filtered with one filter (:func:`dereverberate`).
+    """
+
+    taps: int = 20
+    delay: int = 2
+    iterations: int = 3
+    fft_size: int = 1024
+    hop: int = 256
+    gate_db: float | None = None
+    block_s: float = 30.0
+
+    def __post_init__(self):
+        ints = {"taps": (1, 64), "delay": (1, 16), "iterations": (1, 10), "fft_size": (64, 4096), "hop": (16, 2048)}
+        for name, (lo, hi) in ints.items():
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= hi:
+                raise ValueError(f"dereverberation {name} must be an integer in {lo}..{hi}, got {v!r}")
+        if self.hop > self.fft_size // 2 or self.fft_size % self.hop:
+            raise ValueError(f"dereverberation needs hop <= fft_size / 2 dividing fft_size, "
+                             f"got fft_size {self.fft_size}, hop {self.hop}")
+        g = self.gate_db
+        if g is not None and (isinstance(g, bool) or not isinstance(g, (int, float, np.floating))
+                              or not np.isfinite(g)):
+            raise ValueError(f"dereverberation gate_db must be a finite number or None, got {g!r}")
+        b = self.block_s
+        if isinstance(b, bool) or not isinstance(b, (int, float, np.floating)) or not 5.0 <= b <= 3600.0:
+            raise ValueError(f"dereverberation block_s must be 5..3600 seconds, got {b!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values) -> "DereverbSettings":
+        """From a model's JSON; ValueError naming what is wrong."""
+        if not isinstance(values, dict):
+            raise ValueError(f"dereverberation settings must be an object, got {type(values).__name__}")
+        unknown = set(values) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown dereverberation settings: {', '.join(sorted(unknown))}")
+        return cls(**values)
+
+
+def _window(fft_size: int) -> np.ndarray:
+    return np.hanning(fft_size + 1)[:fft_size]  # periodic Hann
+
+
+def stft(x: np.ndarray, fft_size: int, hop: int) -> np.ndarray:
+    """Hann-windowed spectra (T, fft_size // 2 + 1) complex128 of samples ``x`` (n,), frame t
+    starting at sample ``t * hop - (fft_size - hop)`` (zeros before the start and after the end)."""
+    pad = fft_size - hop
+    n_frames = (len(x) + pad) // hop + 1
+    padded = np.zeros(n_frames * hop + fft_size, np.float64)
+    padded[pad:pad + len(x)] = x
+    frames = np.lib.stride_tricks.sliding_window_view(padded, fft_size)[::hop][:n_frames]
+    return np.fft.rfft(frames * _window(fft_size), axis=1)
+
+
+def istft(spectra: np.ndarray, fft_size: int, hop: int, n: int) -> np.ndarray:
+    """Samples (n,) float64 from :func:`stft` spectra, by weighted overlap-add (the analysis
+    window again, divided by the windows' summed squares)."""
+    w = _window(fft_size)
+    frames = np.fft.irfft(spectra, n=fft_size, axis=1) * w
+    T, r = len(frames), fft_size // hop
+    total = (T - 1) * hop + fft_size
+    out = np.zeros(total + fft_size)
+    for k in range(r):  # frames k, k + r, k + 2r... lie end to end
+        part = frames[k::r].ravel()
+        out[k * hop:k * hop + len(part)] += part
+    norm = np.zeros(total + fft_size)
+    w2 = np.tile(w * w, (T + r - 1) // r + 1)
+    for k in range(r):
+        m = len(frames[k::r]) * fft_size
+        norm[k * hop:k * hop + m] += w2[:m]
+    pad = fft_size - hop
+    norm = np.where(norm > 1e-8, norm, 1.0)
+    return (out / norm)[pad:pad + n]
+
+
+@njit(cache=True, fastmath=True)
+def _wpe_bins(spectra, taps, delay, iterations, floor):
+    """WPE of every bin of ``spectra`` (T, F) complex128: the dereverberated spectra (T, F).
+
+    Real and imaginary parts are kept apart with the bins innermost, so each frame's products
+    run over contiguous bins."""
+    T, F = spectra.shape
+    K = taps
+    yr = np.ascontiguousarray(spectra.real)
+    yi = np.ascontiguousarray(spectra.imag)
+    zr = yr.copy()
+    zi = yi.copy()
+    mean_power = np.zeros(F)
+    for t in range(T):
+        for f in range(F):
+            mean_power[f] += yr[t, f] * yr[t, f] + yi[t, f] * yi[t, f]
+    for f in range(F):
+        mean_power[f] = max(mean_power[f] / max(T, 1), 1e-30)
+    if T <= delay + K:
+        return spectra.copy()
+    inv = np.empty(F)
+    wr = np.empty(F)
+    wi = np.empty(F)
+    g = np.zeros((K, F), np.complex128)
+    for _ in range(iterations):
+        Rr = np.zeros((K, K, F))
+        Ri = np.zeros((K, K, F))
+        pr = np.zeros((K, F))
+        pi = np.zeros((K, F))
+        for t in range(delay, T):
+            for f in range(F):
+                lam = zr[t, f] * zr[t, f] + zi[t, f] * zi[t, f]
+                inv[f] = 1.0 / max(lam, floor * mean_power[f])
+            n_k = min(K, t - delay + 1)
+            for k in range(n_k):
+                tk = t - delay - k
+                for f in range(F):  # p[k] += y[tk] conj(y[t]) / lam
+                    a, b = yr[tk, f], yi[tk, f]
+                    c, d = yr[t, f] * inv[f], -yi[t, f] * inv[f]
+                    pr[k, f] += a * c - b * d
+                    pi[k, f] += a * d + b * c
+                    wr[f] = a * inv[f]
+                    wi[f] = b * inv[f]
+                for l in range(k, n_k):  # R[k, l] += y[tk] conj(y[tl]) / lam
+                    tl = t - delay - l
+                    for f in range(F):
+                        c, d = yr[tl, f], -yi[tl, f]
+                        Rr[k, l, f] += wr[f] * c - wi[f] * d
+                        Ri[k, l, f] += wr[f] * d + wi[f] * c
+        R = np.empty((K, K), np.complex128)
+        p = np.empty(K, np.complex128)
+        for f in range(F):
+            trace = 0.0
+            for k in range(K):
+                p[k] = pr[k, f] + 1j * pi[k, f]
+                trace += Rr[k, k, f]
+                for l in range(k, K):
+                    R[k, l] = Rr[k, l, f] + 1j * Ri[k, l, f]
+                    R[l, k] = Rr[k, l, f] - 1j * Ri[k, l, f]
+            reg = 1e-6 * trace / K + 1e-30
+            for k in range(K):
+                R[k, k] += reg
+            sol = np.linalg.solve(R, p)
+            for k in range(K):
+                g[k, f] = sol[k]
+        for t in range(T):
+            for f in range(F):
+                zr[t, f] = yr[t, f]
+                zi[t, f] = yi[t, f]
+            for k in range(min(K, max(t - delay + 1, 0))):
+                tk = t - delay - k
+                for f in range(F):  # z[t] -= conj(g[k]) y[tk]
+                    gr, gi = g[k, f].real, -g[k, f].imag
+                    zr[t, f] -= gr * yr[tk, f] - gi * yi[tk, f]
+                    zi[t, f] -= gr * yi[tk, f] + gi * yr[tk, f]
+    return zr + 1j * zi
+
+
+def _wpe_samples(x: np.ndarray, s: DereverbSettings) -> np.ndarray:
+    spectra = stft(np.asarray(x, np.float64), s.fft_size, s.hop)
+    clean = _wpe_bins(spectra, s.taps, s.delay, s.iterations, POWER_FLOOR)
+    return istft(clean, s.fft_size, s.hop, len(x))
+
+
+def dereverberate(samples, settings: DereverbSettings) -> np.ndarray:
+    """``samples`` (n,) (an array, or an array-like read by slices such as a
+    :class:`~aligner.io.audio.FileSamples`) dereverberated: float32 (n,), the whole recording in
+    memory. Filtered in blocks of ``settings.block_s`` seconds as :class:`DereverberatedSamples`
+    reads them."""
+    lazy = DereverberatedSamples(samples, settings)
+    return lazy[0:len(lazy)]
+
+
+class DereverberatedSamples(SampleReader):
+    """Samples (n,) of ``source`` (an array-like read by slices) dereverberated on demand: block
+    k holds samples ``k * B .. (k + 1) * B`` (B: ``settings.block_s`` seconds), filtered with a
+    filter fitted on the block and :data:`BLOCK_MARGIN_S` seconds around it; a recording no
+    longer than one block and its margin is one block. The last two blocks read are kept, so
+    reading a recording front to back, in slices that may overlap, filters each block once.
+    Read as any :class:`~aligner.io.audio.SampleReader`."""
+
+    def __init__(self, source, settings: DereverbSettings):
+        self.source, self.settings, self.n = source, settings, len(source)
+        self.block = int(round(settings.block_s * SAMPLE_RATE))
+        self.margin = int(round(BLOCK_MARGIN_S * SAMPLE_RATE))
+        if self.n <= self.block + self.margin:
+            self.block = max(self.n, 1)
+        self._kept: dict = {}  # block number -> its samples: the last two blocks read
+
+    def _block(self, k: int) -> np.ndarray:
+        if k not in self._kept:
+            start, stop = k * self.block, min(self.n, (k + 1) * self.block)
+            lo, hi = (start, stop) if self.block >= self.n else (max(0, start - self.margin),
+                                                                   min(self.n, stop + self.margin))
+            part = _wpe_samples(np.asarray(self.source[lo:hi], np.float64), self.settings)
+            if len(self._kept) >= 2:  # a slice across a block's edge needs both blocks
+                del self._kept[max(self._kept, key=lambda j: abs(j - k))]
+            self._kept[k] = part[start - lo:stop - lo].astype(np.float32)
+        return self._kept[k]
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        out = np.empty(stop - start, np.float32)
+        k = start // self.block
+        while k * self.block < stop:
+            b0 = k * self.block
+            lo, hi = max(start, b0), min(stop, b0 + self.block)
+            out[lo - start:hi - start] = self._block(k)[lo - b0:hi - b0]
+            k += 1
+        return out
+
+
+def is_reverberant(samples, settings: DereverbSettings) -> bool:
+    """Whether a recording's :func:`late_reverberation_db` reaches ``settings.gate_db`` (always,
+    when the settings have no gate; never, when the statistic cannot be computed)."""
+    if settings.gate_db is None:
+        return True
+    value = late_reverberation_db(samples)
+    return bool(np.isfinite(value) and value >= settings.gate_db)
+
+
+def through_dereverb(samples, settings: DereverbSettings | None):
+    """``samples`` as a model with dereverberation ``settings`` hears them: ``samples`` themselves
+    when ``settings`` is None or the recording does not pass their gate (:func:`is_reverberant`),
+    else dereverberated (an array for an array no longer than a block and its margin, else a
+    :class:`DereverberatedSamples` filtering block by block)."""
+    if settings is None or not is_reverberant(samples, settings):
+        return samples
+    lazy = DereverberatedSamples(samples, settings)
+    return lazy[0:len(lazy)] if isinstance(samples, np.ndarray) and lazy.block >= lazy.n else lazy
+
+
+def late_reverberation_db(samples, max_seconds: float = GATE_SECONDS) -> float:
+    """The gate's statistic: the energy (dB, >= 0 in practice) that one WPE iteration of
+    :data:`GATE_TAPS` taps after a delay of :data:`GATE_DELAY` frames (STFT of
+    :data:`GATE_FFT_SIZE` samples, hop :data:`GATE_HOP`) removes from every
+    :data:`GATE_BIN_STEP`-th bin within :data:`GATE_BAND_HZ`, over the first ``max_seconds`` of
+    ``samples`` (n,): about 0 dB for dry speech and for noise, a few tenths of a dB or more in a
+    reverberant room. NaN for a recording too short or silent to say."""
+    n = min(len(samples), int(max_seconds * SAMPLE_RATE))
+    x = np.asarray(samples[0:n], np.float32)
+    bins = _gate_bins(x, GATE_FFT_SIZE, GATE_HOP)
+    if len(bins) <= GATE_DELAY + GATE_TAPS:
+        return float("nan")
+    clean = _wpe_bins(bins, GATE_TAPS, GATE_DELAY, 1, POWER_FLOOR)
+    before = float(np.sum(np.abs(bins) ** 2))
+    after = float(np.sum(np.abs(clean) ** 2))
+    if before <= 0.0 or after <= 0.0:
+        return float("nan")
+    return 10.0 * np.log10(before / after)
+
+
+@lru_cache(maxsize=4)
+def _gate_basis(fft_size: int) -> tuple:
+    """The gate's bin numbers and their Hann-windowed DFT rows (fft_size, 2 * bins) float32:
+    cosines then sines."""
+    hz_per_bin = SAMPLE_RATE / fft_size
+    lo, hi = int(np.ceil(GATE_BAND_HZ[0] / hz_per_bin)), int(GATE_BAND_HZ[1] / hz_per_bin)
+    bins = np.arange(lo, hi + 1, GATE_BIN_STEP)
+    phase = 2.0 * np.pi * np.outer(np.arange(fft_size), bins) / fft_size
+    w = _window(fft_size)[:, None]
+    return bins, np.concatenate([w * np.cos(phase), -w * np.sin(phase)], axis=1).astype(np.float32)
+
+
+def _gate_bins(x: np.ndarray, fft_size: int, hop: int) -> np.ndarray:
+    """The :func:`stft` spectra (T, bins) of the gate's bins only, as one matrix product."""
+    _, basis = _gate_basis(fft_size)
+    pad = fft_size - hop
+    n_frames = (len(x) + pad) // hop + 1
+    padded = np.zeros(n_frames * hop + fft_size, np.float32)
+    padded[pad:pad + len(x)] = x
+    frames = np.lib.stride_tricks.sliding_window_view(padded, fft_size)[::hop][:n_frames]
+    values = (frames @ basis).astype(np.float64)
+    half = basis.shape[1] // 2
+    return np.ascontiguousarray(values[:, :half] + 1j * values[:, half:])
