@@ -13,7 +13,7 @@ proportional set sizes of the command and its workers (sampled every 0.5 s; page
 forked workers counted once).
 
     python -m benchmarks.bench_adapt --minutes 2 --minutes 60 [--rounds 2] [--jobs 1 --jobs 2] [--repeat 3]
-                                     [--keep runs/adapt-corpora]
+                                     [--keep runs/adapt-corpora] [--condition reverb_far]
 """
 
 from __future__ import annotations
@@ -34,9 +34,11 @@ import soundfile as sf
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 
 
-def build_corpus(data: Path, out: Path, seconds: float) -> float:
+def build_corpus(data: Path, out: Path, seconds: float, condition: str = "clean") -> float:
     """Write ``seconds`` of the sample's recordings (cycled) as 16-bit WAV + .lab under
-    ``out/<speaker>/``; returns the seconds written."""
+    ``out/<speaker>/``, each degraded first as ``benchmarks.eval_degraded`` makes ``condition``
+    (seeded by its place in the corpus); returns the seconds written."""
+    from benchmarks.eval_degraded import degrade
     from aligner.io.audio import load_audio
     from aligner.io.corpus import find_utterances
 
@@ -50,7 +52,7 @@ def build_corpus(data: Path, out: Path, seconds: float) -> float:
             for utt in utterances:
                 if written >= seconds:
                     break
-                y = load_audio(utt.audio)
+                y = degrade(load_audio(utt.audio), condition, seed=int(written * 1000))
                 words = utt.transcript.read_text().split(maxsplit=2)[2].strip()
                 folder = out / utt.speaker
                 folder.mkdir(parents=True, exist_ok=True)
@@ -128,18 +130,21 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, action="append", help="aligner adapt --jobs (repeatable) [1]")
     ap.add_argument("--repeat", type=int, default=1, help="runs per length and jobs (median reported)")
     ap.add_argument("--keep", type=Path, help="build the corpora here and keep them (reused if there)")
+    ap.add_argument("--condition", default="clean",
+                    help="degrade every recording as benchmarks.eval_degraded's condition NAME [clean]")
     ap.add_argument("extra", nargs="*", help="more options for aligner adapt (after --)")
     args = ap.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-adapt-"))
     try:
         for minutes in args.minutes or [2.0]:
-            root = (args.keep or work) / f"corpus-{minutes:g}min"
+            root = (args.keep or work) / (f"corpus-{minutes:g}min" + ("" if args.condition == "clean"
+                                                                       else f"-{args.condition}"))
             marker = root / ".seconds"
             if marker.is_file():
                 seconds = float(marker.read_text())
             else:
                 shutil.rmtree(root, ignore_errors=True)
-                seconds = build_corpus(args.data, root, 60.0 * minutes)
+                seconds = build_corpus(args.data, root, 60.0 * minutes, args.condition)
                 marker.write_text(f"{seconds}\n")
             runs: dict = {jobs: [] for jobs in args.jobs or [1]}
             for k in range(args.repeat):  # the jobs settings taken in turn: a changing load hits them alike
