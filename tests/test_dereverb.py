@@ -60,6 +60,19 @@ def test_the_stft_resynthesises_its_input():
         np.testing.assert_allclose(istft(stft(x, fft_size, hop), fft_size, hop, len(x)), x, atol=1e-9)
 
 
+def test_the_filter_solve_is_numpys_without_numbas_linalg():
+    """The filter's normal equations are solved by Cholesky factors in numba, giving what
+    np.linalg.solve gives (numba's np.linalg would load its LAPACK bindings in every process)."""
+    from aligner.features.dereverb import _solve_positive_definite
+
+    rng = np.random.default_rng(5)
+    for K in (1, 5, 20):
+        A = rng.standard_normal((K, 3 * K)) + 1j * rng.standard_normal((K, 3 * K))
+        R = A @ A.conj().T + 1e-3 * np.eye(K)
+        p = rng.standard_normal(K) + 1j * rng.standard_normal(K)
+        np.testing.assert_allclose(_solve_positive_definite(R, p), np.linalg.solve(R, p), rtol=1e-9, atol=1e-12)
+
+
 def test_wpe_removes_a_rooms_tails_and_keeps_the_speech():
     dry = _bursts()
     wet = _room(dry)
@@ -153,6 +166,29 @@ def test_the_expert_reads_dereverberated_frames_past_its_gate():
     symbols = (DEMO / "demo.phones").read_text().split()
     pset = get_phone_set("arpabet")
     assert routed.align(wet, symbols, pset) == routed.condition_expert.align(wet, symbols, pset)
+
+
+def test_a_long_reverberant_recording_goes_to_the_expert_by_its_own_gate(monkeypatch):
+    """With the range and entropy gates out of reach, the dereverberation gate sends a long
+    room's recording to the expert (dereverberated); a short one, and a long dry one, stay."""
+    import aligner.alignment.model as model_module
+
+    monkeypatch.setattr(model_module, "REVERB_ROUTING_MIN_SECONDS", 10.0)  # 'long', for a test
+    base = AlignmentModel.load(default_model_dir(ALIGNMENT_KIND))
+    expert = base.expert_view(base.classifier, base.weights * np.array([1, 0, 0, 0, 0, 3, 0]), base.refiner)
+    short_dry = load_audio(DEMO / "demo.wav")
+    dry = np.tile(short_dry, int(np.ceil(12 * SR / len(short_dry))))
+    wet, short_wet = _room(dry), _room(short_dry)
+    gate = (late_reverberation_db(dry) + late_reverberation_db(wet)) / 2
+    attach_condition_expert(base, expert, 3.6, 1.0, None, None, None, DereverbSettings(gate_db=gate))
+    decoder, _, used = base.scored(None, wet)
+    assert decoder is base.condition_expert
+    np.testing.assert_array_equal(used, mfcc_features(dereverberate(wet, decoder.front_dereverb)))
+    assert late_reverberation_db(short_wet) >= gate and base.scored(None, short_wet)[0] is base  # too short
+    frames = mfcc_features(dry)
+    decoder, scores, used = base.scored(frames, dry)
+    assert decoder is base and used is frames
+    np.testing.assert_array_equal(scores, base.classifier.scores(frames))
 
 
 def test_dereverberation_survives_saving(tmp_path):

@@ -63,6 +63,12 @@ DEFAULT_FALSE_ALARM = 0.1
 #: dereverberation gate of the multi-condition expert (:mod:`aligner.features.dereverb`): on
 #: validation copies 10, 5 and 2 % gave the same accuracy, and 2 % dereverberates the fewest
 DEREVERB_FALSE_ALARM = 0.02
+#: a recording at least this long (seconds) that passes the multi-condition expert's
+#: dereverberation gate goes to the expert even when no other gate sends it there: the gates were
+#: set on utterances of a few seconds, and the statistic reads at most its first 30 s, so on a
+#: recording this long it costs a few per cent of aligning it (on every short utterance it would
+#: cost about 10 %)
+REVERB_ROUTING_MIN_SECONDS = 60.0
 
 
 def posterior_entropy(classifier, scores: np.ndarray) -> float:

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from aligner.alignment.conditions import check_gates, level_statistics, posterior_entropy
+from aligner.alignment.conditions import REVERB_ROUTING_MIN_SECONDS, check_gates, level_statistics, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.band import check_band, through_band
-from aligner.features.dereverb import DereverbSettings, through_dereverb
+from aligner.features.dereverb import DereverbSettings, dereverberated_samples, is_reverberant, through_dereverb
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
@@ -258,14 +258,17 @@ class AlignmentModel:
         heard = through_dereverb(through_band(samples, self.front_band_hz), self.front_dereverb)
         return mfcc_features(heard, SAMPLE_RATE, warp)
 
-    def _expert_frames(self, expert: "AlignmentModel", samples, frames):
+    def _expert_frames(self, expert: "AlignmentModel", samples, frames, reverberant: bool | None = None):
         """The frames ``expert`` (a full-band :attr:`condition_expert`) reads of a recording of
         16 kHz ``samples`` whose frames by this model are ``frames`` (None: not yet computed):
-        those frames, unless the expert dereverberates this recording."""
-        if expert.front_dereverb is not None and samples is not None:
-            heard = through_dereverb(samples, expert.front_dereverb)
-            if heard is not samples:
-                return mfcc_features(heard, SAMPLE_RATE)
+        those frames, unless the expert dereverberates this recording (``reverberant``: whether it
+        passes the expert's dereverberation gate; None: judged here)."""
+        settings = expert.front_dereverb
+        if settings is not None and samples is not None:
+            if reverberant is None:
+                reverberant = is_reverberant(samples, settings)
+            if reverberant:
+                return mfcc_features(dereverberated_samples(samples, settings), SAMPLE_RATE)
         return self.frames_of(samples) if frames is None else frames
 
     def scored(self, frames: np.ndarray | None, samples=None) -> tuple:
@@ -273,17 +276,26 @@ class AlignmentModel:
         :meth:`frames_of` its ``samples``; None: computed here when needed): this model, its
         classifier's scores (T, classes) and those frames; or, when the model has a condition
         expert and the recording passes one of its gates, the expert, the expert classifier's
-        scores and the frames it read. The gates: the energy range of ``samples`` (n,), the
-        recording's 16 kHz samples, below :attr:`condition_range_gate` or their high-band share
-        below :attr:`condition_band_gate` (both checked first: such a recording is never scored
-        twice), or the mean posterior entropy of this model's scores above :attr:`condition_gate`.
-        A recording below the band gate but not the range gate goes to
-        :attr:`condition_band_expert` when the model has one (its frames are its :meth:`frames_of`
-        the samples, through its band); one below the range gate (a room, noise) goes to the
-        multi-condition expert even on a phone line, as the band expert heard only phone lines
-        with some noise and no rooms; that expert reads frames of the dereverberated samples when
-        it has :attr:`front_dereverb` and the recording passes its gate. Without ``samples`` only
-        the entropy counts (``frames`` must then be given)."""
+        scores and the frames it read.
+
+        The gates, in this order, on ``samples`` (n,), the recording's 16 kHz samples:
+
+        * its energy range below :attr:`condition_range_gate`: the multi-condition expert (a
+          room, noise; even on a phone line, as the band expert heard no rooms);
+        * its high-band share below :attr:`condition_band_gate`: :attr:`condition_band_expert`
+          when the model has one (its frames are its :meth:`frames_of` the samples, through its
+          band), else the multi-condition expert;
+        * for a recording of at least
+          :data:`~aligner.alignment.conditions.REVERB_ROUTING_MIN_SECONDS`, its late reverberation
+          at least the expert's dereverberation gate (:attr:`front_dereverb` with a ``gate_db``):
+          the multi-condition expert;
+        * the mean posterior entropy of this model's scores above :attr:`condition_gate`: the
+          multi-condition expert.
+
+        The first three are judged before this model scores the recording, so such a recording is
+        never scored twice. The multi-condition expert reads frames of the dereverberated samples
+        of a recording past its dereverberation gate. Without ``samples`` only the entropy counts
+        (``frames`` must then be given)."""
         expert = self.condition_expert
         if expert is not None and samples is not None and (self.condition_range_gate is not None
                                                             or self.condition_band_gate is not None):
@@ -297,10 +309,18 @@ class AlignmentModel:
             if below_range or (band_share is not None and band_share < self.condition_band_gate):
                 frames = self._expert_frames(expert, samples, frames)
                 return expert, expert.classifier.scores(frames), frames
+        reverberant = None
+        settings = None if expert is None else expert.front_dereverb
+        if (settings is not None and settings.gate_db is not None and samples is not None
+                and len(samples) >= REVERB_ROUTING_MIN_SECONDS * SAMPLE_RATE):
+            reverberant = is_reverberant(samples, settings)
+            if reverberant:
+                frames = self._expert_frames(expert, samples, frames, True)
+                return expert, expert.classifier.scores(frames), frames
         frames = self.frames_of(samples) if frames is None else frames
         scores = self.classifier.scores(frames)
         if expert is not None and posterior_entropy(self.classifier, scores) > self.condition_gate:
-            frames = self._expert_frames(expert, samples, frames)
+            frames = self._expert_frames(expert, samples, frames, reverberant)
             return expert, expert.classifier.scores(frames), frames
         return self, scores, frames
 

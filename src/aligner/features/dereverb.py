@@ -135,6 +135,39 @@ def istft(spectra: np.ndarray, fft_size: int, hop: int, n: int) -> np.ndarray:
     return (out / norm)[pad:pad + n]
 
 
+@njit(cache=True)
+def _solve_positive_definite(R, p):
+    """x (K,) with ``R @ x = p`` for a Hermitian positive definite ``R`` (K, K) complex128, by
+    Cholesky factors (np.linalg.solve in numba would import scipy.linalg, over half a second of
+    CPU in every process that first dereverberates)."""
+    K = R.shape[0]
+    L = np.zeros((K, K), np.complex128)
+    for j in range(K):
+        d = R[j, j].real
+        for k in range(j):
+            d -= L[j, k].real * L[j, k].real + L[j, k].imag * L[j, k].imag
+        d = np.sqrt(max(d, 1e-300))
+        L[j, j] = d
+        for i in range(j + 1, K):
+            acc = R[i, j]
+            for k in range(j):
+                acc -= L[i, k] * np.conj(L[j, k])
+            L[i, j] = acc / d
+    y = np.empty(K, np.complex128)
+    for i in range(K):  # L y = p
+        acc = p[i]
+        for k in range(i):
+            acc -= L[i, k] * y[k]
+        y[i] = acc / L[i, i].real
+    x = np.empty(K, np.complex128)
+    for i in range(K - 1, -1, -1):  # L^H x = y
+        acc = y[i]
+        for k in range(i + 1, K):
+            acc -= np.conj(L[k, i]) * x[k]
+        x[i] = acc / L[i, i].real
+    return x
+
+
 @njit(cache=True, fastmath=True)
 def _wpe_bins(spectra, taps, delay, iterations, floor):
     """WPE of every bin of ``spectra`` (T, F) complex128: the dereverberated spectra (T, F).
@@ -197,7 +230,7 @@ def _wpe_bins(spectra, taps, delay, iterations, floor):
             reg = 1e-6 * trace / K + 1e-30
             for k in range(K):
                 R[k, k] += reg
-            sol = np.linalg.solve(R, p)
+            sol = _solve_positive_definite(R, p)
             for k in range(K):
                 g[k, f] = sol[k]
         for t in range(T):
@@ -275,15 +308,21 @@ def is_reverberant(samples, settings: DereverbSettings) -> bool:
     return bool(np.isfinite(value) and value >= settings.gate_db)
 
 
+def dereverberated_samples(samples, settings: DereverbSettings):
+    """``samples`` dereverberated with ``settings`` whatever their gate: an array for an array no
+    longer than a block and its margin, else a :class:`DereverberatedSamples` filtering block by
+    block."""
+    lazy = DereverberatedSamples(samples, settings)
+    return lazy[0:len(lazy)] if isinstance(samples, np.ndarray) and lazy.block >= lazy.n else lazy
+
+
 def through_dereverb(samples, settings: DereverbSettings | None):
     """``samples`` as a model with dereverberation ``settings`` hears them: ``samples`` themselves
     when ``settings`` is None or the recording does not pass their gate (:func:`is_reverberant`),
-    else dereverberated (an array for an array no longer than a block and its margin, else a
-    :class:`DereverberatedSamples` filtering block by block)."""
+    else :func:`dereverberated_samples`."""
     if settings is None or not is_reverberant(samples, settings):
         return samples
-    lazy = DereverberatedSamples(samples, settings)
-    return lazy[0:len(lazy)] if isinstance(samples, np.ndarray) and lazy.block >= lazy.n else lazy
+    return dereverberated_samples(samples, settings)
 
 
 def late_reverberation_db(samples, max_seconds: float = GATE_SECONDS) -> float:
