@@ -11,9 +11,8 @@ recordings of the TIMIT-layout corpus, each scored by the fold model that never 
 ``--false-alarm`` of them exceed, and the energy range and the high-band share that as many fall
 below. ``--dereverb [SHARE]``: the expert dereverberates (WPE, :mod:`aligner.features.dereverb`)
 the recordings it takes whose late-reverberation statistic exceeds the value that SHARE of the
-clean recordings exceed (default
-:data:`aligner.alignment.conditions.DEREVERB_FALSE_ALARM`). The model is written to ``--out`` (or over ``--model`` with ``--in-place``),
-atomically.
+clean recordings exceed (default :data:`aligner.alignment.conditions.DEREVERB_FALSE_ALARM`). The
+model is written to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
 
     python -m benchmarks.fit_condition_expert --model models/timit-alignment --expert runs/mc \\
         [--band-expert runs/phone-line] [--dereverb] --folds-dir runs/folds --in-place
@@ -26,6 +25,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from aligner.alignment.conditions import DEREVERB_FALSE_ALARM
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
 
@@ -36,9 +37,9 @@ def main(argv=None) -> int:
     ap.add_argument("--expert", type=Path, required=True, help="a model of the same classes trained with --augment")
     ap.add_argument("--band-expert", type=Path,
                     help="a phone-line model (aligner train --phone-line) for the recordings below the band gate")
-    ap.add_argument("--dereverb", type=float, nargs="?", const=-1.0, default=None, metavar="SHARE",
+    ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
                     help="the expert dereverberates the recordings past a late-reverberation gate that SHARE "
-                         "of the clean recordings pass [aligner.alignment.conditions.DEREVERB_FALSE_ALARM]")
+                         f"of the clean recordings pass [{DEREVERB_FALSE_ALARM}]")
     ap.add_argument("--folds-dir", type=Path, required=True, help="clean fold models (benchmarks.eval_alignment_cv)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus of the fold models")
     ap.add_argument("--false-alarm", type=float, default=None,
@@ -51,8 +52,8 @@ def main(argv=None) -> int:
         sys.exit(f"error: {args.data}: corpus not found")
     from benchmarks.eval_confidence import fold_models
     from aligner.alignment.adapt_corpus import save_atomically
-    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, DEREVERB_FALSE_ALARM, attach_condition_expert,
-                                              gate_for_false_alarm, gate_statistics)
+    from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
+                                              gate_statistics)
     from aligner.alignment.model import AlignmentModel
     from aligner.features.dereverb import DereverbSettings, late_reverberation_db
     from aligner.io.audio import RepairedAudioWarning, load_audio
@@ -91,9 +92,8 @@ def main(argv=None) -> int:
             "augmentation", "speakers", "seconds", "classifier_params") if k in band_expert.training}
     dereverb = None
     if args.dereverb is not None:
-        share = DEREVERB_FALSE_ALARM if args.dereverb < 0 else args.dereverb
-        dereverb = DereverbSettings(gate_db=gate_for_false_alarm(reverb, share))
-        record["dereverb_false_alarm"] = share
+        dereverb = DereverbSettings(gate_db=gate_for_false_alarm(reverb, args.dereverb))
+        record["dereverb_false_alarm"] = args.dereverb
     attach_condition_expert(model, expert, gate, range_gate, record, band_gate, band_expert, dereverb)
     target = args.model if args.in_place else args.out
     inputs = [args.expert, args.folds_dir] + ([args.band_expert] if args.band_expert is not None else [])
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     print(f"{target}: expert {args.expert}{band_note}; gates {gate:.3f} nats, {range_gate:.1f} dB range, "
           f"{band_gate:.1f} dB high band, each passed by {false_alarm:.0%} of {len(utts)} clean recordings of "
           f"unseen speakers" + (f"; the expert dereverberates past {dereverb.gate_db:.3f} dB of late reverberation "
-                                f"({share:.0%} of them)" if dereverb is not None else ""))
+                                f"({args.dereverb:.0%} of them)" if dereverb is not None else ""))
     return 0
 
 

@@ -63,3 +63,17 @@ def noisy_problem(seed=0, n=40):
     y = rng.integers(0, 3, size=n)
     X = centres[y] + rng.normal(scale=0.8, size=(n, 2))
     return [np.append(x, 1.0) for x in X], [int(v) for v in y]
+
+
+def assert_reads_like(lazy, whole: np.ndarray, cuts, atol: float, mfcc_atol: float) -> None:
+    """A sample reader read on demand (:class:`aligner.io.audio.SampleReader`) gives the samples
+    of ``whole`` (n,): its length and shape, the slices ``cuts`` ``[(a, b), ...]`` and its last
+    sample within ``atol``, its MFCCs within ``mfcc_atol``; then it closes."""
+    from aligner.features.mfcc import mfcc_features
+
+    assert len(lazy) == len(whole) and lazy.shape == whole.shape
+    for a, b in cuts:
+        np.testing.assert_allclose(lazy[a:b], whole[a:b], atol=atol)
+    assert lazy[-1] == pytest.approx(whole[-1], abs=atol)
+    np.testing.assert_allclose(mfcc_features(lazy), mfcc_features(whole), atol=mfcc_atol)
+    lazy.close()

@@ -628,11 +628,11 @@ class PoolRounds:
     """
 
     def __init__(self, recordings, prons_of, warps, engine: str, scheduler, jobs: int, base, work_dir=None,
-                 band_hz=None, dereverb=None):
+                 front_end=None):
         from aligner.alignment.adaptation import InProcessRounds
 
-        # the recordings, as the workers see them (through the base's front end, if any)
-        self.here = InProcessRounds(recordings, prons_of, warps, band_hz=band_hz, dereverb=dereverb)
+        # the recordings, as the workers see them (through the adapted model's front end)
+        self.here = InProcessRounds(recordings, prons_of, warps, front_end=front_end)
         self.engine, self.scheduler, self.base, self.work_dir = engine, scheduler, base, work_dir
         self.jobs = max(1, min(int(jobs), len(recordings)))
         self.words = any(r.kind == "words" for r in recordings)

@@ -70,8 +70,6 @@ import numpy as np
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.alignment.stop_closures import expand_stop_closures, should_split_stops
 from aligner.errors import AlignerError, AlignmentError
-from aligner.features.band import through_band
-from aligner.features.dereverb import through_dereverb
 from aligner.features.frame_classifier import FrameClassifier, landmark_eigenbasis
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
@@ -344,7 +342,7 @@ def choose_warps(model: AlignmentModel, recordings: Sequence[Recording], grid: S
             v = []
             for r, p in zip(recs, prons):
                 try:
-                    v.append(alignment_value(model, r, frames_of(r, warp, model.front_band_hz, model.front_dereverb), p))
+                    v.append(alignment_value(model, r, frames_of(r, warp, model), p))
                 except AlignmentError:
                     v.append(np.nan)
             values[float(warp)] = v
@@ -688,8 +686,7 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     model = base
     previous: dict = {}
     reports = []
-    with (runner or InProcessRounds)(recordings, prons_of, warps, band_hz=base.front_band_hz,
-                                     dereverb=base.front_dereverb) as where:
+    with (runner or InProcessRounds)(recordings, prons_of, warps, front_end=base) as where:
         for rnd in range(1, int(rounds) + 1):
             t0 = time.perf_counter()
             clf = model.classifier
@@ -784,15 +781,14 @@ class BatchResult:
     broken: str | None = None
 
 
-def frames_of(rec: Recording, warp: float = 1.0, band_hz=None, dereverb=None) -> np.ndarray:
-    """The MFCC frames of a recording (its samples read from its ``source`` if it has none),
-    through the front-end band ``band_hz`` (Hz; :func:`aligner.features.band.band_limited`) of a
-    phone-line model first, if given, then dereverberated with ``dereverb`` (a model's
-    :class:`~aligner.features.dereverb.DereverbSettings`) if given and the recording passes their
-    gate: the frames the model reads (:meth:`AlignmentModel.frames_of`)."""
+def frames_of(rec: Recording, warp: float = 1.0, model: AlignmentModel | None = None) -> np.ndarray:
+    """The MFCC frames of a recording (its samples read from its ``source`` if it has none), as
+    ``model`` reads them (:meth:`AlignmentModel.frames_of`: through its front-end band, and
+    dereverberated, when it has them); None: the plain MFCCs."""
     samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
-    heard = through_dereverb(through_band(samples, band_hz), dereverb)
-    return mfcc_features(heard, SAMPLE_RATE, warp=float(warp))
+    if model is None:
+        return mfcc_features(samples, SAMPLE_RATE, warp=float(warp))
+    return model.frames_of(samples, float(warp))
 
 
 _SOURCE: tuple = (None, None)  #: (path, samples): the last audio file :func:`_source_samples` read
@@ -844,7 +840,7 @@ def run_batch(model: AlignmentModel, entries, settings: AdaptSettings, want_stat
             else:
                 if rec.samples is None:
                     rec = dataclasses.replace(rec, samples=_source_samples(rec))
-                frames = frames_of(rec, warp, model.front_band_hz, model.front_dereverb)
+                frames = frames_of(rec, warp, model)
                 if cache is not None:
                     cache[i] = frames
             result, dec = _file_result(i, model, rec, frames, prons, settings)
@@ -924,14 +920,13 @@ def gather_round(batches: list, run, n: int, stats: OutputLayerStats | None, tic
 
 class InProcessRounds:
     """Each round's recordings aligned in this process, in one batch (:func:`run_batch`), their
-    MFCC frames kept between rounds (through ``band_hz``, the front-end band of a phone-line
-    model, and ``dereverb``, a model's dereverberation, if given: :func:`frames_of`);
+    MFCC frames kept between rounds, read as ``front_end`` (a model, the one adapted) reads them
+    (:func:`frames_of`; None: the plain MFCCs);
     ``with InProcessRounds(recordings, prons_of, warps) as where: stats, files = where.run(...)``."""
 
-    def __init__(self, recordings: Sequence[Recording], prons_of: list, warps: dict, band_hz=None,
-                 dereverb=None):
-        self.recordings, self.prons_of, self.warps, self.band_hz = recordings, prons_of, warps, band_hz
-        self.dereverb = dereverb
+    def __init__(self, recordings: Sequence[Recording], prons_of: list, warps: dict,
+                 front_end: AlignmentModel | None = None):
+        self.recordings, self.prons_of, self.warps, self.front_end = recordings, prons_of, warps, front_end
         self.cache: list = [None] * len(recordings)
 
     def __enter__(self) -> "InProcessRounds":
@@ -948,7 +943,7 @@ class InProcessRounds:
         """The MFCC frames of recording ``i``."""
         if self.cache[i] is None:
             rec = self.recordings[i]
-            self.cache[i] = frames_of(rec, self.warps.get(rec.speaker, 1.0), self.band_hz, self.dereverb)
+            self.cache[i] = frames_of(rec, self.warps.get(rec.speaker, 1.0), self.front_end)
         return self.cache[i]
 
     def run(self, rnd: int, model: AlignmentModel, settings: AdaptSettings, want_stats: bool,

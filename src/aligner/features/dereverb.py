@@ -103,15 +103,21 @@ def _window(fft_size: int) -> np.ndarray:
     return np.hanning(fft_size + 1)[:fft_size]  # periodic Hann
 
 
-def stft(x: np.ndarray, fft_size: int, hop: int) -> np.ndarray:
-    """Hann-windowed spectra (T, fft_size // 2 + 1) complex128 of samples ``x`` (n,), frame t
-    starting at sample ``t * hop - (fft_size - hop)`` (zeros before the start and after the end)."""
+def _frames(x: np.ndarray, fft_size: int, hop: int, dtype) -> np.ndarray:
+    """The STFT's frames (T, fft_size) of samples ``x`` (n,) as ``dtype`` (a view of a padded
+    copy): frame t starts at sample ``t * hop - (fft_size - hop)``, zeros before the start and
+    after the end."""
     pad = fft_size - hop
     n_frames = (len(x) + pad) // hop + 1
-    padded = np.zeros(n_frames * hop + fft_size, np.float64)
+    padded = np.zeros(n_frames * hop + fft_size, dtype)
     padded[pad:pad + len(x)] = x
-    frames = np.lib.stride_tricks.sliding_window_view(padded, fft_size)[::hop][:n_frames]
-    return np.fft.rfft(frames * _window(fft_size), axis=1)
+    return np.lib.stride_tricks.sliding_window_view(padded, fft_size)[::hop][:n_frames]
+
+
+def stft(x: np.ndarray, fft_size: int, hop: int) -> np.ndarray:
+    """Hann-windowed spectra (T, fft_size // 2 + 1) complex128 of samples ``x`` (n,), frames as
+    :func:`_frames` cuts them."""
+    return np.fft.rfft(_frames(x, fft_size, hop, np.float64) * _window(fft_size), axis=1)
 
 
 def istft(spectra: np.ndarray, fft_size: int, hop: int, n: int) -> np.ndarray:
@@ -360,11 +366,6 @@ def _gate_basis(fft_size: int) -> tuple:
 def _gate_bins(x: np.ndarray, fft_size: int, hop: int) -> np.ndarray:
     """The :func:`stft` spectra (T, bins) of the gate's bins only, as one matrix product."""
     _, basis = _gate_basis(fft_size)
-    pad = fft_size - hop
-    n_frames = (len(x) + pad) // hop + 1
-    padded = np.zeros(n_frames * hop + fft_size, np.float32)
-    padded[pad:pad + len(x)] = x
-    frames = np.lib.stride_tricks.sliding_window_view(padded, fft_size)[::hop][:n_frames]
-    values = (frames @ basis).astype(np.float64)
+    values = (_frames(x, fft_size, hop, np.float32) @ basis).astype(np.float64)
     half = basis.shape[1] // 2
     return np.ascontiguousarray(values[:, :half] + 1j * values[:, half:])
