@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.conditions import DEREVERB_FALSE_ALARM
+from aligner.alignment.conditions import DENOISE_FALSE_ALARM, DEREVERB_FALSE_ALARM
 
 from aligner.alignment.adaptation import AdaptSettings, Recording, adapt_model, choose_warps, corpus_decoder
 from aligner.alignment.word_evaluation import score_word_alignments
@@ -134,10 +134,10 @@ def reference_choice(utts: list[dict], seed: int = 0) -> set:
 
 def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: bool = True,
                             expert_folds: Path | None = None, band_folds: Path | None = None,
-                            dereverb: float | None = None) -> list:
+                            dereverb: float | None = None, denoise: float | None = None) -> list:
     """[(fold model with a confidence model and transcript check fitted on the other folds'
     out-of-fold decodes, its test speakers)]; without ``review``, the fold models as saved.
-    ``expert_folds``, ``band_folds``, ``dereverb``: the decodes are made with these condition
+    ``expert_folds``, ``band_folds``, ``dereverb``, ``denoise``: the decodes are made with these condition
     experts (``build_decodes``)."""
     from aligner.alignment.confidence import BoundaryConfidence, UtteranceCheck
     from benchmarks.eval_confidence import build_decodes, fit_check, fit_confidence, fold_models
@@ -149,7 +149,8 @@ def fold_models_with_review(data: Path, folds_dir: Path, work: Path, review: boo
     if not all(p.is_file() for p in paths):
         log("fitting per-fold confidence models on the other folds' decodes ...")
         true, wrong, _, dec_models = build_decodes(data, folds_dir, log, expert_folds=expert_folds,
-                                                   band_folds=band_folds, dereverb=dereverb)
+                                                   band_folds=band_folds, dereverb=dereverb,
+                                                   denoise=denoise)
         all_wrong = [d for k in wrong for d in wrong[k]]
         for k in range(len(models)):
             train = [d for d in true if d.fold != k]
@@ -413,6 +414,9 @@ def main(argv=None):
     ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
                     help="with --expert-folds: the experts dereverberate the recordings past a late-reverberation "
                          "gate (as benchmarks.eval_degraded --dereverb). Use its own --work")
+    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
+                    help="with --expert-folds: the experts suppress stationary noise past a noise-floor gate (as "
+                         "benchmarks.eval_degraded --denoise). Use its own --work")
     args = ap.parse_args(argv)
 
     names = [s for s in args.settings.split(",") if s]
@@ -427,7 +431,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         utts = load_corpus(args.data)
         models = fold_models_with_review(args.data, args.folds_dir, args.work, not args.no_review,
-                                         args.expert_folds, args.band_folds, args.dereverb)
+                                         args.expert_folds, args.band_folds, args.dereverb, args.denoise)
         if args.expert_folds is not None:
             from types import SimpleNamespace
 
@@ -437,7 +441,7 @@ def main(argv=None):
                                 [SimpleNamespace(name=u["name"], speaker=u["speaker"]) for u in utts],
                                 {u["name"]: u["samples"] for u in utts}, None, log,
                                 band_experts=None if args.band_folds is None else fold_models(args.band_folds),
-                                dereverb=args.dereverb)
+                                dereverb=args.dereverb, denoise=args.denoise)
         for mode in args.modes:
             for k in folds:
                 model, speakers = models[k]

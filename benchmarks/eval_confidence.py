@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.conditions import DEREVERB_FALSE_ALARM
+from aligner.alignment.conditions import DENOISE_FALSE_ALARM, DEREVERB_FALSE_ALARM
 
 from aligner.alignment.confidence import (TOLERANCE_S, UTTERANCE_EVIDENCE_NAMES, BoundaryConfidence, UtteranceCheck,
                                           boundary_evidence, utterance_evidence)
@@ -150,7 +150,7 @@ MISMATCH_KINDS = ("swapped", "truncated", "partly_wrong")
 
 def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KINDS, condition: str = "clean",
                   augment=None, expert_folds: Path | None = None, band_folds: Path | None = None,
-                  dereverb: float | None = None):
+                  dereverb: float | None = None, denoise: float | None = None):
     """Out-of-fold decodes of every utterance with its true transcript and with mismatched ones
     (:data:`MISMATCH_KINDS`: the next utterance's phones (same speaker), the last 30 % dropped,
     the longest word's phones replaced by the next utterance's longest word's). Returns (true
@@ -163,7 +163,8 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     ``benchmarks.eval_degraded --expert-folds`` does (gates from the other folds' clean recordings);
     ``band_folds``: phone-line fold models for the recordings below the band gate, as
     ``benchmarks.eval_degraded --band-folds``; ``dereverb``: the experts dereverberate, as
-    ``benchmarks.eval_degraded --dereverb``."""
+    ``benchmarks.eval_degraded --dereverb``; ``denoise``: they suppress noise, as
+    ``benchmarks.eval_degraded --denoise``."""
     from aligner.io.transcripts import read_sample_intervals
 
     models = fold_models(folds_dir)
@@ -177,7 +178,7 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
         from benchmarks.eval_degraded import attach_fold_experts
         attach_fold_experts(models, fold_models(expert_folds), utts, audio, None, log,
                             band_experts=None if band_folds is None else fold_models(band_folds),
-                            dereverb=dereverb)
+                            dereverb=dereverb, denoise=denoise)
     if condition != "clean":
         from benchmarks.eval_degraded import degrade
         audio = {u.name: degrade(audio[u.name], condition, seed=i) for i, u in enumerate(utts)}
@@ -368,6 +369,9 @@ def main(argv=None):
     ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
                     help="with --expert-folds: the experts dereverberate the recordings past a late-reverberation "
                          "gate that SHARE of clean recordings pass, as benchmarks.eval_degraded --dereverb")
+    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
+                    help="with --expert-folds: the experts suppress stationary noise past a noise-floor gate that "
+                         "SHARE of clean recordings pass, as benchmarks.eval_degraded --denoise")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -375,14 +379,15 @@ def main(argv=None):
     if not args.data.is_dir():
         sys.exit(f"error: {args.data}: corpus not found")
     true, wrong, refused, models = build_decodes(args.data, args.folds_dir, log, expert_folds=args.expert_folds,
-                                                 band_folds=args.band_folds, dereverb=args.dereverb)
+                                                 band_folds=args.band_folds, dereverb=args.dereverb,
+                                                 denoise=args.denoise)
     if args.test_condition != "clean":
         if args.save is not None:
             sys.exit("error: --save fits on clean decodes; use it without --test-condition")
         log(f"held-out folds evaluated on {args.test_condition} recordings")
         true_test, wrong_test, refused, _ = build_decodes(args.data, args.folds_dir, log, condition=args.test_condition,
                                                         expert_folds=args.expert_folds, band_folds=args.band_folds,
-                                                        dereverb=args.dereverb)
+                                                        dereverb=args.dereverb, denoise=args.denoise)
     else:
         true_test, wrong_test = true, wrong
     if args.train_augment is not None:
@@ -391,7 +396,7 @@ def main(argv=None):
         log(f"training folds also decoded on copies degraded as {args.train_augment}")
         true_aug, wrong_aug, _, _ = build_decodes(args.data, args.folds_dir, log, augment=recipe,
                                                  expert_folds=args.expert_folds, band_folds=args.band_folds,
-                                                        dereverb=args.dereverb)
+                                                        dereverb=args.dereverb, denoise=args.denoise)
         true_fit = true + true_aug
         wrong = {k: wrong[k] + wrong_aug[k] for k in wrong}
     else:

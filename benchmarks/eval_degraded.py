@@ -41,11 +41,14 @@ phone-line model as band expert, which takes the recordings below the band gate 
 range gate, hearing them through its band. With ``--dereverb [SHARE]`` the multi-condition
 expert dereverberates (WPE, :mod:`aligner.features.dereverb`) the recordings it takes whose
 late-reverberation statistic passes the value that SHARE of the other folds' clean recordings
-pass. The ``expert`` column is the share of recordings not decoded by the clean fold model.
+pass. With ``--denoise [SHARE]`` it suppresses stationary noise (a Wiener filter,
+:mod:`aligner.features.denoise`) in those it takes and does not dereverberate whose noise-floor
+statistic passes the value that SHARE of the other folds' clean recordings pass. The ``expert``
+column is the share of recordings not decoded by the clean fold model.
 
     python -m benchmarks.eval_degraded --folds-dir runs/folds [--conditions clean white10 ...]
     python -m benchmarks.eval_degraded --folds-dir runs/folds --expert-folds runs/folds-mc-a \
-        [--band-folds runs/folds-tel] [--dereverb]
+        [--band-folds runs/folds-tel] [--dereverb] [--denoise]
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.conditions import DEREVERB_FALSE_ALARM
+from aligner.alignment.conditions import DENOISE_FALSE_ALARM, DEREVERB_FALSE_ALARM
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
@@ -135,7 +138,7 @@ def degrade(x: np.ndarray, condition: str, seed: int) -> np.ndarray:
 
 def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, false_alarm: float | None,
                         log=print, band: bool = True, band_experts: list | None = None,
-                        dereverb: float | None = None) -> None:
+                        dereverb: float | None = None, denoise: float | None = None) -> None:
     """Give each ``(model, test speakers)`` of ``models`` the expert of ``experts`` with the same
     test speakers, gated at the entropy, energy range and (with ``band``) high-band share that
     ``false_alarm`` of the other folds' held-out clean recordings lie beyond (each scored by its
@@ -145,8 +148,13 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
     none: they get :data:`aligner.features.band.PHONE_BAND_HZ`). With ``dereverb`` (a share), each
     expert dereverberates (:class:`aligner.features.dereverb.DereverbSettings`' defaults) the
     recordings whose :func:`~aligner.features.dereverb.late_reverberation_db` reaches the value
-    that this share of the other folds' clean recordings lie beyond."""
+    that this share of the other folds' clean recordings lie beyond. With ``denoise`` (a share),
+    each expert suppresses the stationary noise (:class:`aligner.features.denoise.DenoiseSettings`'
+    defaults) of the recordings it does not dereverberate whose
+    :func:`~aligner.features.denoise.noise_floor_db` reaches the value that this share of the
+    other folds' clean recordings lie beyond."""
     from aligner.features.band import PHONE_BAND_HZ
+    from aligner.features.denoise import DenoiseSettings, noise_floor_db
     from aligner.features.dereverb import DereverbSettings, late_reverberation_db
 
     from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
@@ -161,6 +169,7 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
         entropy[u.name], level_range[u.name], band_share[u.name] = gate_statistics(
             model_of[u.speaker].classifier, audio[u.name])
     reverb = {u.name: late_reverberation_db(audio[u.name]) for u in utts} if dereverb is not None else {}
+    floor = {u.name: noise_floor_db(audio[u.name]) for u in utts} if denoise is not None else {}
     for model, speakers in models:
         expert = expert_of.get(tuple(sorted(speakers)))
         if expert is None:
@@ -179,11 +188,15 @@ def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, fa
         settings = None
         if dereverb is not None:
             settings = DereverbSettings(gate_db=gate_for_false_alarm([reverb[n] for n in others], dereverb))
+        noise_settings = None
+        if denoise is not None:
+            noise_settings = DenoiseSettings(gate_db=gate_for_false_alarm([floor[n] for n in others], denoise))
         attach_condition_expert(model, expert, gate, range_gate, {"false_alarm": false_alarm}, band_gate,
-                                band_expert, settings)
+                                band_expert, settings, noise_settings)
         log(f"fold of {', '.join(sorted(speakers))}: gates {gate:.3f} nats, {range_gate:.1f} dB range"
             + (f", {band_gate:.1f} dB high band " if band else " ")
             + (f", {settings.gate_db:.3f} dB late reverberation ({dereverb:.0%}) " if settings is not None else "")
+            + (f", {noise_settings.gate_db:.1f} dB noise floor ({denoise:.0%}) " if noise_settings is not None else "")
             + f"(the other folds' clean recordings beyond each: {false_alarm:.0%})")
 
 
@@ -200,6 +213,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
                     help="the experts dereverberate (WPE) the recordings past a late-reverberation gate that "
                          f"SHARE of the other folds' clean recordings pass [{DEREVERB_FALSE_ALARM}]")
+    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
+                    help="the experts suppress stationary noise (Wiener) in the recordings they do not dereverberate "
+                         f"past a noise-floor gate that SHARE of the other folds' clean recordings pass "
+                         f"[{DENOISE_FALSE_ALARM}]")
     ap.add_argument("--no-band-gate", action="store_true",
                     help="gate the experts on entropy and energy range only (as shipped before the band gate)")
     args = ap.parse_args(argv)
@@ -225,7 +242,7 @@ def main(argv=None) -> int:
         attach_fold_experts(models, fold_models(args.expert_folds), utts, audio, args.false_alarm,
                             band=not args.no_band_gate,
                             band_experts=None if args.band_folds is None else fold_models(args.band_folds),
-                            dereverb=args.dereverb)
+                            dereverb=args.dereverb, denoise=args.denoise)
     expert_col = f" {'expert':>7}" if args.expert_folds is not None else ""
     print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}"
           + expert_col)

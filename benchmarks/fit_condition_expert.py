@@ -11,11 +11,14 @@ recordings of the TIMIT-layout corpus, each scored by the fold model that never 
 ``--false-alarm`` of them exceed, and the energy range and the high-band share that as many fall
 below. ``--dereverb [SHARE]``: the expert dereverberates (WPE, :mod:`aligner.features.dereverb`)
 the recordings it takes whose late-reverberation statistic exceeds the value that SHARE of the
-clean recordings exceed (default :data:`aligner.alignment.conditions.DEREVERB_FALSE_ALARM`). The
-model is written to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
+clean recordings exceed (default :data:`aligner.alignment.conditions.DEREVERB_FALSE_ALARM`).
+``--denoise [SHARE]``: it suppresses stationary noise (a Wiener filter,
+:mod:`aligner.features.denoise`) in those it does not dereverberate whose noise-floor statistic
+exceeds the value that SHARE of the clean recordings exceed (default
+:data:`aligner.alignment.conditions.DENOISE_FALSE_ALARM`). The model is written to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
 
     python -m benchmarks.fit_condition_expert --model models/timit-alignment --expert runs/mc \\
-        [--band-expert runs/phone-line] [--dereverb] --folds-dir runs/folds --in-place
+        [--band-expert runs/phone-line] [--dereverb] [--denoise] --folds-dir runs/folds --in-place
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from aligner.alignment.conditions import DEREVERB_FALSE_ALARM
+from aligner.alignment.conditions import DENOISE_FALSE_ALARM, DEREVERB_FALSE_ALARM
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
@@ -40,6 +43,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
                     help="the expert dereverberates the recordings past a late-reverberation gate that SHARE "
                          f"of the clean recordings pass [{DEREVERB_FALSE_ALARM}]")
+    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
+                    help="the expert suppresses stationary noise in the recordings it does not dereverberate past "
+                         f"a noise-floor gate that SHARE of the clean recordings pass [{DENOISE_FALSE_ALARM}]")
     ap.add_argument("--folds-dir", type=Path, required=True, help="clean fold models (benchmarks.eval_alignment_cv)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus of the fold models")
     ap.add_argument("--false-alarm", type=float, default=None,
@@ -55,6 +61,7 @@ def main(argv=None) -> int:
     from aligner.alignment.conditions import (DEFAULT_FALSE_ALARM, attach_condition_expert, gate_for_false_alarm,
                                               gate_statistics)
     from aligner.alignment.model import AlignmentModel
+    from aligner.features.denoise import DenoiseSettings, noise_floor_db
     from aligner.features.dereverb import DereverbSettings, late_reverberation_db
     from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances
@@ -67,7 +74,7 @@ def main(argv=None) -> int:
         sys.exit(f"error: {args.band_expert}: not a phone-line model (train it with aligner train --phone-line)")
     model_of = {s: m for m, speakers in fold_models(args.folds_dir) for s in speakers}
     utts = [u for u in find_utterances(args.data) if u.speaker in model_of]
-    entropies, ranges, bands, reverb = [], [], [], []
+    entropies, ranges, bands, reverb, floors = [], [], [], [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RepairedAudioWarning)
         for u in utts:
@@ -78,6 +85,8 @@ def main(argv=None) -> int:
             bands.append(band_share)
             if args.dereverb is not None:
                 reverb.append(late_reverberation_db(samples))
+            if args.denoise is not None:
+                floors.append(noise_floor_db(samples))
     gate = gate_for_false_alarm(entropies, false_alarm)
     range_gate = gate_for_false_alarm(ranges, false_alarm, below=True)
     band_gate = gate_for_false_alarm(bands, false_alarm, below=True)
@@ -94,7 +103,11 @@ def main(argv=None) -> int:
     if args.dereverb is not None:
         dereverb = DereverbSettings(gate_db=gate_for_false_alarm(reverb, args.dereverb))
         record["dereverb_false_alarm"] = args.dereverb
-    attach_condition_expert(model, expert, gate, range_gate, record, band_gate, band_expert, dereverb)
+    denoise = None
+    if args.denoise is not None:
+        denoise = DenoiseSettings(gate_db=gate_for_false_alarm(floors, args.denoise))
+        record["denoise_false_alarm"] = args.denoise
+    attach_condition_expert(model, expert, gate, range_gate, record, band_gate, band_expert, dereverb, denoise)
     target = args.model if args.in_place else args.out
     inputs = [args.expert, args.folds_dir] + ([args.band_expert] if args.band_expert is not None else [])
     if target.resolve() in [p.resolve() for p in inputs]:
@@ -104,7 +117,9 @@ def main(argv=None) -> int:
     print(f"{target}: expert {args.expert}{band_note}; gates {gate:.3f} nats, {range_gate:.1f} dB range, "
           f"{band_gate:.1f} dB high band, each passed by {false_alarm:.0%} of {len(utts)} clean recordings of "
           f"unseen speakers" + (f"; the expert dereverberates past {dereverb.gate_db:.3f} dB of late reverberation "
-                                f"({args.dereverb:.0%} of them)" if dereverb is not None else ""))
+                                f"({args.dereverb:.0%} of them)" if dereverb is not None else "")
+          + (f"; it suppresses noise past a {denoise.gate_db:.1f} dB noise floor ({args.denoise:.0%} of them)"
+             if denoise is not None else ""))
     return 0
 
 

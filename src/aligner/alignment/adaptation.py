@@ -734,7 +734,7 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
                                    base.refiner, base.confidence, base.utterance_check,
                                    base.inventory, base.phone_symbols,  # the base's classes and symbols, kept
                                    front_band_hz=base.front_band_hz,  # and its front end
-                                   front_dereverb=base.front_dereverb)
+                                   front_dereverb=base.front_dereverb, front_denoise=base.front_denoise)
             refs = [i for i, r in enumerate(recordings) if r.reference is not None]
             if settings.refiner_prior is not None and base.refiner is not None and refs:
                 pairs = [reference_boundaries(model, recordings[i], where.frames(i)) for i in refs]
@@ -784,7 +784,7 @@ class BatchResult:
 def frames_of(rec: Recording, warp: float = 1.0, model: AlignmentModel | None = None) -> np.ndarray:
     """The MFCC frames of a recording (its samples read from its ``source`` if it has none), as
     ``model`` reads them (:meth:`AlignmentModel.frames_of`: through its front-end band, and
-    dereverberated, when it has them); None: the plain MFCCs."""
+    dereverberated or denoised, when it has them); None: the plain MFCCs."""
     samples = np.asarray(rec.samples if rec.samples is not None else _source_samples(rec), np.float32)
     if model is None:
         return mfcc_features(samples, SAMPLE_RATE, warp=float(warp))

@@ -17,7 +17,8 @@ import numpy as np
 from aligner.alignment.conditions import REVERB_ROUTING_MIN_SECONDS, check_gates, level_statistics, posterior_entropy
 from aligner.alignment.refinement import BoundaryRefiner
 from aligner.features.band import check_band, through_band
-from aligner.features.dereverb import DereverbSettings, dereverberated_samples, is_reverberant, through_dereverb
+from aligner.features.denoise import DenoiseSettings, denoised_samples, is_noisy
+from aligner.features.dereverb import DereverbSettings, dereverberated_samples, is_reverberant
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
@@ -207,9 +208,13 @@ class AlignmentModel:
     #: before their MFCCs, as its classifier was trained; None = the full band
     front_band_hz: tuple | None = None
     #: this model dereverberates the recordings that pass the settings' gate before their MFCCs
-    #: (:func:`aligner.features.dereverb.through_dereverb`; a multi-condition expert's front end);
+    #: (:func:`aligner.features.dereverb.dereverberated_samples`; a multi-condition expert's front end);
     #: None = never
     front_dereverb: DereverbSettings | None = None
+    #: this model suppresses stationary noise in the recordings that pass the settings' gate and
+    #: that it does not dereverberate, before their MFCCs (:mod:`aligner.features.denoise`; a
+    #: multi-condition expert's front end); None = never
+    front_denoise: DenoiseSettings | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -240,35 +245,49 @@ class AlignmentModel:
 
     def expert_view(self, classifier: FrameClassifier, weights: np.ndarray,
                     refiner: BoundaryRefiner | None, front_band_hz: tuple | None = None,
-                    front_dereverb: DereverbSettings | None = None) -> "AlignmentModel":
-        """A model of ``classifier``, ``weights`` (7,), ``refiner`` and front end ``front_band_hz``
-        and ``front_dereverb`` that shares this model's duration statistics, confidence model,
-        transcript check, inventory and symbols."""
+                    front_dereverb: DereverbSettings | None = None,
+                    front_denoise: DenoiseSettings | None = None) -> "AlignmentModel":
+        """A model of ``classifier``, ``weights`` (7,), ``refiner`` and front end ``front_band_hz``,
+        ``front_dereverb`` and ``front_denoise`` that shares this model's duration statistics,
+        confidence model, transcript check, inventory and symbols."""
         return AlignmentModel(classifier, self.durations, np.asarray(weights, float), self.min_frames,
                               self.training, refiner, self.confidence, self.utterance_check, self.inventory,
                               self.phone_symbols, front_band_hz=None if front_band_hz is None
-                              else check_band(front_band_hz), front_dereverb=front_dereverb)
+                              else check_band(front_band_hz), front_dereverb=front_dereverb,
+                              front_denoise=front_denoise)
 
     def frames_of(self, samples, warp: float = 1.0) -> np.ndarray:
         """The (T, 42) MFCC frames this model's classifier reads from a recording's 16 kHz
         ``samples`` (n,) (an array or a :class:`~aligner.io.audio.FileSamples`): through
-        :attr:`front_band_hz` first when the model has one, then dereverberated when it has
-        :attr:`front_dereverb` and the recording passes its gate; ``warp`` as for
-        :func:`~aligner.features.mfcc.mfcc_features`."""
-        heard = through_dereverb(through_band(samples, self.front_band_hz), self.front_dereverb)
-        return mfcc_features(heard, SAMPLE_RATE, warp)
+        :attr:`front_band_hz` first when the model has one, then as :meth:`cleaned` changes them,
+        when it does; ``warp`` as for :func:`~aligner.features.mfcc.mfcc_features`."""
+        heard = through_band(samples, self.front_band_hz)
+        cleaned = self.cleaned(heard)
+        return mfcc_features(heard if cleaned is None else cleaned, SAMPLE_RATE, warp)
+
+    def cleaned(self, samples, reverberant: bool | None = None):
+        """A recording's 16 kHz ``samples`` (n,) dereverberated, when the model has
+        :attr:`front_dereverb` and the recording passes its gate (``reverberant``: whether it
+        does; None: judged here), else with their stationary noise suppressed, when the model has
+        :attr:`front_denoise` and the recording passes its gate: an array, or a block-by-block
+        reader for a long recording; None when neither changes them."""
+        if self.front_dereverb is not None:
+            if reverberant is None:
+                reverberant = is_reverberant(samples, self.front_dereverb)
+            if reverberant:
+                return dereverberated_samples(samples, self.front_dereverb)
+        if self.front_denoise is not None and is_noisy(samples, self.front_denoise):
+            return denoised_samples(samples, self.front_denoise)
+        return None
 
     def _expert_frames(self, expert: "AlignmentModel", samples, frames, reverberant: bool | None = None):
         """The frames ``expert`` (a full-band :attr:`condition_expert`) reads of a recording of
         16 kHz ``samples`` whose frames by this model are ``frames`` (None: not yet computed):
-        those frames, unless the expert dereverberates this recording (``reverberant``: whether it
-        passes the expert's dereverberation gate; None: judged here)."""
-        settings = expert.front_dereverb
-        if settings is not None and samples is not None:
-            if reverberant is None:
-                reverberant = is_reverberant(samples, settings)
-            if reverberant:
-                return mfcc_features(dereverberated_samples(samples, settings), SAMPLE_RATE)
+        those frames, unless the expert's front end changes this recording (:meth:`cleaned`;
+        ``reverberant`` as there)."""
+        cleaned = None if samples is None else expert.cleaned(samples, reverberant)
+        if cleaned is not None:
+            return mfcc_features(cleaned, SAMPLE_RATE)
         return self.frames_of(samples) if frames is None else frames
 
     def scored(self, frames: np.ndarray | None, samples=None) -> tuple:
@@ -293,9 +312,9 @@ class AlignmentModel:
           multi-condition expert.
 
         The first three are judged before this model scores the recording, so such a recording is
-        never scored twice. The multi-condition expert reads frames of the dereverberated samples
-        of a recording past its dereverberation gate. Without ``samples`` only the entropy counts
-        (``frames`` must then be given)."""
+        never scored twice. The multi-condition expert reads frames of the samples its front end
+        dereverberated or denoised (:meth:`cleaned`), when it changes them. Without ``samples``
+        only the entropy counts (``frames`` must then be given)."""
         expert = self.condition_expert
         if expert is not None and samples is not None and (self.condition_range_gate is not None
                                                             or self.condition_band_gate is not None):
@@ -558,6 +577,8 @@ class AlignmentModel:
                                                        "gate_entropy_nats": float(self.condition_gate)}
             if expert.front_dereverb is not None:
                 params["alignment"]["condition_expert"]["front_dereverb"] = expert.front_dereverb.to_dict()
+            if expert.front_denoise is not None:
+                params["alignment"]["condition_expert"]["front_denoise"] = expert.front_denoise.to_dict()
             if self.condition_range_gate is not None:
                 params["alignment"]["condition_expert"]["gate_energy_range_db"] = float(self.condition_range_gate)
             if self.condition_band_gate is not None:
@@ -574,6 +595,8 @@ class AlignmentModel:
             params["alignment"]["front_band_hz"] = [float(v) for v in self.front_band_hz]
         if self.front_dereverb is not None:
             params["alignment"]["front_dereverb"] = self.front_dereverb.to_dict()
+        if self.front_denoise is not None:
+            params["alignment"]["front_denoise"] = self.front_denoise.to_dict()
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -612,11 +635,12 @@ class AlignmentModel:
                     confidence = BoundaryConfidence.from_arrays(arrays["confidence"], inventory.broad_indices)
                 if "utterance_check" in arrays:
                     utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
-            front_band, dereverb = p.get("front_band_hz"), p.get("front_dereverb")
+            front_band, dereverb, denoise = p.get("front_band_hz"), p.get("front_dereverb"), p.get("front_denoise")
             model = cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
                         confidence, utterance_check, inventory, phone_symbols,
                         front_band_hz=None if front_band is None else check_band(front_band),
-                        front_dereverb=None if dereverb is None else DereverbSettings.from_dict(dereverb))
+                        front_dereverb=None if dereverb is None else DereverbSettings.from_dict(dereverb),
+                        front_denoise=None if denoise is None else DenoiseSettings.from_dict(denoise))
             expert = p.get("condition_expert")
             if expert is not None or "expert_classifier" in arrays or "band_expert_classifier" in arrays:
                 if not isinstance(expert, dict) or "expert_classifier" not in arrays:
@@ -624,10 +648,11 @@ class AlignmentModel:
                 gate = expert["gate_entropy_nats"]
                 range_gate, band_gate = expert.get("gate_energy_range_db"), expert.get("gate_high_band_db")
                 check_gates(gate, range_gate, band_gate, len(inventory))
-                expert_dereverb = expert.get("front_dereverb")
+                expert_dereverb, expert_denoise = expert.get("front_dereverb"), expert.get("front_denoise")
                 model.condition_expert = model.expert_view(
                     *_expert_parts(arrays, "expert", expert, "condition expert", classifier, len(inventory)),
-                    front_dereverb=None if expert_dereverb is None else DereverbSettings.from_dict(expert_dereverb))
+                    front_dereverb=None if expert_dereverb is None else DereverbSettings.from_dict(expert_dereverb),
+                    front_denoise=None if expert_denoise is None else DenoiseSettings.from_dict(expert_denoise))
                 model.condition_gate = float(gate)
                 model.condition_range_gate = None if range_gate is None else float(range_gate)
                 model.condition_band_gate = None if band_gate is None else float(band_gate)

@@ -33,7 +33,7 @@ import numpy as np
 from numba import njit
 
 from aligner.frames import SAMPLE_RATE
-from aligner.io.audio import SampleReader
+from aligner.io.audio import BlockFilteredSamples
 
 #: seconds of context read on either side of a block when fitting its filter
 BLOCK_MARGIN_S = 1.0
@@ -267,42 +267,18 @@ def dereverberate(samples, settings: DereverbSettings) -> np.ndarray:
     return lazy[0:len(lazy)]
 
 
-class DereverberatedSamples(SampleReader):
-    """Samples (n,) of ``source`` (an array-like read by slices) dereverberated on demand: block
-    k holds samples ``k * B .. (k + 1) * B`` (B: ``settings.block_s`` seconds), filtered with a
-    filter fitted on the block and :data:`BLOCK_MARGIN_S` seconds around it; a recording no
-    longer than one block and its margin is one block. The last two blocks read are kept, so
-    reading a recording front to back, in slices that may overlap, filters each block once.
-    Read as any :class:`~aligner.io.audio.SampleReader`."""
+class DereverberatedSamples(BlockFilteredSamples):
+    """Samples (n,) of ``source`` (an array-like read by slices) dereverberated on demand, block
+    by block (:class:`~aligner.io.audio.BlockFilteredSamples`: blocks of ``settings.block_s``
+    seconds, each with its own filter fitted on the block and :data:`BLOCK_MARGIN_S` seconds
+    around it). Read as any :class:`~aligner.io.audio.SampleReader`."""
 
     def __init__(self, source, settings: DereverbSettings):
-        self.source, self.settings, self.n = source, settings, len(source)
-        self.block = int(round(settings.block_s * SAMPLE_RATE))
-        self.margin = int(round(BLOCK_MARGIN_S * SAMPLE_RATE))
-        if self.n <= self.block + self.margin:
-            self.block = max(self.n, 1)
-        self._kept: dict = {}  # block number -> its samples: the last two blocks read
+        super().__init__(source, settings.block_s, BLOCK_MARGIN_S)
+        self.settings = settings
 
-    def _block(self, k: int) -> np.ndarray:
-        if k not in self._kept:
-            start, stop = k * self.block, min(self.n, (k + 1) * self.block)
-            lo, hi = (start, stop) if self.block >= self.n else (max(0, start - self.margin),
-                                                                   min(self.n, stop + self.margin))
-            part = _wpe_samples(np.asarray(self.source[lo:hi], np.float64), self.settings)
-            if len(self._kept) >= 2:  # a slice across a block's edge needs both blocks
-                del self._kept[max(self._kept, key=lambda j: abs(j - k))]
-            self._kept[k] = part[start - lo:stop - lo].astype(np.float32)
-        return self._kept[k]
-
-    def _read(self, start: int, stop: int) -> np.ndarray:
-        out = np.empty(stop - start, np.float32)
-        k = start // self.block
-        while k * self.block < stop:
-            b0 = k * self.block
-            lo, hi = max(start, b0), min(stop, b0 + self.block)
-            out[lo - start:hi - start] = self._block(k)[lo - b0:hi - b0]
-            k += 1
-        return out
+    def _filter(self, x: np.ndarray) -> np.ndarray:
+        return _wpe_samples(x, self.settings)
 
 
 def is_reverberant(samples, settings: DereverbSettings) -> bool:
@@ -318,17 +294,7 @@ def dereverberated_samples(samples, settings: DereverbSettings):
     """``samples`` dereverberated with ``settings`` whatever their gate: an array for an array no
     longer than a block and its margin, else a :class:`DereverberatedSamples` filtering block by
     block."""
-    lazy = DereverberatedSamples(samples, settings)
-    return lazy[0:len(lazy)] if isinstance(samples, np.ndarray) and lazy.block >= lazy.n else lazy
-
-
-def through_dereverb(samples, settings: DereverbSettings | None):
-    """``samples`` as a model with dereverberation ``settings`` hears them: ``samples`` themselves
-    when ``settings`` is None or the recording does not pass their gate (:func:`is_reverberant`),
-    else :func:`dereverberated_samples`."""
-    if settings is None or not is_reverberant(samples, settings):
-        return samples
-    return dereverberated_samples(samples, settings)
+    return DereverberatedSamples(samples, settings).filtered()
 
 
 def late_reverberation_db(samples, max_seconds: float = GATE_SECONDS) -> float:

@@ -246,6 +246,59 @@ class SampleReader:
             close()
 
 
+
+class BlockFilteredSamples(SampleReader):
+    """Samples (n,) of ``source`` (an array-like read by slices) passed through a filter on
+    demand, block by block, so memory stays bounded whatever the recording's length: block k
+    holds samples ``k * B .. (k + 1) * B`` (B: ``block_s`` seconds), filtered as part of that
+    block and ``margin_s`` seconds of context on either side; a recording no longer than one block
+    and its margin is one block. The last two blocks read are kept, so reading a recording front
+    to back, in slices that may overlap, filters each block once. A subclass filters float64
+    samples (m,) into (m,) in ``_filter(x)``."""
+
+    def __init__(self, source, block_s: float, margin_s: float):
+        self.source, self.n = source, len(source)
+        self.block = int(round(block_s * SAMPLE_RATE))
+        self.margin = int(round(margin_s * SAMPLE_RATE))
+        if self.n <= self.block + self.margin:
+            self.block = max(self.n, 1)
+        self._kept: dict = {}  # block number -> its samples: the last two blocks read
+
+    def _filter(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    @property
+    def one_block(self) -> bool:
+        """Whether the whole recording is filtered as one block."""
+        return self.block >= self.n
+
+    def _block(self, k: int) -> np.ndarray:
+        if k not in self._kept:
+            start, stop = k * self.block, min(self.n, (k + 1) * self.block)
+            lo, hi = (start, stop) if self.one_block else (max(0, start - self.margin),
+                                                          min(self.n, stop + self.margin))
+            part = self._filter(np.asarray(self.source[lo:hi], np.float64))
+            if len(self._kept) >= 2:  # a slice across a block's edge needs both blocks
+                del self._kept[max(self._kept, key=lambda j: abs(j - k))]
+            self._kept[k] = np.asarray(part[start - lo:stop - lo], np.float32)
+        return self._kept[k]
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        out = np.empty(stop - start, np.float32)
+        k = start // self.block
+        while k * self.block < stop:
+            b0 = k * self.block
+            lo, hi = max(start, b0), min(stop, b0 + self.block)
+            out[lo - start:hi - start] = self._block(k)[lo - b0:hi - b0]
+            k += 1
+        return out
+
+    def filtered(self):
+        """The whole recording filtered: an array when ``source`` is one and the recording is one
+        block, else this reader."""
+        return self[0:self.n] if isinstance(self.source, np.ndarray) and self.one_block else self
+
+
 class FileSamples(SampleReader):
     """A long recording's samples read from its file on demand: float32 mono at 16 kHz, full
     scale +-1, the mean (DC) removed as :func:`load_audio` removes it, without holding the
