@@ -304,3 +304,55 @@ def test_long_recording_classifier_and_refiner_blocks_are_identical(monkeypatch)
     # the refiner's products have other row counts in blocks (BLAS may sum in another order)
     blocks = model.refiner.start_times(scores, frames, classes, y, mu, sd, len(y16) / 16000)
     np.testing.assert_allclose(blocks, whole, rtol=0, atol=1e-9)  # seconds
+
+
+def _word_chunks(shift_s):
+    """A fake ``decode_chunk`` of two-phone words: the first chunk puts word k at k .. k + 0.9 s,
+    every later chunk ``shift_s`` seconds later (negative: earlier)."""
+    from aligner.io.textgrids import Interval
+
+    def decode(lo, hi):
+        offset = 0.0 if lo == 0 else shift_s
+        out = []
+        for k in range(lo, hi):
+            s = k + offset
+            out.append((Interval(s, s + 0.9, f"w{k}"), [Interval(s, s + 0.4, "AA1"), Interval(s + 0.4, s + 0.9, "B")],
+                        ("AA1", "B"), None))
+        return out
+    return decode
+
+
+@pytest.mark.parametrize("shift_s", [-5.0, -0.95, -0.3, 0.05, 0.5])
+def test_chunks_that_disagree_are_joined_in_order(shift_s):
+    """Chunks of a long recording that disagree (as a first pass misled by noise makes them)
+    still give words and phones in order, each lasting at least a frame: never a reversed
+    interval (which no TextGrid can hold)."""
+    import aligner.alignment.words as W
+
+    out = W._join_chunks(_word_chunks(shift_s), 30, 10, 4)
+    assert [w.label for w in out.words] == [f"w{k}" for k in range(30)] and len(out.phones) == 60
+    assert all(p.end_s - p.start_s >= W.FRAME_SECONDS - 1e-9 for p in out.phones)
+    assert all(a.end_s <= b.start_s + 1e-9 for a, b in zip(out.phones, out.phones[1:]))
+    assert all(w.start_s == out.phones[2 * i].start_s and w.end_s == out.phones[2 * i + 1].end_s
+               for i, w in enumerate(out.words))
+
+
+def test_chunks_that_follow_each_other_are_joined_without_mending():
+    """No word starts at the same time in both chunks, and at the nominal cut the later chunk's
+    word starts before the earlier chunk's word ends; two words on, it follows it: the join
+    is made there, and every interval is a chunk's own."""
+    import aligner.alignment.words as W
+    from aligner.io.textgrids import Interval
+
+    def decode(lo, hi):  # later chunks: 0.5 s early up to 2 words past the cut, then 0.05 s late
+        out = []
+        for k in range(lo, hi):
+            s = k + (0.0 if lo == 0 else -0.5 if k < lo + 6 else 0.05)
+            out.append((Interval(s, s + 0.9, f"w{k}"), [Interval(s, s + 0.4, "AA1"), Interval(s + 0.4, s + 0.9, "B")],
+                        ("AA1", "B"), None))
+        return out
+
+    out = W._join_chunks(decode, 30, 10, 4)
+    assert all(p.end_s - p.start_s == pytest.approx(0.4) or p.end_s - p.start_s == pytest.approx(0.5)
+               for p in out.phones)
+    assert [round(w.start_s - k, 2) for k, w in enumerate(out.words)][10:14] == [0.0, 0.0, 0.05, 0.05]

@@ -158,13 +158,15 @@ def _chunks(K: int, size: int, overlap: int) -> list[tuple[int, int, int, int]]:
             for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def join_chunks(n: int, size: int, overlap: int, decode, same) -> list:
+def join_chunks(n: int, size: int, overlap: int, decode, same, fits=None) -> list:
     """Decode ``n`` items (phones, words) in overlapping chunks and join them: a list of ``n``.
 
     ``decode(lo, hi)`` returns items ``lo .. hi - 1`` (one chunk with its overlap, :func:`_chunks`);
     neighbouring chunks are joined at an item of their overlap for which ``same(earlier's,
     later's)`` holds, nearest the nominal cut and at least ``overlap // 4`` items from either
-    chunk's forced edge; at the nominal cut when there is none (the caller mends that join).
+    chunk's forced edge; failing that, at the item nearest the cut for which ``fits(earlier
+    chunk's item before it, later chunk's item)`` holds (the two chunks' items then follow each
+    other in order), when ``fits`` is given; else at the nominal cut (the caller mends that join).
     """
     out: list = [None] * n
     prev, prev_lo, prev_hi = None, 0, 0
@@ -177,6 +179,11 @@ def join_chunks(n: int, size: int, overlap: int, decode, same) -> list:
                      if same(prev[k - prev_lo], cur[k - dec_lo])]
             if agree:
                 join = min(agree, key=lambda k: abs(k - keep_lo))
+            elif fits is not None:
+                follow = [k for k in range(dec_lo + margin, prev_hi - margin + 1)
+                          if fits(prev[k - 1 - prev_lo], cur[k - dec_lo])]
+                if follow:
+                    join = min(follow, key=lambda k: abs(k - keep_lo))
         out[join:dec_hi] = list(cur[join - dec_lo:])
         prev, prev_lo, prev_hi = cur, dec_lo, dec_hi
     return out

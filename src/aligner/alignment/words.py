@@ -243,12 +243,17 @@ def _per_word(result: WordAlignment) -> list:
 def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAlignment:
     """Decode overlapping chunks of words (``decode_chunk(w_lo, w_hi)`` -> :func:`_per_word`
     entries) and join neighbours at a word of the overlap that both start at the same time,
-    nearest the nominal cut (else at the cut, the earlier word's end moved to the later
-    word's start)."""
+    nearest the nominal cut; else at the word nearest the cut that the later chunk starts no
+    earlier than the earlier chunk ends the word before; else at the cut, the earlier word's
+    end moved to the later word's start. Chunks that disagree by more than a word (a first
+    pass misled by noise) can still leave a phone starting before its predecessor ends: every
+    such phone starts where its predecessor ends instead, lasting at least a frame
+    (:func:`_in_order`)."""
     from aligner.alignment.long_recordings import join_chunks
 
     entries = join_chunks(n_words, size, overlap, decode_chunk,
-                          lambda a, b: abs(a[0].start_s - b[0].start_s) < 1e-9)
+                          lambda a, b: abs(a[0].start_s - b[0].start_s) < 1e-9,
+                          lambda before, b: before[0].end_s <= b[0].start_s + 1e-9)
     out = WordAlignment()
     reviewed = all(e[3] is not None for e in entries)
     if reviewed:
@@ -270,7 +275,29 @@ def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAli
         if reviewed:
             out.word_confidences.append(conf[0])
             out.phone_confidences += list(conf)
-    return out
+    return _in_order(out)
+
+
+def _in_order(result: WordAlignment) -> WordAlignment:
+    """``result`` with every phone starting no earlier than its predecessor ends (moved to that
+    end, and lasting at least one frame) and each word spanning its phones: a join of chunks
+    that disagreed is mended locally rather than written as reversed intervals."""
+    end, k, phones = -np.inf, 0, []
+    for i, pron in enumerate(result.pronunciations):
+        word, first = result.words[i], len(phones)
+        moved = word.start_s < end - 1e-9
+        for p in result.phones[k:k + len(pron)]:
+            if p.start_s < end - 1e-9 or p.end_s <= max(p.start_s, end) + 1e-9:
+                start = max(p.start_s, end)
+                p = Interval(start, max(p.end_s, start + FRAME_SECONDS), p.label)
+                moved = True
+            phones.append(p)
+            end = p.end_s
+        k += len(pron)
+        if moved:
+            result.words[i] = Interval(phones[first].start_s, end, word.label)
+    result.phones = phones
+    return result
 
 
 def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: Sequence[str] = DEFAULT_RULES) -> tuple:
