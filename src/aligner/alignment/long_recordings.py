@@ -38,7 +38,7 @@ from numba import njit
 from aligner.errors import AlignmentError
 
 #: phone states kept alive per frame by the first pass
-FIRST_PASS_WINDOW = 256
+FIRST_PASS_WINDOW = 1024
 #: phones kept from each chunk of the second pass
 CHUNK_PHONES = 400
 #: phones decoded beyond each end of a chunk (and searched for a join)
