@@ -8,10 +8,13 @@ two passes, each linear in the recording's length:
 1. **First pass** (:func:`first_pass_starts`): a frame-synchronous Viterbi over a left-to-right
    HMM with one state per phone (emission: the classifier agreement ``A[t, p_k]``, the DP's
    dim 1; leaving phone k costs ``log(1 / mu_k)``, staying ``log(1 - 1 / mu_k)``, ``mu_k`` its
-   mean duration in frames). Only a window of :data:`FIRST_PASS_WINDOW` phone states is kept
-   alive at each frame, centred on the best state (and pushed forward where the phones left
-   must still fit in the frames left); back-pointers are one bit per live state and frame.
-   Time O(T W), memory O(T W / 8) bytes.
+   mean duration in frames). Only a window of W phone states is kept alive at each frame,
+   centred on the best state (and pushed forward where the phones left must still fit in the
+   frames left); back-pointers are one bit per live state and frame. W is as large as
+   :data:`FIRST_PASS_BACKPOINTER_BYTES` allow for the recording's T frames, within
+   :data:`FIRST_PASS_WINDOW` .. :data:`FIRST_PASS_MAX_WINDOW` (:func:`first_pass_window`): in
+   loud noise a narrow window can drop the right path for good. Time O(T W), memory O(T W / 8)
+   bytes.
 2. **Second pass** (:func:`align_long`): the phones are cut into chunks of
    :data:`CHUNK_PHONES`, each decoded with :data:`CHUNK_OVERLAP` phones more on either side
    over the frames the first pass gives those phones, by the exact DP restricted to a band of
@@ -37,8 +40,13 @@ from numba import njit
 
 from aligner.errors import AlignmentError
 
-#: phone states kept alive per frame by the first pass
+#: phone states kept alive per frame by the first pass: at least FIRST_PASS_WINDOW, at most
+#: FIRST_PASS_MAX_WINDOW, as many as FIRST_PASS_BACKPOINTER_BYTES of back-pointers allow
+#: (under white noise 5 dB, 256 lost a 6-minute recording, and 1024 a 2-minute one that 2048
+#: and the exact first pass placed)
 FIRST_PASS_WINDOW = 1024
+FIRST_PASS_MAX_WINDOW = 2048
+FIRST_PASS_BACKPOINTER_BYTES = 64 * 2**20
 #: phones kept from each chunk of the second pass
 CHUNK_PHONES = 400
 #: phones decoded beyond each end of a chunk (and searched for a join)
@@ -115,17 +123,25 @@ def _windowed_viterbi(scores, classes, log_stay, log_leave, window):
     return starts
 
 
+def first_pass_window(n_frames: int) -> int:
+    """Live states W of the first pass over ``n_frames`` frames (module docstring)."""
+    by_budget = FIRST_PASS_BACKPOINTER_BYTES * 8 // max(int(n_frames), 1)
+    return int(min(FIRST_PASS_MAX_WINDOW, max(FIRST_PASS_WINDOW, by_budget)))
+
+
 def first_pass_starts(scores: np.ndarray, phone_classes: np.ndarray, dur_mean: np.ndarray,
-                      window: int = FIRST_PASS_WINDOW, name: str = "<utterance>") -> np.ndarray:
+                      window: int | None = None, name: str = "<utterance>") -> np.ndarray:
     """Approximate start frames (K,) of K phones by the windowed HMM Viterbi (module docstring).
 
     ``scores``: (T, 39) classifier scores; ``phone_classes``: (K,) their columns;
-    ``dur_mean``: (K,) mean durations in frames. Doubles the window (up to every phone) if the
-    window lost the end; raises :class:`AlignmentError` naming ``name`` if K phones cannot
-    fit T frames.
+    ``dur_mean``: (K,) mean durations in frames; ``window``: live states (None:
+    :func:`first_pass_window` of T). Doubles the window (up to every phone) if the window lost
+    the end; raises :class:`AlignmentError` naming ``name`` if K phones cannot fit T frames.
     """
     scores = np.ascontiguousarray(scores, np.float32)
     T = scores.shape[0]
+    if window is None:
+        window = first_pass_window(T)
     classes = np.ascontiguousarray(phone_classes, np.int64)
     K = classes.shape[0]
     if K > T:
