@@ -356,3 +356,12 @@ def test_chunks_that_follow_each_other_are_joined_without_mending():
     assert all(p.end_s - p.start_s == pytest.approx(0.4) or p.end_s - p.start_s == pytest.approx(0.5)
                for p in out.phones)
     assert [round(w.start_s - k, 2) for k, w in enumerate(out.words)][10:14] == [0.0, 0.0, 0.05, 0.05]
+
+
+def test_the_first_pass_keeps_as_many_states_as_its_back_pointer_budget_allows():
+    frames_per_hour = 360_000
+    assert LR.first_pass_window(3000) == LR.FIRST_PASS_MAX_WINDOW  # an utterance: the widest
+    hour = LR.first_pass_window(frames_per_hour)
+    assert LR.FIRST_PASS_WINDOW < hour < LR.FIRST_PASS_MAX_WINDOW
+    assert hour * frames_per_hour // 8 <= LR.FIRST_PASS_BACKPOINTER_BYTES  # within the budget
+    assert LR.first_pass_window(3 * frames_per_hour) == LR.FIRST_PASS_WINDOW  # never narrower
