@@ -24,12 +24,12 @@ Units: samples at 16 kHz (:data:`aligner.frames.SAMPLE_RATE`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from aligner.features.dereverb import _frames, _window, istft, stft
+from aligner.features.dereverb import JsonSettings, _frames, _window, istft, stft
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import BlockFilteredSamples
 
@@ -46,7 +46,7 @@ NOISE_FLOOR = 1e-12
 
 
 @dataclass(frozen=True)
-class DenoiseSettings:
+class DenoiseSettings(JsonSettings):
     """How a model suppresses stationary noise in the recordings it is given (the defaults: 32 ms
     windows every 8 ms, gains of at least -8 dB, the a priori SNR smoothed with 0.98).
 
@@ -55,6 +55,8 @@ class DenoiseSettings:
     ``gate_db``: a recording is filtered when :func:`noise_floor_db` of it is at least this (dB;
     None: always); ``block_s``: seconds filtered with one noise estimate.
     """
+
+    WHAT = "noise suppression"
 
     fft_size: int = 512
     hop: int = 128
@@ -80,18 +82,6 @@ class DenoiseSettings:
                 raise ValueError(f"noise suppression {name} must be a number in {lo:g}..{hi:g}"
                                  + (" or None" if name == "gate_db" else "") + f", got {v!r}")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values) -> "DenoiseSettings":
-        """From a model's JSON; ValueError naming what is wrong."""
-        if not isinstance(values, dict):
-            raise ValueError(f"noise suppression settings must be an object, got {type(values).__name__}")
-        unknown = set(values) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown noise suppression settings: {', '.join(sorted(unknown))}")
-        return cls(**values)
 
 
 def _inside(n: int, fft_size: int, hop: int) -> slice:

@@ -48,8 +48,28 @@ GATE_SECONDS = 30.0
 POWER_FLOOR = 1e-6
 
 
+class JsonSettings:
+    """``to_dict`` / ``from_dict`` of a frozen settings dataclass saved in a model's JSON, whose
+    ``WHAT`` names it in errors (its ``__post_init__`` checks every value)."""
+
+    WHAT = "settings"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values):
+        """From a model's JSON; ValueError naming what is wrong."""
+        if not isinstance(values, dict):
+            raise ValueError(f"{cls.WHAT} settings must be an object, got {type(values).__name__}")
+        unknown = set(values) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ValueError(f"unknown {cls.WHAT} settings: {', '.join(sorted(unknown))}")
+        return cls(**values)
+
+
 @dataclass(frozen=True)
-class DereverbSettings:
+class DereverbSettings(JsonSettings):
     """How a model dereverberates the recordings it is given (the defaults: a filter of 320 ms
     after 32 ms, 3 iterations, 64 ms windows every 16 ms).
 
@@ -59,6 +79,8 @@ class DereverbSettings:
     :func:`late_reverberation_db` of it is at least this (dB; None: always); ``block_s``:
     seconds filtered with one filter (:func:`dereverberate`).
     """
+
+    WHAT = "dereverberation"
 
     taps: int = 20
     delay: int = 2
@@ -85,18 +107,6 @@ class DereverbSettings:
         if isinstance(b, bool) or not isinstance(b, (int, float, np.floating)) or not 5.0 <= b <= 3600.0:
             raise ValueError(f"dereverberation block_s must be 5..3600 seconds, got {b!r}")
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values) -> "DereverbSettings":
-        """From a model's JSON; ValueError naming what is wrong."""
-        if not isinstance(values, dict):
-            raise ValueError(f"dereverberation settings must be an object, got {type(values).__name__}")
-        unknown = set(values) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown dereverberation settings: {', '.join(sorted(unknown))}")
-        return cls(**values)
 
 
 def _window(fft_size: int) -> np.ndarray:
