@@ -35,7 +35,9 @@ def _error_db(x: np.ndarray, clean: np.ndarray) -> float:
 
 def test_the_gate_statistic_tells_noise_from_a_quiet_studio():
     dry = _bursts()
-    assert noise_floor_db(dry) < -60  # the silences between the bursts are silent
+    studio = (dry + 1e-5 * np.random.default_rng(6).standard_normal(len(dry))).astype(np.float32)
+    assert noise_floor_db(studio) < -50  # the pauses between the bursts are quiet
+    assert noise_floor_db(dry) > -40  # exact zeros are digital silence: only the bursts count
     assert noise_floor_db(_noisy(dry, 20.0)) > -30
     assert noise_floor_db(_noisy(dry, 5.0)) > noise_floor_db(_noisy(dry, 20.0))
     # a room's tails fill the gaps too: the expert judges its dereverberation gate first
@@ -43,7 +45,7 @@ def test_the_gate_statistic_tells_noise_from_a_quiet_studio():
     assert np.isnan(noise_floor_db(np.zeros(3000, np.float32)))  # silent: cannot say
     assert np.isnan(noise_floor_db(np.ones(100, np.float32)))  # too short to say
     gated = DenoiseSettings(gate_db=-30.0)
-    assert not is_noisy(dry, gated) and is_noisy(_noisy(dry, 10.0), gated)
+    assert not is_noisy(studio, gated) and is_noisy(_noisy(dry, 10.0), gated)
     assert is_noisy(dry, DenoiseSettings())  # no gate: always
 
 
@@ -145,3 +147,15 @@ def test_noise_suppression_survives_saving_and_damage_is_refused(tmp_path):
     save_bundle(tmp_path / "m2", ALIGNMENT_KIND, arrays, params, manifest["training"])
     with pytest.raises(ModelError, match="noise suppression smoothing"):
         AlignmentModel.load(tmp_path / "m2")
+
+
+def test_digital_silence_spliced_in_does_not_hide_the_noise():
+    """A second of zeros before a noisy recording (an edited file, a muted stretch) would be its
+    quietest frames: they are left out of the gate and of the noise estimate."""
+    dry = _bursts()
+    noisy = _noisy(dry, 5.0)
+    padded = np.concatenate([np.zeros(SR, np.float32), noisy])
+    assert abs(noise_floor_db(padded) - noise_floor_db(noisy)) < 0.5
+    clean = denoise(padded, DenoiseSettings())[SR:]
+    assert _error_db(noisy, dry) - _error_db(clean, dry) > 3.0
+    assert np.all(denoise(np.zeros(2 * SR, np.float32), DenoiseSettings()) == 0.0)  # silence stays silent

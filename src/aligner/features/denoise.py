@@ -3,8 +3,8 @@
 A steady noise floor (a fan, hum, a hissing line or microphone) fills the quiet bins of every
 short-time spectrum. The filter estimates the noise's power per frequency bin from the quietest
 frames of a stretch of recording (the mean power of its :data:`NOISE_QUANTILE` lowest-energy
-frames) and scales each bin by the Wiener gain ``xi / (1 + xi)``, with the a priori
-signal-to-noise ratio ``xi`` estimated by the decision-directed rule of Ephraim and Malah (1984,
+frames, digital silence left out) and scales each bin by the Wiener gain ``xi / (1 + xi)``, with
+the a priori signal-to-noise ratio ``xi`` estimated by the decision-directed rule of Ephraim and Malah (1984,
 "Speech enhancement using a minimum mean-square error short-time spectral amplitude
 estimator"): ``xi_t = a * G_{t-1}^2 * gamma_{t-1} + (1 - a) * max(gamma_t - 1, 0)``, ``gamma``
 the bin's power over the noise's. The gain never falls below :attr:`DenoiseSettings.gain_floor_db`,
@@ -43,6 +43,15 @@ GATE_FFT_SIZE, GATE_HOP = 512, 128
 GATE_SECONDS = 30.0
 #: power added to every bin's noise estimate (keeps a digitally silent stretch finite)
 NOISE_FLOOR = 1e-12
+#: frames whose energy lies more than this far below the stretch's mean (dB) are digital
+#: silence (zeros spliced in, a muted stretch): left out of the noise estimate and the gate
+DIGITAL_SILENCE_DB = -100.0
+
+
+def _live(energy: np.ndarray) -> np.ndarray:
+    """Which of the frame energies (n,) are not digital silence (:data:`DIGITAL_SILENCE_DB`): a
+    boolean mask (n,)."""
+    return energy > energy.mean() * 10.0 ** (DIGITAL_SILENCE_DB / 10.0)
 
 
 @dataclass(frozen=True)
@@ -94,10 +103,15 @@ def _inside(n: int, fft_size: int, hop: int) -> slice:
 def noise_power(power: np.ndarray) -> np.ndarray:
     """The noise's power per bin (F,) from spectral powers ``power`` (T, F) (frames wholly within
     the recording): the mean over the :data:`NOISE_QUANTILE` of frames of least total power (at
-    least one), plus :data:`NOISE_FLOOR`."""
+    least one) that are not digital silence, plus :data:`NOISE_FLOOR`."""
     energy = power.sum(axis=1)
-    k = max(1, int(NOISE_QUANTILE * len(energy)))
-    quiet = np.argpartition(energy, k - 1)[:k]
+    if len(energy) == 0:
+        return np.full(power.shape[1], NOISE_FLOOR)
+    live = np.flatnonzero(_live(energy))
+    if len(live) == 0:
+        return np.full(power.shape[1], NOISE_FLOOR)
+    k = max(1, int(NOISE_QUANTILE * len(live)))
+    quiet = live[np.argpartition(energy[live], k - 1)[:k]]
     return power[quiet].mean(axis=0) + NOISE_FLOOR
 
 
@@ -166,17 +180,18 @@ def denoised_samples(samples, settings: DenoiseSettings):
 def noise_floor_db(samples, max_seconds: float = GATE_SECONDS) -> float:
     """The gate's statistic (dB, <= 0): the mean energy of the quietest :data:`NOISE_QUANTILE` of
     the Hann-windowed frames (:data:`GATE_FFT_SIZE` samples, hop :data:`GATE_HOP`) over the first
-    ``max_seconds`` of ``samples`` (n,), over the mean energy of all of them. NaN for a recording
-    shorter than a frame or silent."""
+    ``max_seconds`` of ``samples`` (n,), over the mean energy of all of them, digital silence
+    (:data:`DIGITAL_SILENCE_DB`) left out. NaN for a recording shorter than a frame or silent."""
     n = min(len(samples), int(max_seconds * SAMPLE_RATE))
     x = np.asarray(samples[0:n], np.float32)
     if n < GATE_FFT_SIZE:
         return float("nan")
     frames = _frames(x, GATE_FFT_SIZE, GATE_HOP, np.float32)[_inside(n, GATE_FFT_SIZE, GATE_HOP)]
     energy = ((frames * _window(GATE_FFT_SIZE).astype(np.float32)) ** 2).sum(axis=1, dtype=np.float64)
-    total = float(energy.mean()) if len(energy) else 0.0
-    if total <= 0.0:
+    if len(energy) == 0 or energy.mean() <= 0.0:
         return float("nan")
+    energy = energy[_live(energy)]
+    total = float(energy.mean())
     k = max(1, int(NOISE_QUANTILE * len(energy)))
     quiet = float(np.partition(energy, k - 1)[:k].mean())
     return 10.0 * np.log10(max(quiet, 1e-30) / total)
