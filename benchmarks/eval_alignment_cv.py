@@ -64,6 +64,10 @@ def main(argv=None):
     p.add_argument("--phone-line", action="store_true",
                    help="phone-line fold models (as `aligner train --phone-line`): every recording through "
                         "aligner.features.band.PHONE_BAND_HZ before its features and degraded copies")
+    p.add_argument("--matched-front-end", type=Path, metavar="MODEL",
+                   help="with --augment: every degraded copy through the front end of MODEL's multi-condition "
+                        "expert first (dereverberated or denoised past its gates), and the fold models keep that "
+                        "front end")
     p.add_argument("--only-fold", type=int, action="append", metavar="K",
                    help="train and score only fold K (0-based; repeatable), e.g. to run folds in parallel processes")
     p.add_argument("--json", action="store_true")
@@ -84,10 +88,17 @@ def main(argv=None):
                            phone_set=corpus.phone_set, tier=corpus.tier, front_band_hz=band)
     by_name = {d.name: d for d in data}
     folds = speaker_folds(data, args.folds)
-    recipe = None
+    recipe = front_end = None
     if args.augment is not None:
         from aligner.features.augment import AugmentationRecipe
         recipe = AugmentationRecipe.from_json_file(args.augment)
+    if args.matched_front_end is not None:
+        from aligner.alignment.model import AlignmentModel
+        if recipe is None:
+            sys.exit("error: --matched-front-end needs --augment")
+        front_end = AlignmentModel.load(args.matched_front_end).condition_expert
+        if front_end is None:
+            sys.exit(f"error: {args.matched_front_end}: no multi-condition expert")
     histories, pairs = [], []
     for f, test_speakers in enumerate(folds):
         if args.only_fold and f not in args.only_fold:
@@ -95,7 +106,7 @@ def main(argv=None):
         train = [d for d in data if d.speaker not in test_speakers]
         if recipe is not None:
             copies = degraded_frames([u for u in corpus.utterances if u.speaker not in test_speakers], recipe,
-                                     front_band_hz=band)
+                                     front_band_hz=band, front_end=front_end)
             train = [replace(d, degraded=copies[d.name]) for d in train]
         test = [d for d in data if d.speaker in test_speakers]
         t0 = time.perf_counter()
@@ -106,6 +117,9 @@ def main(argv=None):
         if recipe is not None:
             model.training["augmentation"] = recipe.to_dict()
         model.front_band_hz = band
+        if front_end is not None:
+            model.front_dereverb, model.front_denoise = front_end.front_dereverb, front_end.front_denoise
+            model.training["matched_front_end"] = str(args.matched_front_end)
         if args.save_models is not None:
             model.training["test_speakers"] = list(test_speakers)
             model.save(args.save_models / f"fold{f}")

@@ -191,3 +191,27 @@ def test_phone_line_training_hears_the_band_and_so_do_its_copies():
     assert not np.allclose(data[0].frames, mfcc_features(samples))
     copies = degraded_frames(utterances, recipe, front_band_hz=PHONE_BAND_HZ)
     np.testing.assert_allclose(copies[utterances[0].name][0], data[0].degraded[0], atol=1e-5)
+
+
+@needs_timit
+def test_copies_can_be_heard_through_an_experts_front_end():
+    """degraded_frames(front_end=model): each noisy copy denoised past the model's gate, as the
+    expert trained on them will hear recordings (a matched front end)."""
+    from aligner.alignment.model import AlignmentModel
+    from aligner.alignment.training import corpus_augmenter, degraded_frames
+    from aligner.features.denoise import DenoiseSettings, denoise
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import load_audio
+    from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
+    from aligner.io.corpus import find_utterances
+
+    utterances = [u for u in find_utterances(TIMIT)][:2]
+    recipe = AugmentationRecipe(copies=1, noise_probability=1.0, telephone_probability=0.0, snr_db=(5.0, 5.0),
+                                **NO_ROOMS)
+    front = AlignmentModel.load(default_model_dir(ALIGNMENT_KIND))
+    front.front_denoise = DenoiseSettings(gate_db=-200.0)  # every copy passes
+    copy = corpus_augmenter(utterances, recipe).copies(load_audio(utterances[0].audio), utterances[0].name,
+                                                       utterances[0].speaker)[0]
+    heard = degraded_frames(utterances, recipe, front_end=front)[utterances[0].name][0]
+    np.testing.assert_allclose(heard, mfcc_features(denoise(copy, front.front_denoise)), atol=1e-5)
+    assert not np.allclose(heard, degraded_frames(utterances, recipe)[utterances[0].name][0], atol=1e-2)
