@@ -42,8 +42,6 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.conditions import DENOISE_FALSE_ALARM, DEREVERB_FALSE_ALARM
-
 from aligner.alignment.adaptation import AdaptSettings, Recording, adapt_model, choose_warps, corpus_decoder
 from aligner.alignment.word_evaluation import score_word_alignments
 from aligner.io.audio import RepairedAudioWarning, load_audio
@@ -411,12 +409,8 @@ def main(argv=None):
                     "whose audio passes the gates adapts the expert, as aligner adapt does. Use its own --work")
     ap.add_argument("--band-folds", type=Path, help="with --expert-folds: phone-line fold models for the recordings "
                     "below the band gate (as benchmarks.eval_degraded --band-folds). Use its own --work")
-    ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="with --expert-folds: the experts dereverberate the recordings past a late-reverberation "
-                         "gate (as benchmarks.eval_degraded --dereverb). Use its own --work")
-    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="with --expert-folds: the experts suppress stationary noise past a noise-floor gate (as "
-                         "benchmarks.eval_degraded --denoise). Use its own --work")
+    from benchmarks.eval_degraded import add_front_end_arguments
+    add_front_end_arguments(ap, note="with --expert-folds and its own --work: ")
     args = ap.parse_args(argv)
 
     names = [s for s in args.settings.split(",") if s]

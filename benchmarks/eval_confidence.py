@@ -42,8 +42,6 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.conditions import DENOISE_FALSE_ALARM, DEREVERB_FALSE_ALARM
-
 from aligner.alignment.confidence import (TOLERANCE_S, UTTERANCE_EVIDENCE_NAMES, BoundaryConfidence, UtteranceCheck,
                                           boundary_evidence, utterance_evidence)
 from aligner.errors import AlignmentError
@@ -366,12 +364,8 @@ def main(argv=None):
                     "gate (with --expert-folds), as benchmarks.eval_degraded --band-folds")
     ap.add_argument("--expert-folds", type=Path, help="fold models trained with --augment: each fold model's "
                     "condition expert, gated as benchmarks.eval_degraded --expert-folds does")
-    ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="with --expert-folds: the experts dereverberate the recordings past a late-reverberation "
-                         "gate that SHARE of clean recordings pass, as benchmarks.eval_degraded --dereverb")
-    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="with --expert-folds: the experts suppress stationary noise past a noise-floor gate that "
-                         "SHARE of clean recordings pass, as benchmarks.eval_degraded --denoise")
+    from benchmarks.eval_degraded import add_front_end_arguments
+    add_front_end_arguments(ap, note="with --expert-folds: ")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print

@@ -136,6 +136,20 @@ def degrade(x: np.ndarray, condition: str, seed: int) -> np.ndarray:
     raise ValueError(f"unknown condition {condition!r} (known: {', '.join(CONDITIONS)})")
 
 
+def add_front_end_arguments(ap, who: str = "the experts", gates_from: str = "the other folds' clean recordings",
+                            note: str = "") -> None:
+    """``--dereverb [SHARE]`` and ``--denoise [SHARE]`` on ``ap``: dereverberation and noise
+    suppression by ``who`` (the expert, the experts) of the recordings past a gate that SHARE of
+    ``gates_from`` pass; ``note`` opens both helps (e.g. what else they need)."""
+    ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
+                    help=f"{note}dereverberation (WPE) by {who} of the recordings past a late-reverberation gate "
+                         f"that SHARE of {gates_from} pass [{DEREVERB_FALSE_ALARM}]")
+    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
+                    help=f"{note}stationary noise suppression (Wiener) by {who} in the recordings not "
+                         f"dereverberated past a noise-floor gate that SHARE of {gates_from} pass "
+                         f"[{DENOISE_FALSE_ALARM}]")
+
+
 def attach_fold_experts(models: list, experts: list, utts: list, audio: dict, false_alarm: float | None,
                         log=print, band: bool = True, band_experts: list | None = None,
                         dereverb: float | None = None, denoise: float | None = None) -> None:
@@ -210,13 +224,7 @@ def main(argv=None) -> int:
                     help="fold models trained on band-limited speech, as band experts (with --expert-folds)")
     ap.add_argument("--false-alarm", type=float, default=None,
                     help="share of clean held-out recordings the gate sends to the expert [0.1]")
-    ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="the experts dereverberate (WPE) the recordings past a late-reverberation gate that "
-                         f"SHARE of the other folds' clean recordings pass [{DEREVERB_FALSE_ALARM}]")
-    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="the experts suppress stationary noise (Wiener) in the recordings they do not dereverberate "
-                         f"past a noise-floor gate that SHARE of the other folds' clean recordings pass "
-                         f"[{DENOISE_FALSE_ALARM}]")
+    add_front_end_arguments(ap)
     ap.add_argument("--no-band-gate", action="store_true",
                     help="gate the experts on entropy and energy range only (as shipped before the band gate)")
     args = ap.parse_args(argv)

@@ -15,7 +15,8 @@ clean recordings exceed (default :data:`aligner.alignment.conditions.DEREVERB_FA
 ``--denoise [SHARE]``: it suppresses stationary noise (a Wiener filter,
 :mod:`aligner.features.denoise`) in those it does not dereverberate whose noise-floor statistic
 exceeds the value that SHARE of the clean recordings exceed (default
-:data:`aligner.alignment.conditions.DENOISE_FALSE_ALARM`). The model is written to ``--out`` (or over ``--model`` with ``--in-place``), atomically.
+:data:`aligner.alignment.conditions.DENOISE_FALSE_ALARM`). The model is written to ``--out`` (or
+over ``--model`` with ``--in-place``), atomically.
 
     python -m benchmarks.fit_condition_expert --model models/timit-alignment --expert runs/mc \\
         [--band-expert runs/phone-line] [--dereverb] [--denoise] --folds-dir runs/folds --in-place
@@ -28,7 +29,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from aligner.alignment.conditions import DENOISE_FALSE_ALARM, DEREVERB_FALSE_ALARM
+from benchmarks.eval_degraded import add_front_end_arguments
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "timit-sample"
@@ -40,12 +41,7 @@ def main(argv=None) -> int:
     ap.add_argument("--expert", type=Path, required=True, help="a model of the same classes trained with --augment")
     ap.add_argument("--band-expert", type=Path,
                     help="a phone-line model (aligner train --phone-line) for the recordings below the band gate")
-    ap.add_argument("--dereverb", type=float, nargs="?", const=DEREVERB_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="the expert dereverberates the recordings past a late-reverberation gate that SHARE "
-                         f"of the clean recordings pass [{DEREVERB_FALSE_ALARM}]")
-    ap.add_argument("--denoise", type=float, nargs="?", const=DENOISE_FALSE_ALARM, default=None, metavar="SHARE",
-                    help="the expert suppresses stationary noise in the recordings it does not dereverberate past "
-                         f"a noise-floor gate that SHARE of the clean recordings pass [{DENOISE_FALSE_ALARM}]")
+    add_front_end_arguments(ap, who="the expert", gates_from="the clean recordings")
     ap.add_argument("--folds-dir", type=Path, required=True, help="clean fold models (benchmarks.eval_alignment_cv)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus of the fold models")
     ap.add_argument("--false-alarm", type=float, default=None,

@@ -575,10 +575,7 @@ class AlignmentModel:
                 arrays["expert_refiner"] = expert.refiner.to_arrays()
             params["alignment"]["condition_expert"] = {"weights": [float(v) for v in expert.weights],
                                                        "gate_entropy_nats": float(self.condition_gate)}
-            if expert.front_dereverb is not None:
-                params["alignment"]["condition_expert"]["front_dereverb"] = expert.front_dereverb.to_dict()
-            if expert.front_denoise is not None:
-                params["alignment"]["condition_expert"]["front_denoise"] = expert.front_denoise.to_dict()
+            params["alignment"]["condition_expert"].update(_front_end_json(expert))
             if self.condition_range_gate is not None:
                 params["alignment"]["condition_expert"]["gate_energy_range_db"] = float(self.condition_range_gate)
             if self.condition_band_gate is not None:
@@ -593,10 +590,7 @@ class AlignmentModel:
                     "front_band_hz": [float(v) for v in band_expert.front_band_hz]}
         if self.front_band_hz is not None:
             params["alignment"]["front_band_hz"] = [float(v) for v in self.front_band_hz]
-        if self.front_dereverb is not None:
-            params["alignment"]["front_dereverb"] = self.front_dereverb.to_dict()
-        if self.front_denoise is not None:
-            params["alignment"]["front_denoise"] = self.front_denoise.to_dict()
+        params["alignment"].update(_front_end_json(self))
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -635,12 +629,11 @@ class AlignmentModel:
                     confidence = BoundaryConfidence.from_arrays(arrays["confidence"], inventory.broad_indices)
                 if "utterance_check" in arrays:
                     utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
-            front_band, dereverb, denoise = p.get("front_band_hz"), p.get("front_dereverb"), p.get("front_denoise")
+            front_band = p.get("front_band_hz")
             model = cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
                         confidence, utterance_check, inventory, phone_symbols,
                         front_band_hz=None if front_band is None else check_band(front_band),
-                        front_dereverb=None if dereverb is None else DereverbSettings.from_dict(dereverb),
-                        front_denoise=None if denoise is None else DenoiseSettings.from_dict(denoise))
+                        **_front_end_settings(p))
             expert = p.get("condition_expert")
             if expert is not None or "expert_classifier" in arrays or "band_expert_classifier" in arrays:
                 if not isinstance(expert, dict) or "expert_classifier" not in arrays:
@@ -648,11 +641,9 @@ class AlignmentModel:
                 gate = expert["gate_entropy_nats"]
                 range_gate, band_gate = expert.get("gate_energy_range_db"), expert.get("gate_high_band_db")
                 check_gates(gate, range_gate, band_gate, len(inventory))
-                expert_dereverb, expert_denoise = expert.get("front_dereverb"), expert.get("front_denoise")
                 model.condition_expert = model.expert_view(
                     *_expert_parts(arrays, "expert", expert, "condition expert", classifier, len(inventory)),
-                    front_dereverb=None if expert_dereverb is None else DereverbSettings.from_dict(expert_dereverb),
-                    front_denoise=None if expert_denoise is None else DenoiseSettings.from_dict(expert_denoise))
+                    **_front_end_settings(expert))
                 model.condition_gate = float(gate)
                 model.condition_range_gate = None if range_gate is None else float(range_gate)
                 model.condition_band_gate = None if band_gate is None else float(band_gate)
@@ -668,6 +659,21 @@ class AlignmentModel:
         except (KeyError, ValueError, TypeError, ModelError) as exc:
             raise ModelError(f"{directory}: not a usable alignment model ({exc})") from None
         return model
+
+
+#: a model's front-end stages saved in its JSON: key and settings class
+_FRONT_END_SETTINGS = (("front_dereverb", DereverbSettings), ("front_denoise", DenoiseSettings))
+
+
+def _front_end_json(model: "AlignmentModel") -> dict:
+    """The JSON entries of ``model``'s dereverberation and noise-suppression settings (those it has)."""
+    return {key: getattr(model, key).to_dict() for key, _ in _FRONT_END_SETTINGS if getattr(model, key) is not None}
+
+
+def _front_end_settings(entry: dict) -> dict:
+    """``front_dereverb`` and ``front_denoise`` keyword arguments from a model's (or its expert's)
+    JSON ``entry``, each validated (None where absent)."""
+    return {key: None if entry.get(key) is None else cls.from_dict(entry[key]) for key, cls in _FRONT_END_SETTINGS}
 
 
 def _expert_parts(arrays: dict, prefix: str, entry: dict, name: str, classifier: FrameClassifier,

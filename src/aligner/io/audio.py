@@ -246,7 +246,6 @@ class SampleReader:
             close()
 
 
-
 class BlockFilteredSamples(SampleReader):
     """Samples (n,) of ``source`` (an array-like read by slices) passed through a filter on
     demand, block by block, so memory stays bounded whatever the recording's length: block k
