@@ -275,3 +275,49 @@ def test_refiner_refit_follows_the_references_and_a_strong_prior_keeps_the_base(
     assert np.array_equal(base.output_weights, before[0]) and base.output_bias == before[1]  # base unchanged
     with pytest.raises(ValueError, match="refiner_prior"):
         ad.AdaptSettings(refiner_prior=0.0).check()
+
+
+@pytest.fixture(scope="module")
+def small_network():
+    """As ``small``, with a network classifier (16 ReLU units, softmax output layer)."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(0, 0.5, (5, 42))
+
+    def make(n, shift):
+        y = rng.integers(0, 5, n)
+        return (centres[y] + shift + rng.normal(0, 1.5, (n, 42))).astype(np.float32), y
+
+    frames, labels = zip(*[make(300, 0.0) for _ in range(8)])
+    clf = FrameClassifier(n_classes=5, context=0, pca_dims=0, hidden=16, alpha=1.0, epochs=40,
+                          max_train_frames=0).fit(list(frames), list(labels))
+    new_f, new_y = make(1500, rng.normal(0, 1.0, 42))
+    return clf, new_f, new_y
+
+
+def test_a_network_output_layer_is_refit_on_its_softmax_loss(small_network):
+    clf, frames, labels = small_network
+    stats = ad.OutputLayerStats.for_classifier(clf)
+    assert stats.loss == "softmax" and stats.H.shape == (16, 16)
+    M, S = ad.whitening(clf)
+    np.testing.assert_array_equal(M, np.eye(16))  # the units are not whitened
+    stats.add(clf.kernel_values(frames[:1000]), labels[:1000], np.ones(1000), clf.weights, clf.bias)
+
+    def log_loss(W, b, f, y):
+        z = clf.kernel_values(f) @ W + b
+        z = z - z.max(axis=1, keepdims=True)
+        return -np.mean(z[np.arange(len(y)), y] - np.log(np.exp(z).sum(axis=1)))
+
+    W, b = clf.weights, clf.bias
+    losses = [log_loss(W, b, frames[:1000], labels[:1000])]
+    for _ in range(3):  # the bound's steps never raise the penalised loss on these frames
+        stats = ad.OutputLayerStats.for_classifier(clf)
+        stats.add(clf.kernel_values(frames[:1000]), labels[:1000], np.ones(1000), W, b)
+        W, b = ad.refit_output_layer(stats, (M, S), W, b, clf.weights, clf.bias, prior=1.0)
+        losses.append(log_loss(W, b, frames[:1000], labels[:1000]))
+    assert losses[-1] < losses[0] - 0.05 and all(b_ <= a_ + 1e-6 for a_, b_ in zip(losses, losses[1:]))
+    assert log_loss(W, b, frames[1000:], labels[1000:]) < log_loss(clf.weights, clf.bias, frames[1000:], labels[1000:])
+    # a strong prior keeps the base layer
+    W0, b0 = ad.refit_output_layer(stats, (M, S), W, b, clf.weights, clf.bias, prior=1e12, bias_prior=1e12)
+    np.testing.assert_allclose(W0, clf.weights, atol=1e-4 * np.abs(clf.weights).max())
+    with pytest.raises(ValueError, match="merge"):
+        ad.OutputLayerStats(16, 5).merge(stats)

@@ -169,3 +169,70 @@ def test_groups_keep_copies_together_in_calibration():
     assert clf.temperature > 0 and np.isfinite(clf.temperature)
     with pytest.raises(ValueError, match="groups"):
         FrameClassifier(n_classes=4, **SMALL).fit(frames, labels, groups=[0, 1])
+
+
+# -- the network feature map (hidden > 0) ------------------------------------------------------
+
+NETWORK = dict(hidden=32, alpha=1.0, epochs=30, max_iter=60)
+
+
+@pytest.fixture(scope="module")
+def network():
+    frames, labels = _synthetic(12)
+    return FrameClassifier(n_classes=4, context=2, **NETWORK).fit(frames, labels)
+
+
+def test_network_feature_map_learns_and_calibrates(network):
+    frames, labels = _synthetic(4, seed=7)
+    acc = np.mean(np.concatenate([network.predict(f) == y for f, y in zip(frames, labels)]))
+    assert acc > 0.9  # chance is 0.25
+    assert network.hidden_weights.shape == (network.projection.shape[1], 32)
+    assert network.weights.shape == (32, 4) and network.landmarks.shape[0] == 0
+    E = network.kernel_values(frames[0])
+    assert E.shape == (60, 32) and E.dtype == np.float32 and E.min() >= 0  # ReLU units
+    lp = network.log_posteriors(frames[0])
+    np.testing.assert_allclose(np.log(np.exp(lp).sum(axis=1)), 0, atol=1e-5)
+    np.testing.assert_allclose(network.decision_function(frames[0]), E @ network.weights + network.bias, rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_network_round_trip_is_identical(network):
+    arrays = network.to_arrays()
+    assert {"hidden", "alpha", "epochs", "hidden_weights", "hidden_bias"} <= set(arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    buffer.seek(0)
+    with np.load(buffer, allow_pickle=False) as loaded:
+        clf = FrameClassifier.from_arrays(loaded)
+    assert clf.get_params() == network.get_params()
+    frames, _ = _synthetic(2, seed=5)
+    for f in frames:
+        assert np.array_equal(clf.scores(f), network.scores(f))
+
+
+def test_network_arrays_are_checked(network):
+    arrays = network.to_arrays()
+    with pytest.raises(ModelError, match="lack hidden_bias"):
+        FrameClassifier.from_arrays({k: v for k, v in arrays.items() if k != "hidden_bias"})
+    with pytest.raises(ModelError, match="hidden_weights.*shape"):
+        FrameClassifier.from_arrays({**arrays, "hidden_weights": arrays["hidden_weights"][:, :5]})
+    with pytest.raises(ModelError, match="hidden units"):
+        FrameClassifier.from_arrays({**arrays, "hidden": np.array(0)})
+    with pytest.raises(ModelError, match="NaN"):
+        FrameClassifier.from_arrays({**arrays, "hidden_bias": np.full_like(arrays["hidden_bias"], np.nan)})
+
+
+def test_kernel_classifier_files_carry_no_network_keys(trained):
+    arrays = trained.to_arrays()
+    assert not {"hidden", "hidden_weights"} & set(arrays)  # files of the kernel map keep their layout
+    assert FrameClassifier.from_arrays(arrays).hidden == 0
+
+
+def test_network_training_stops_on_held_out_loss():
+    frames, labels = _synthetic(12, separation=0.1)  # barely separable: the network overfits soon
+    clf = FrameClassifier(n_classes=4, context=2, hidden=16, alpha=0.0, epochs=200).fit(frames, labels)
+    again = FrameClassifier(n_classes=4, context=2, hidden=16, alpha=0.0, epochs=200).fit(frames, labels)
+    assert 1 <= clf.network_epochs_ < 200  # stopped once the held-out loss stalled
+    assert np.array_equal(clf.hidden_weights, again.hidden_weights)  # seeded: reproducible
+    with pytest.raises(ValueError, match="epochs"):
+        FrameClassifier(hidden=16, epochs=0)

@@ -409,7 +409,12 @@ def whitening(clf: FrameClassifier) -> tuple[np.ndarray, np.ndarray]:
     """``(M (m, r), S (r, m))``: the Nystroem whitening ``M = K_LL^{-1/2}`` (rank-truncated as the
     classifier's training truncated it) recomputed from the stored landmarks, and ``S`` with
     ``S @ M = I``, so that the SVM weights in the whitened space are ``S @ clf.weights``.
-    Computed once per landmark array (kept while the same landmarks are in use)."""
+    Computed once per landmark array (kept while the same landmarks are in use). A network
+    feature map (``clf.hidden > 0``) is not whitened: its SVMs were fitted on its units as
+    they are, so ``M = S = I``."""
+    if clf.hidden:
+        eye = np.eye(clf.hidden)
+        return eye, eye
     key = (clf.landmarks.shape, clf.landmarks[:4].tobytes(), float(clf.gamma))
     cached = _WHITENING.get(key)
     if cached is None:
@@ -438,9 +443,17 @@ class OutputLayerStats:
     ``g = sum a r`` (C,), with the squared-hinge
     residuals ``r_c = y_c - f_c`` where ``y_c f_c < 1`` (``y_c = +1`` for the frame's class,
     -1 otherwise; ``f = e W + b``) and 0 elsewhere. All float64.
+
+    With ``loss="softmax"`` (a network classifier's output layer, trained on the softmax log
+    loss; :meth:`for_classifier` picks it) the residuals are ``r_c = [c is the frame's class] -
+    softmax(f)_c`` and ``H``, ``s``, ``n`` are halved: Boehning's bound on the log loss's
+    curvature, so that :func:`refit_output_layer`'s step never increases the penalised loss.
     """
 
-    def __init__(self, m: int, n_classes: int = N_CLASSES):
+    def __init__(self, m: int, n_classes: int = N_CLASSES, loss: str = "sqhinge"):
+        if loss not in ("sqhinge", "softmax"):
+            raise ValueError(f"loss must be 'sqhinge' or 'softmax', got {loss!r}")
+        self.loss = loss
         self.H = np.zeros((m, m))
         self.s = np.zeros(m)
         self.n = 0.0
@@ -450,8 +463,9 @@ class OutputLayerStats:
 
     @classmethod
     def for_classifier(cls, clf: FrameClassifier) -> "OutputLayerStats":
-        """Empty statistics for refitting ``clf``'s output layer (its landmarks and classes)."""
-        return cls(clf.landmarks.shape[0], clf.n_classes)
+        """Empty statistics for refitting ``clf``'s output layer (its landmarks, or network
+        units, and classes; the softmax loss for a network)."""
+        return cls(clf.weights.shape[0], clf.n_classes, "softmax" if clf.hidden else "sqhinge")
 
     def add(self, E: np.ndarray, labels: np.ndarray, a: np.ndarray, W: np.ndarray, b: np.ndarray) -> None:
         keep = a > 0
@@ -459,19 +473,30 @@ class OutputLayerStats:
             return
         E, labels, a = E[keep], labels[keep], a[keep].astype(np.float32)
         f = E @ W + b
-        Y = -np.ones_like(f)
-        Y[np.arange(len(labels)), labels] = 1.0
-        R = np.where(Y * f < 1.0, Y - f, 0.0).astype(np.float32)
+        rows = np.arange(len(labels))
+        if self.loss == "softmax":
+            R = -np.exp(f - f.max(axis=1, keepdims=True))
+            R /= -R.sum(axis=1, keepdims=True)
+            R[rows, labels] += 1.0
+            R = R.astype(np.float32)
+            curvature = 0.5
+        else:
+            Y = -np.ones_like(f)
+            Y[rows, labels] = 1.0
+            R = np.where(Y * f < 1.0, Y - f, 0.0).astype(np.float32)
+            curvature = 1.0
         Ea = E * a[:, None]
-        self.H += (Ea.T @ E).astype(np.float64)
-        self.s += Ea.sum(0, dtype=np.float64)
-        self.n += float(a.sum())
+        self.H += curvature * (Ea.T @ E).astype(np.float64)
+        self.s += curvature * Ea.sum(0, dtype=np.float64)
+        self.n += curvature * float(a.sum())
         self.G += (Ea.T @ R).astype(np.float64)
         self.g += (R * a[:, None]).sum(0, dtype=np.float64)
         self.frames += int(len(labels))
 
     def merge(self, other: "OutputLayerStats") -> None:
         """Add the statistics of other frames (another batch's, the same layer's): they are sums."""
+        if other.loss != self.loss:
+            raise ValueError(f"cannot merge {other.loss} statistics into {self.loss} ones")
         self.H += other.H
         self.s += other.s
         self.n += other.n

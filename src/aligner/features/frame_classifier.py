@@ -13,6 +13,13 @@ on either side, its RBF kernel approximated by the Nystroem method:
 4. optionally, the SVM outputs are averaged over ``2 smooth + 1`` frames (off by
    default: it blurs phone boundaries more than it helps frame accuracy).
 
+With ``hidden > 0`` a network replaces steps 2-3: one layer of ``hidden`` ReLU units
+``h(x) = max(0, x W_h + b_h)`` and a softmax output layer ``f(x) = h(x) W + b``, trained
+together (scikit-learn's ``MLPClassifier``: Adam, L2 penalty ``alpha``, stopped when the log
+loss of the held-out calibration utterances stops falling; those utterances are not trained
+on). ``f`` takes the place of the SVM outputs: the temperature, the priors and the scores
+follow as for the kernel. (One-vs-rest SVMs fitted on the units instead gave worse alignments.)
+
 At prediction time the whitening ``K_LL^{-1/2}`` is folded into the linear
 weights, so :meth:`FrameClassifier.scores` is a (T, 378) x (378, 128) product,
 a (T, 128) x (128, m) product, an ``exp`` and a (T, m) x (m, n_classes) product
@@ -51,8 +58,15 @@ SCORE_BLOCK_FRAMES = 2048
 _HYPER = ("n_classes", "n_features", "context", "n_components", "gamma", "C", "seed",
           "max_iter", "kmeans_iter", "calibration_fraction", "prior_division", "smooth",
           "max_train_frames", "blas_threads", "pca_dims")
+#: hyper-parameters of the network feature map (``hidden > 0``); files saved before it existed
+#: lack them and load as Nystroem classifiers
+_NETWORK_HYPER = ("hidden", "alpha", "epochs")
 _LEARNED = ("mean", "inv_std", "projection", "landmarks", "landmark_sqnorm", "weights", "bias",
             "temperature", "log_prior")
+#: the network feature map's layer ((k, hidden) and (hidden,); (0, 0) and (0,) for Nystroem)
+_NETWORK_LEARNED = ("hidden_weights", "hidden_bias")
+#: epochs without a lower held-out log loss after which the network's training stops
+NETWORK_PATIENCE = 6
 
 
 def stack_context(frames: np.ndarray, context: int) -> np.ndarray:
@@ -160,13 +174,21 @@ class FrameClassifier:
     blas_threads : BLAS threads used by :meth:`fit` and :meth:`scores` (0 = the library's
         default). 1 is fastest per core when several files are processed in parallel
         or the cores are shared; it makes no difference to the results.
+    hidden : ReLU units of the network feature map that replaces the Nystroem kernel (module
+        docstring); 0 = the kernel (``n_components``, ``gamma`` and ``kmeans_iter`` apply
+        only then).
+    alpha : L2 penalty of the network's training (``hidden > 0``).
+    epochs : at most this many passes over the training frames when training the network;
+        it stops earlier when the held-out log loss has not fallen for
+        :data:`NETWORK_PATIENCE` passes, keeping the best pass's layer.
     """
 
     def __init__(self, n_classes: int = 39, context: int = 4, n_components: int = 2000,
                  gamma: float = 0.75, C: float = 1.0, seed: int = 0, max_iter: int = 150,
                  kmeans_iter: int = 5, calibration_fraction: float = 0.2,
                  prior_division: bool = True, smooth: int = 0, max_train_frames: int = 60000,
-                 n_features: int = 42, blas_threads: int = 1, pca_dims: int = 128):
+                 n_features: int = 42, blas_threads: int = 1, pca_dims: int = 128,
+                 hidden: int = 0, alpha: float = 1.0, epochs: int = 60):
         self.n_classes = int(n_classes)
         self.context = int(context)
         self.n_components = int(n_components)
@@ -182,13 +204,23 @@ class FrameClassifier:
         self.n_features = int(n_features)
         self.blas_threads = int(blas_threads)
         self.pca_dims = int(pca_dims)
+        self.hidden = int(hidden)
+        self.alpha = float(alpha)
+        self.epochs = int(epochs)
+        if self.hidden < 0 or self.alpha < 0 or self.epochs < 1:
+            raise ValueError(f"hidden and alpha must be >= 0 and epochs >= 1, got {hidden}, {alpha}, {epochs}")
+        #: the network feature map's layer (``hidden > 0``; empty for the Nystroem kernel)
+        self.hidden_weights = np.zeros((0, 0), np.float32)
+        self.hidden_bias = np.zeros(0, np.float32)
         self._fitted = False
+        #: passes over the training frames the last :meth:`fit` trained the network for (0: none)
+        self.network_epochs_ = 0
         #: wall-clock seconds the last :meth:`fit` took
         self.train_seconds_ = float("nan")
 
     def get_params(self) -> dict:
         """The constructor's parameters (plain Python values)."""
-        return {k: getattr(self, k) for k in _HYPER}
+        return {k: getattr(self, k) for k in _HYPER + _NETWORK_HYPER}
 
     # ------------------------------------------------------------------ fit
     def _check_frames(self, frames: np.ndarray) -> np.ndarray:
@@ -253,27 +285,37 @@ class FrameClassifier:
         else:
             self.projection = np.zeros((0, 0), np.float32)
 
-        g = self.gamma / d
-        L = _kmeans(P, min(self.n_components, n), self.kmeans_iter, rng)
-        Z, M = _nystroem_features(P, L, g)
-        del P
-
         counts = np.bincount(y, minlength=self.n_classes).astype(np.float64)
         self.log_prior = np.log((counts + 1.0) / (counts.sum() + self.n_classes)).astype(np.float32)
-
-        # temperature from held-out utterances, then the final fit on everything
         if groups is None:
             group_of = np.arange(len(ys))
         else:
             if len(groups) != len(ys):
                 raise ValueError(f"{len(groups)} groups for {len(ys)} utterances")
             group_of = np.unique(np.asarray([str(g) for g in groups]), return_inverse=True)[1]
-        n_grp = int(group_of.max()) + 1
-        n_held = min(int(round(self.calibration_fraction * n_grp)), n_grp - 1)
-        if self.calibration_fraction > 0 and n_held >= 1:
-            held = np.zeros(n_grp, bool)
-            held[rng.permutation(n_grp)[:n_held]] = True
-            tr = ~held[group_of[utt]]
+
+        if self.hidden:  # the network, stopped on the held-out utterances, whose softmax is the output
+            tr = self._calibration_split(group_of, utt, rng)
+            (Wh, bh, W, b), self.network_epochs_ = _fit_relu_network(
+                P, y, tr, self.n_classes, self.hidden, self.alpha, self.epochs, self.seed)
+            held = slice(None) if tr is None else ~tr  # the training frames when nothing is held out
+            dec = _smooth_by_utterance(_relu(P[held], Wh, bh) @ W + b, utt[held], self.smooth)
+            self.temperature = np.float32(_fit_temperature(dec, y[held]))
+            self.landmarks = np.zeros((0, P.shape[1]), np.float32)
+            self.landmark_sqnorm = np.zeros(0, np.float32)
+            self.weights, self.bias = W, b
+            self.hidden_weights, self.hidden_bias = Wh, bh
+            self._fitted = True
+            return
+
+        g = self.gamma / d
+        L = _kmeans(P, min(self.n_components, n), self.kmeans_iter, rng)
+        Z, M = _nystroem_features(P, L, g)
+        tr = self._calibration_split(group_of, utt, rng)
+        del P
+
+        # temperature from held-out utterances, then the final fit on everything
+        if tr is not None:
             W, b = _fit_ovr_sqhinge(Z[tr], y[tr], self.n_classes, self.C, self.max_iter)
             dec = _smooth_by_utterance(Z[~tr] @ W + b, utt[~tr], self.smooth)
             self.temperature = np.float32(_fit_temperature(dec, y[~tr]))
@@ -290,6 +332,17 @@ class FrameClassifier:
         self.weights = (M.astype(np.float64) @ W.astype(np.float64)).astype(np.float32)
         self.bias = b.astype(np.float32)
         self._fitted = True
+
+    def _calibration_split(self, group_of: np.ndarray, utt: np.ndarray, rng) -> np.ndarray | None:
+        """(n,) bool mask of the training frames outside the calibration hold-out (whole groups,
+        ``calibration_fraction`` of them, drawn from ``rng``), or None when nothing is held out."""
+        n_grp = int(group_of.max()) + 1
+        n_held = min(int(round(self.calibration_fraction * n_grp)), n_grp - 1)
+        if not (self.calibration_fraction > 0 and n_held >= 1):
+            return None
+        held = np.zeros(n_grp, bool)
+        held[rng.permutation(n_grp)[:n_held]] = True
+        return ~held[group_of[utt]]
 
     # -------------------------------------------------------------- predict
     def decision_function(self, frames: np.ndarray) -> np.ndarray:
@@ -318,14 +371,17 @@ class FrameClassifier:
         return dec
 
     def kernel_values(self, frames: np.ndarray) -> np.ndarray:
-        """(T, m) float32 RBF kernel values ``exp(-gamma / d ||p_t - l_j||^2)`` of (T, n_features)
-        float32 frames against the m landmarks: the ``E`` of the SVM outputs ``E @ weights +
-        bias`` (edge frames' context padded by repetition, the whole array one block)."""
+        """(T, m) float32 feature map of (T, n_features) float32 frames, the ``E`` of the SVM
+        outputs ``E @ weights + bias`` (edge frames' context padded by repetition, the whole
+        array one block): the RBF kernel values ``exp(-gamma / d ||p_t - l_j||^2)`` against the
+        m landmarks, or with ``hidden > 0`` the m = ``hidden`` ReLU units."""
         P = self._standardised(frames)
         g = np.float32(self.gamma / P.shape[1])
         with blas.limit(self.blas_threads):
             if self.projection.size:
                 P = P @ self.projection
+            if self.hidden:
+                return _relu(P, self.hidden_weights, self.hidden_bias)
             # -g ||p - l||^2 = 2 g p.l - g ||p||^2 - g ||l||^2
             E = P @ self._landmarks_by_column()
             _kernel_exponent(E, 2 * g, g * self.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
@@ -392,11 +448,11 @@ class FrameClassifier:
         if not self._fitted:
             raise ModelError("the frame classifier is not trained: nothing to save")
         out = {"format_version": np.array(FORMAT_VERSION, np.int64)}
-        for k in _HYPER:
+        for k in _HYPER + (_NETWORK_HYPER if self.hidden else ()):
             v = getattr(self, k)
             dtype = np.bool_ if isinstance(v, bool) else np.int64 if isinstance(v, int) else np.float64
             out[k] = np.array(v, dtype)
-        for k in _LEARNED:
+        for k in _LEARNED + (_NETWORK_LEARNED if self.hidden else ()):
             out[k] = np.array(getattr(self, k), np.float32)
         return out
 
@@ -409,25 +465,38 @@ class FrameClassifier:
         version = int(np.asarray(arrays["format_version"]))
         if version != FORMAT_VERSION:
             raise ModelError(f"frame classifier format {version}; this aligner reads {FORMAT_VERSION}")
+        network = "hidden" in arrays  # files saved before the network feature map lack its keys
+        missing = [k for k in _NETWORK_HYPER + _NETWORK_LEARNED if network and k not in arrays]
+        if missing:
+            raise ModelError(f"the frame classifier arrays lack {', '.join(missing)}")
+        hyper = _HYPER + (_NETWORK_HYPER if network else ())
+        learned = _LEARNED + (_NETWORK_LEARNED if network else ())
         try:
-            clf = cls(**{k: np.asarray(arrays[k]).item() for k in _HYPER})
+            clf = cls(**{k: np.asarray(arrays[k]).item() for k in hyper})
         except (TypeError, ValueError) as exc:
             raise ModelError(f"the frame classifier hyper-parameters are malformed: {exc}") from None
-        for k in _LEARNED:
+        if network and clf.hidden < 1:
+            raise ModelError(f"the frame classifier's network has {clf.hidden} hidden units")
+        for k in learned:
             v = np.asarray(arrays[k], np.float32)
             setattr(clf, k, v if v.ndim else np.float32(v))
         d = clf.n_features * (2 * clf.context + 1)
-        m = clf.landmarks.shape[0] if clf.landmarks.ndim == 2 else -1
         k = clf.pca_dims if 0 < clf.pca_dims < d else 0
-        expected = {"mean": (d,), "inv_std": (d,), "projection": (d, k) if k else (0, 0),
-                    "landmarks": (m, k or d), "landmark_sqnorm": (m,),
-                    "weights": (m, clf.n_classes), "bias": (clf.n_classes,),
-                    "log_prior": (clf.n_classes,), "temperature": ()}
+        if clf.hidden:
+            m = clf.hidden
+            expected = {"landmarks": (0, k or d), "landmark_sqnorm": (0,), "hidden_weights": (k or d, m),
+                        "hidden_bias": (m,)}
+        else:
+            m = clf.landmarks.shape[0] if clf.landmarks.ndim == 2 else -1
+            expected = {"landmarks": (m, k or d), "landmark_sqnorm": (m,)}
+        expected.update({"mean": (d,), "inv_std": (d,), "projection": (d, k) if k else (0, 0),
+                         "weights": (m, clf.n_classes), "bias": (clf.n_classes,),
+                         "log_prior": (clf.n_classes,), "temperature": ()})
         for k, shape in expected.items():
             if np.shape(getattr(clf, k)) != shape:
                 raise ModelError(f"frame classifier array {k!r} has shape {np.shape(getattr(clf, k))}, "
                                  f"expected {shape}")
-        if not all(np.all(np.isfinite(getattr(clf, k))) for k in _LEARNED):
+        if not all(np.all(np.isfinite(getattr(clf, k))) for k in learned):
             raise ModelError("the frame classifier arrays hold NaN or infinite values")
         clf._fitted = True
         return clf
@@ -536,6 +605,57 @@ def _fit_ovr_sqhinge(Z: np.ndarray, y: np.ndarray, n_classes: int, C: float, max
                                   options=dict(maxiter=max_iter))
     return (res.x[:nw].reshape(r, n_classes).astype(np.float32),
             res.x[nw:].astype(np.float32))
+
+
+def _relu(P: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n, h) float32 ReLU units ``max(0, P W + b)`` of (n, k) float32 rows ``P``."""
+    H = P @ W
+    H += b
+    return np.maximum(H, np.float32(0.0), out=H)
+
+
+def _fit_relu_network(P: np.ndarray, y: np.ndarray, train: np.ndarray | None, n_classes: int, hidden: int,
+                      alpha: float, epochs: int, seed: int) -> tuple[tuple, int]:
+    """``((W_h (k, hidden), b_h (hidden,), W (hidden, n_classes), b (n_classes,)), epochs run)``,
+    all float32: a one-hidden-layer ReLU network with a softmax output trained on the (n, k)
+    rows ``P`` and labels ``y`` (n,) by scikit-learn's ``MLPClassifier`` (Adam, L2 penalty
+    ``alpha``, one pass over the training rows per epoch). With ``train`` (n,) bool, the rows
+    outside it are held out: training stops once their log loss has not fallen for
+    :data:`NETWORK_PATIENCE` epochs, and the layers of the best epoch are kept; without it,
+    ``epochs`` passes over every row."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.neural_network import MLPClassifier  # training only
+
+    net = MLPClassifier(hidden_layer_sizes=(hidden,), alpha=alpha, batch_size=256, learning_rate_init=1e-3,
+                        random_state=seed, max_iter=1, shuffle=True)
+    classes = np.arange(n_classes)
+    if train is None:
+        Ptr, ytr, Pva, yva = P, y, None, None
+    else:
+        Ptr, ytr, Pva, yva = P[train], y[train], P[~train], y[~train]
+
+    def layers():
+        return tuple(np.ascontiguousarray(a, dtype=np.float32)
+                     for a in (net.coefs_[0], net.intercepts_[0], net.coefs_[1], net.intercepts_[1]))
+
+    best, best_loss, stale, run = None, np.inf, 0, 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for run in range(1, epochs + 1):
+            net.partial_fit(Ptr, ytr, classes=classes)
+            if Pva is None:
+                continue
+            proba = net.predict_proba(Pva)
+            loss = -float(np.mean(np.log(np.maximum(proba[np.arange(len(yva)), yva], 1e-12))))
+            if loss < best_loss - 1e-4:
+                best_loss, stale, best = loss, 0, layers()
+            else:
+                stale += 1
+                if stale >= NETWORK_PATIENCE:
+                    break
+    return (best if best is not None else layers()), run
 
 
 def _fit_temperature(dec: np.ndarray, y: np.ndarray) -> float:

@@ -314,12 +314,13 @@ def _classifier_input(classifier, samples: np.ndarray):
 
 def _fast_classifier(classifier, Tc: int) -> bool:
     """Whether :func:`_classifier_input` scores a recording of Tc 10 ms frames with this
-    classifier (one MFCC and scoring block, at least 2 frames, no smoothing, a projection)."""
+    classifier (one MFCC and scoring block, at least 2 frames, no smoothing, a projection, the
+    Nystroem kernel rather than a network feature map)."""
     from aligner.features import frame_classifier as fc
     from aligner.features import mfcc as mf
 
     return not (Tc < 2 or Tc > mf.MFCC_BLOCK_FRAMES or Tc > fc.SCORE_BLOCK_FRAMES or classifier.smooth > 0
-                or not classifier.projection.size or not classifier._fitted
+                or not classifier.projection.size or not classifier._fitted or getattr(classifier, "hidden", 0)
                 or classifier.n_features != 3 * (mf.N_MFCC + 1))
 
 
