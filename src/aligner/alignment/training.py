@@ -181,19 +181,16 @@ def degraded_frames(utterances: list, recipe, progress: Progress = None, front_b
     (T, 42) arrays, T as the clean recording's), for utterances already read (e.g. one fold's
     training utterances); babble and speech spectrum as :func:`corpus_augmenter`'s;
     ``front_band_hz`` as for :func:`load_utterance` (the copies are made of the band-limited samples).
-    ``front_end``: a model whose front end (:meth:`~aligner.alignment.model.AlignmentModel.cleaned`:
-    dereverberation, noise suppression past their gates) each copy goes through first, as that
-    front end will treat the recordings the trained classifier hears."""
+    ``front_end``: a model whose frames of each copy are taken
+    (:meth:`~aligner.alignment.model.AlignmentModel.frames_of`: its band, dereverberation and
+    noise suppression past their gates), as that front end will treat the recordings the
+    trained classifier hears."""
     augmenter = corpus_augmenter(utterances, recipe)
+    frames_of = mfcc_features if front_end is None else front_end.frames_of
     out = {}
-
-    def heard(c):
-        cleaned = None if front_end is None else front_end.cleaned(c)
-        return c if cleaned is None else np.asarray(cleaned[0:len(cleaned)], np.float32)
-
     for i, utt in enumerate(utterances):
         samples = through_band(_read_again(utt), front_band_hz)
-        out[utt.name] = [mfcc_features(heard(c)) for c in augmenter.copies(samples, utt.name, utt.speaker)]
+        out[utt.name] = [frames_of(c) for c in augmenter.copies(samples, utt.name, utt.speaker)]
         if progress:
             progress("simulated conditions", i + 1, len(utterances))
     return out
