@@ -17,10 +17,9 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 MODEL = Path(__file__).resolve().parents[1] / "models" / "timit-alignment"
 
 
-@pytest.fixture(scope="module")
-def small():
-    """A small classifier (5 classes, 60 landmarks) on synthetic frames, and held-out frames of
-    a 'new speaker' whose features are shifted, with their true labels."""
+def _speaker_frames(**classifier_params):
+    """A small classifier (5 classes) of ``classifier_params`` trained on synthetic frames, and
+    held-out frames of a 'new speaker' whose features are shifted, with their true labels."""
     rng = np.random.default_rng(0)
     centres = rng.normal(0, 0.5, (5, 42))
 
@@ -33,11 +32,16 @@ def small():
         f, y = make(300, 0.0)
         frames.append(f)
         labels.append(y)
-    clf = FrameClassifier(n_classes=5, context=0, n_components=60, pca_dims=16, max_iter=40, kmeans_iter=2,
-                          calibration_fraction=0.0, max_train_frames=0).fit(frames, labels)
+    clf = FrameClassifier(n_classes=5, context=0, max_train_frames=0, **classifier_params).fit(frames, labels)
     shift = rng.normal(0, 1.0, 42)
     new_f, new_y = make(1500, shift)
     return clf, new_f, new_y
+
+
+@pytest.fixture(scope="module")
+def small():
+    """:func:`_speaker_frames` with a kernel classifier of 60 landmarks."""
+    return _speaker_frames(n_components=60, pca_dims=16, max_iter=40, kmeans_iter=2, calibration_fraction=0.0)
 
 
 def _stats(clf, frames, labels, weights=None):
@@ -279,19 +283,8 @@ def test_refiner_refit_follows_the_references_and_a_strong_prior_keeps_the_base(
 
 @pytest.fixture(scope="module")
 def small_network():
-    """As ``small``, with a network classifier (16 ReLU units, softmax output layer)."""
-    rng = np.random.default_rng(0)
-    centres = rng.normal(0, 0.5, (5, 42))
-
-    def make(n, shift):
-        y = rng.integers(0, 5, n)
-        return (centres[y] + shift + rng.normal(0, 1.5, (n, 42))).astype(np.float32), y
-
-    frames, labels = zip(*[make(300, 0.0) for _ in range(8)])
-    clf = FrameClassifier(n_classes=5, context=0, pca_dims=0, hidden=16, alpha=1.0, epochs=40,
-                          max_train_frames=0).fit(list(frames), list(labels))
-    new_f, new_y = make(1500, rng.normal(0, 1.0, 42))
-    return clf, new_f, new_y
+    """:func:`_speaker_frames` with a network classifier (16 ReLU units, softmax output layer)."""
+    return _speaker_frames(pca_dims=0, hidden=16, alpha=1.0, epochs=40)
 
 
 def test_a_network_output_layer_is_refit_on_its_softmax_loss(small_network):

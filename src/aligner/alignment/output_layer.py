@@ -88,8 +88,9 @@ class OutputLayerStats:
         f = E @ W + b
         rows = np.arange(len(labels))
         if self.loss == "softmax":
-            R = -np.exp(f - f.max(axis=1, keepdims=True))
-            R /= -R.sum(axis=1, keepdims=True)
+            p = np.exp(f - f.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)  # softmax(f)
+            R = -p
             R[rows, labels] += 1.0
             R = R.astype(np.float32)
             curvature = 0.5

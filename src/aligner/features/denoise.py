@@ -92,7 +92,6 @@ class DenoiseSettings(JsonSettings):
                                  + (" or None" if name == "gate_db" else "") + f", got {v!r}")
 
 
-
 def _inside(n: int, fft_size: int, hop: int) -> slice:
     """The frames of :func:`~aligner.features.dereverb.stft` of ``n`` samples that lie wholly
     within them (none padded with zeros); all frames when none does."""
@@ -105,9 +104,7 @@ def noise_power(power: np.ndarray) -> np.ndarray:
     the recording): the mean over the :data:`NOISE_QUANTILE` of frames of least total power (at
     least one) that are not digital silence, plus :data:`NOISE_FLOOR`."""
     energy = power.sum(axis=1)
-    if len(energy) == 0:
-        return np.full(power.shape[1], NOISE_FLOOR)
-    live = np.flatnonzero(_live(energy))
+    live = np.flatnonzero(_live(energy)) if len(energy) else energy[:0]
     if len(live) == 0:
         return np.full(power.shape[1], NOISE_FLOOR)
     k = max(1, int(NOISE_QUANTILE * len(live)))

@@ -108,7 +108,6 @@ class DereverbSettings(JsonSettings):
             raise ValueError(f"dereverberation block_s must be 5..3600 seconds, got {b!r}")
 
 
-
 def _window(fft_size: int) -> np.ndarray:
     return np.hanning(fft_size + 1)[:fft_size]  # periodic Hann
 

@@ -174,9 +174,9 @@ class FrameClassifier:
     blas_threads : BLAS threads used by :meth:`fit` and :meth:`scores` (0 = the library's
         default). 1 is fastest per core when several files are processed in parallel
         or the cores are shared; it makes no difference to the results.
-    hidden : ReLU units of the network feature map that replaces the Nystroem kernel (module
-        docstring); 0 = the kernel (``n_components``, ``gamma`` and ``kmeans_iter`` apply
-        only then).
+    hidden : ReLU units of the hidden layer of the network that replaces the Nystroem kernel
+        and its SVMs (module docstring); 0 = the kernel (``n_components``, ``gamma``,
+        ``kmeans_iter``, ``C`` and ``max_iter`` apply only then).
     alpha : L2 penalty of the network's training (``hidden > 0``).
     epochs : at most this many passes over the training frames when training the network;
         it stops earlier when the held-out log loss has not fallen for
@@ -376,7 +376,7 @@ class FrameClassifier:
         array one block): the RBF kernel values ``exp(-gamma / d ||p_t - l_j||^2)`` against the
         m landmarks, or with ``hidden > 0`` the m = ``hidden`` ReLU units."""
         P = self._standardised(frames)
-        g = np.float32(self.gamma / P.shape[1])
+        g = np.float32(self.gamma / P.shape[1])  # relative to the width before the projection
         with blas.limit(self.blas_threads):
             if self.projection.size:
                 P = P @ self.projection

@@ -320,7 +320,7 @@ def _fast_classifier(classifier, Tc: int) -> bool:
     from aligner.features import mfcc as mf
 
     return not (Tc < 2 or Tc > mf.MFCC_BLOCK_FRAMES or Tc > fc.SCORE_BLOCK_FRAMES or classifier.smooth > 0
-                or not classifier.projection.size or not classifier._fitted or getattr(classifier, "hidden", 0)
+                or not classifier.projection.size or not classifier._fitted or classifier.hidden
                 or classifier.n_features != 3 * (mf.N_MFCC + 1))
 
 
