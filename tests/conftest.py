@@ -77,3 +77,22 @@ def assert_reads_like(lazy, whole: np.ndarray, cuts, atol: float, mfcc_atol: flo
     assert lazy[-1] == pytest.approx(whole[-1], abs=atol)
     np.testing.assert_allclose(mfcc_features(lazy), mfcc_features(whole), atol=mfcc_atol)
     lazy.close()
+
+
+@pytest.fixture(scope="session", params=["kernel", "network"])
+def vowel_classifier(request):
+    """A frame classifier of each feature map for the vowel acoustics' speed-path tests: the
+    shipped vowel model's when it is of that kind, else a small one of it trained on random
+    MFCC-shaped frames and labels (its posteriors mean nothing; the paths must still agree)."""
+    from aligner import api
+    from aligner.features.frame_classifier import FrameClassifier
+
+    shipped = api.load_vowel_model().classifier
+    if (shipped.hidden > 0) == (request.param == "network"):
+        return shipped
+    rng = np.random.default_rng(3)
+    frames = [rng.standard_normal((200, 42)).astype(np.float32) for _ in range(6)]
+    labels = [rng.integers(0, 39, 200) for _ in range(6)]
+    small = ({"hidden": 32, "epochs": 2, "pca_dims": 0} if request.param == "network"
+             else {"n_components": 100, "pca_dims": 32, "max_iter": 20, "kmeans_iter": 1})
+    return FrameClassifier(**small).fit(frames, labels)

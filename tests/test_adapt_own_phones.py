@@ -56,7 +56,7 @@ def own(tmp_path_factory):
     root = tmp_path_factory.mktemp("own-phones")
     held_out = _ipa_corpus(root / "corpus")
     model = api.train(root / "corpus", root / "model", trainer_params={"epochs": 1},
-                      classifier_params={"n_components": 60, "max_iter": 15, "kmeans_iter": 1},
+                      classifier_params={"hidden": 64, "epochs": 10},
                       n_folds=2, n_val_speakers=1, phones_tier="phones")
     usable = []
     for u in held_out:

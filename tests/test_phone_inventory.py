@@ -182,7 +182,7 @@ def test_train_on_ipa_textgrids_and_align_with_the_model(tmp_path):
     held_out = _ipa_corpus(tmp_path / "corpus")
     seen = []
     model = api.train(tmp_path / "corpus", tmp_path / "model", trainer_params={"epochs": 1},
-                      classifier_params={"n_components": 60, "max_iter": 15, "kmeans_iter": 1},
+                      classifier_params={"hidden": 64, "epochs": 10},
                       n_folds=2, n_val_speakers=1, phones_tier="phones", on_inventory=seen.append)
     assert seen and seen[0].inventory is model.inventory
     assert model.inventory != TIMIT39_INVENTORY and model.classifier.n_classes == len(model.inventory)

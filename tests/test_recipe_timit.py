@@ -184,7 +184,7 @@ def test_prepare_weight_training_with_a_separate_classifier_part():
     data = load_utterances([u for u in utts if u.speaker in speakers], warps=())
     classifier_part = [d for d in data if d.speaker in speakers[:2]]
     weight_part = [d for d in data if d.speaker in speakers[2:]]
-    prepared = prepare_weight_training(weight_part, {"n_components": 100, "max_train_frames": 5000},
+    prepared = prepare_weight_training(weight_part, {"hidden": 32, "max_train_frames": 5000},
                                        classifier_data=classifier_part, validation_speakers={speakers[2]})
     assert prepared.n_folds == 0
     assert prepared.validation_speakers == [speakers[2]]

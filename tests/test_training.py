@@ -65,7 +65,7 @@ def test_train_small_model_end_to_end(tmp_path):
     from aligner.alignment.training import ETA0_GRID
 
     model, result = train_alignment_model(
-        data, "orbit", {"epochs": 1}, {"n_components": 60, "max_iter": 15, "kmeans_iter": 1},
+        data, "orbit", {"epochs": 1}, {"hidden": 64, "epochs": 10},
         n_folds=2, n_val_speakers=1, eta0_grid=ETA0_GRID)
     assert np.all(np.isfinite(model.weights)) and model.refiner is not None
     assert model.training["vtlp_copies_per_utterance"] == 1 and model.training["boundary_refinement"]
@@ -86,3 +86,34 @@ def test_train_small_model_end_to_end(tmp_path):
     err = np.abs(times[1:] - starts[1:] / 16000).mean()
     even = np.abs(np.linspace(0, len(samples) / 16000, len(labels), endpoint=False)[1:] - starts[1:] / 16000).mean()
     assert err < even
+
+
+@pytest.mark.parametrize("options, expected", [
+    ((), {"hidden": 512, "alpha": 3.0, "pca_dims": 0}),
+    (("--classifier", "kernel"), {"hidden": 0, "alpha": 1.0, "pca_dims": 128}),
+    (("--max-frames", "150000"), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "max_train_frames": 150000}),
+])
+def test_train_cli_passes_the_classifier_choice(tmp_path, monkeypatch, options, expected):
+    """`aligner train` trains the network by default; --classifier kernel gives every kernel setting
+    back (the defaults are the network's, so an empty dict would not), --max-frames caps its frames."""
+    from types import SimpleNamespace
+
+    from aligner import api
+    from aligner.alignment.training import DEFAULT_CLASSIFIER_PARAMS
+    from aligner.features.frame_classifier import FrameClassifier
+    from conftest import run
+
+    seen = {}
+
+    def fake_train(corpus_dir, out_dir, trainer, params, classifier_params, *args, **kwargs):
+        seen["classifier"] = classifier_params
+        return SimpleNamespace(weights=np.zeros(7))
+
+    monkeypatch.setattr(api, "train", fake_train)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    code, out = run("train", corpus, tmp_path / "model", *options)
+    assert code == 0, out
+    assert seen["classifier"] == expected
+    built = FrameClassifier(**dict(DEFAULT_CLASSIFIER_PARAMS, **seen["classifier"]))
+    assert (built.hidden > 0) == ("kernel" not in options)

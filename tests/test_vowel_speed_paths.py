@@ -156,8 +156,8 @@ def _cut_signals():
     return out
 
 
-def test_classifier_columns_fast_path_equals_classifier_columns():
-    model = api.load_vowel_model()
+def test_classifier_columns_fast_path_equals_classifier_columns(vowel_classifier):
+    assert VA._fast_classifier(vowel_classifier, 100)  # both feature maps take the fast path
     signals = _cut_signals()
     items = []
     for y in signals:
@@ -165,9 +165,9 @@ def test_classifier_columns_fast_path_equals_classifier_columns():
         items.append((y32, VA.n_frames(y32.shape[0]), np.zeros((VA.n_frames(y32.shape[0]), VA.N_COLUMNS))))
     for size in (1, 3, len(items)):  # one at a time, small batches, all in one call
         for a in range(0, len(items), size):
-            VA._classifier_columns_many(model.classifier, items[a:a + size])
+            VA._classifier_columns_many(vowel_classifier, items[a:a + size])
         for y32, T, out in items:
-            want = VA.classifier_columns(model.classifier, y32, T)
+            want = VA.classifier_columns(vowel_classifier, y32, T)
             assert np.array_equal(_bits(out[:, 9:14]), _bits(want)), (y32.shape, size)
             out[:] = 0.0
 

@@ -57,17 +57,16 @@ def _cuts(n: int) -> list:
     return cuts
 
 
-def test_shared_acoustics_equal_one_cut_at_a_time(monkeypatch):
-    model = api.load_vowel_model()
+def test_shared_acoustics_equal_one_cut_at_a_time(monkeypatch, vowel_classifier):
     for n in (16000, 16001, 16079):
         y = _recording(n)
         cuts = _cuts(n)
-        want = VA.vowel_acoustics_many([y[a:b] for a, b in cuts], model.classifier)
+        want = VA.vowel_acoustics_many([y[a:b] for a, b in cuts], vowel_classifier)
         assert isinstance(want[-2], FeatureError)  # 399 samples
         for group in (VA.CUT_GROUP_FRAMES, 8192, 64, 1):  # the shipped size, one group, several, a cut each
             monkeypatch.setattr(VA, "CUT_GROUP_FRAMES", group)
-            _assert_same(VA.vowel_acoustics_cuts(y, cuts, model.classifier), want, f"n {n}, group {group}")
-        _assert_same(VA.vowel_acoustics_cuts(y.astype(np.float64), cuts, model.classifier), want, "float64")
+            _assert_same(VA.vowel_acoustics_cuts(y, cuts, vowel_classifier), want, f"n {n}, group {group}")
+        _assert_same(VA.vowel_acoustics_cuts(y.astype(np.float64), cuts, vowel_classifier), want, "float64")
 
 
 def test_shared_acoustics_fall_back_to_one_cut_at_a_time(monkeypatch):

@@ -56,6 +56,7 @@ from aligner.alignment.training import (
     DEFAULT_TRAINER_PARAMS,
     DEFAULT_WARPS,
     INITIAL_WEIGHTS,
+    KERNEL_CLASSIFIER_PARAMS,
     fit_weights,
     load_utterances,
     prepare_weight_training,
@@ -103,7 +104,7 @@ SETTINGS = {
     "full": {"epochs": 10, "patience": 3, "seeds": 3, "folds": 4, "classifier_folds": 3,
              "warps": DEFAULT_WARPS, "classifier": {}},
     "quick": {"epochs": 6, "patience": 3, "seeds": 3, "folds": 4, "classifier_folds": 2,
-              "warps": (), "classifier": {"n_components": 500, "max_train_frames": 20000}},
+              "warps": (), "classifier": {**KERNEL_CLASSIFIER_PARAMS, "n_components": 500, "max_train_frames": 20000}},
 }
 
 

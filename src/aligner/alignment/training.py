@@ -46,8 +46,15 @@ DEFAULT_TRAINER_PARAMS = {"epochs": 8, "eta0": 0.01, "schedule": "constant", "av
 #: with the lowest validation cost kept. Off by default: in speaker-fold CV on the TIMIT sample
 #: it did not beat the fixed 0.01 (figures in docs/results.md).
 ETA0_GRID = (0.01, 0.1, 1.0)
-#: Frame-classifier defaults (those of :class:`FrameClassifier`; overridable per call).
-DEFAULT_CLASSIFIER_PARAMS: dict = {}
+#: Frame-classifier settings of the network classifier (512 ReLU units, L2 penalty 3, no PCA),
+#: chosen on validation speakers over the kernel and other widths and penalties (docs/results.md,
+#: "A network frame classifier").
+NETWORK_CLASSIFIER_PARAMS: dict = {"hidden": 512, "alpha": 3.0, "pca_dims": 0}
+#: Those of the Nystroem kernel and its SVMs (the :class:`FrameClassifier` defaults), the
+#: classifier of the models shipped before the network.
+KERNEL_CLASSIFIER_PARAMS: dict = {"hidden": 0, "alpha": 1.0, "pca_dims": 128}
+#: Frame-classifier defaults of training (overridable per call): the network.
+DEFAULT_CLASSIFIER_PARAMS: dict = dict(NETWORK_CLASSIFIER_PARAMS)
 #: Vocal-tract-length perturbation factors of the extra classifier training copies of every
 #: utterance (same labels, spectrum warped; :func:`aligner.features.mfcc.mfcc_features`).
 #: Their effect on frame accuracy is measured by ``python -m benchmarks.bench_classifier``.

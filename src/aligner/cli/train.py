@@ -34,12 +34,19 @@ from aligner.cli.common import echo, run
               help="Multi-condition training: the frame classifier also learns from degraded copies "
                    "(simulated rooms, noise, phone lines, clipping) made as the JSON recipe RECIPE says, "
                    "or 'default' (recipes/conditions/multi-condition.json). Rooms need: pip install 'aligner[train]'.")
+@click.option("--classifier", "classifier_kind", type=click.Choice(["network", "kernel"]), default="network",
+              show_default=True,
+              help="Frame classifier: a network of 512 ReLU units, or the Nystroem-RBF kernel with linear SVMs "
+                   "of the models shipped before it.")
+@click.option("--max-frames", type=click.IntRange(min=1000), default=None,
+              help="Train the frame classifier on a random subset of at most this many frames [60000]; "
+                   "multi-condition training, with several copies of every utterance, gains from more.")
 @click.option("--phone-line", is_flag=True,
               help="Train a phone-line model: every recording, in training and when the model aligns, is heard "
                    "through the 250-3600 Hz band a telephone keeps (the band expert of a multi-condition model; "
                    "pair it with a phone-line recipe such as recipes/conditions/phone-line.json).")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
-          min_class_tokens, augment, phone_line):
+          min_class_tokens, augment, classifier_kind, max_frames, phone_line):
     """Train an alignment model on CORPUS_DIR into OUT_DIR.
 
     CORPUS_DIR holds audio with hand-aligned phones beside it: TIMIT .phn files (a 39-class
@@ -47,6 +54,7 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
     X-SAMPA, ARPAbet, TIMIT, Buckeye-style; speakers from folders, as MFA reads them): a model
     of the data's own phones, whose classes are printed before training."""
     from aligner import api
+    from aligner.alignment.training import KERNEL_CLASSIFIER_PARAMS, NETWORK_CLASSIFIER_PARAMS
     from aligner.features.band import PHONE_BAND_HZ
 
     params = {"epochs": epochs, "seed": seed}
@@ -69,7 +77,10 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
         for symbol, target in sorted(choice.folded.items()):
             echo(f"  rare symbol {symbol!r} joins class {target!r}", err=True)
 
-    model = run(api.train, corpus_dir, out_dir, trainer, params, None, folds, 2, progress, epoch,
+    classifier = dict(NETWORK_CLASSIFIER_PARAMS if classifier_kind == "network" else KERNEL_CLASSIFIER_PARAMS)
+    if max_frames is not None:
+        classifier["max_train_frames"] = max_frames
+    model = run(api.train, corpus_dir, out_dir, trainer, params, classifier, folds, 2, progress, epoch,
                 phones_tier=phones_tier, phone_classes=phone_classes, phone_code=phone_code,
                 min_class_tokens=min_class_tokens, on_inventory=inventory, augment=augment,
                 front_band_hz=PHONE_BAND_HZ if phone_line else None)

@@ -314,13 +314,13 @@ def _classifier_input(classifier, samples: np.ndarray):
 
 def _fast_classifier(classifier, Tc: int) -> bool:
     """Whether :func:`_classifier_input` scores a recording of Tc 10 ms frames with this
-    classifier (one MFCC and scoring block, at least 2 frames, no smoothing, a projection, the
-    Nystroem kernel rather than a network feature map)."""
+    classifier (one MFCC and scoring block, at least 2 frames, no smoothing; the Nystroem kernel
+    after a projection, or a network feature map)."""
     from aligner.features import frame_classifier as fc
     from aligner.features import mfcc as mf
 
     return not (Tc < 2 or Tc > mf.MFCC_BLOCK_FRAMES or Tc > fc.SCORE_BLOCK_FRAMES or classifier.smooth > 0
-                or not classifier.projection.size or not classifier._fitted or classifier.hidden
+                or not (classifier.projection.size or classifier.hidden) or not classifier._fitted
                 or classifier.n_features != 3 * (mf.N_MFCC + 1))
 
 
@@ -333,26 +333,32 @@ def _classifier_input_of(classifier, static: np.ndarray) -> np.ndarray:
     return classifier._standardised(frames)
 
 
-def _classifier_finish(classifier, width: int, P: np.ndarray, E: np.ndarray, out: np.ndarray) -> None:
-    """Columns 9-13 into ``out`` (T, 22) from one recording's projected vectors ``P`` (Tc, k)
-    and their products with the landmarks ``E`` (Tc, m) float32 (overwritten), as
-    ``FrameClassifier._svm_outputs`` and :func:`classifier_columns` go on from there; ``width``:
-    the context vectors' width before the projection (the kernel width is relative to it)."""
+def _classifier_finish(classifier, P: np.ndarray, out: np.ndarray) -> None:
+    """Columns 9-13 into ``out`` (T, 22) from one recording's standardised context vectors
+    ``P`` (Tc, width), as ``FrameClassifier.log_posteriors`` and :func:`classifier_columns` go
+    on from there."""
     with blas.limit(classifier.blas_threads):
-        post = _classifier_posteriors(classifier, width, P, E)
+        post = _classifier_posteriors(classifier, P)
     centres = (CLASSIFIER_SHIFT * np.arange(P.shape[0]) + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames
     _posterior_columns(post, _VOWEL_IDX, _NASAL_IDX, _GLIDE_IDX, _SIL_IDX, centres, out, 9)
 
 
-def _classifier_posteriors(classifier, width: int, P: np.ndarray, E: np.ndarray) -> np.ndarray:
-    """(Tc, n_classes) float64 posteriors of one recording's frames from their projected vectors
-    ``P`` (Tc, k) and products with the landmarks ``E`` (Tc, m) float32 (overwritten): the
-    first part of :func:`_classifier_finish`. Its product runs on the caller's BLAS threads."""
+def _classifier_posteriors(classifier, P: np.ndarray) -> np.ndarray:
+    """(Tc, n_classes) float64 posteriors of one recording's standardised context vectors ``P``
+    (Tc, width) float32, the operations of ``FrameClassifier.kernel_values`` and its SVM outputs
+    (the same bits): the kernel's landmark products after the projection, or the network's
+    ReLU units. Its products run on the caller's BLAS threads."""
     from aligner.features import frame_classifier as fc
 
-    g = np.float32(classifier.gamma / width)
-    fc._kernel_exponent(E, 2 * g, g * classifier.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
-    np.exp(E, out=E)
+    g = np.float32(classifier.gamma / P.shape[1])  # relative to the width before the projection
+    if classifier.projection.size:
+        P = P @ classifier.projection
+    if classifier.hidden:
+        E = fc._relu(P, classifier.hidden_weights, classifier.hidden_bias)
+    else:
+        E = P @ classifier._landmarks_by_column()
+        fc._kernel_exponent(E, 2 * g, g * classifier.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
+        np.exp(E, out=E)
     dec = E @ classifier.weights
     dec += classifier.bias
     return np.exp(fc._log_softmax(classifier.temperature * dec).astype(np.float64))
@@ -364,15 +370,12 @@ def _classifier_columns_many(classifier, items: list) -> None:
     rows: stacking several recordings' rows into one product saves little and BLAS may add a
     product's terms in another order when the number of rows changes, so a recording's bits
     would depend on the batch it came in."""
-    with blas.limit(classifier.blas_threads):
-        landmarks = classifier._landmarks_by_column()
-        for samples, T, out in items:
-            P = _classifier_input(classifier, samples)
-            if P is None:
-                out[:, 9:14] = classifier_columns(classifier, samples, T)
-                continue
-            projected = P @ classifier.projection
-            _classifier_finish(classifier, P.shape[1], projected, projected @ landmarks, out)
+    for samples, T, out in items:
+        P = _classifier_input(classifier, samples)
+        if P is None:
+            out[:, 9:14] = classifier_columns(classifier, samples, T)
+            continue
+        _classifier_finish(classifier, P, out)
 
 
 _FAST_CACHE: dict = {}
@@ -815,12 +818,10 @@ def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: n
     del buf
     with blas.limit(classifier.blas_threads):
         static = _static_of(power, np.log(np.maximum(energy, mf._POWER_FLOOR)))
-        landmarks = classifier._landmarks_by_column()
         post = []
         for c in range(starts.shape[0]):  # each cut's classifier on its own rows (see the docstring)
             P = _classifier_input_of(classifier, static[rows10[offsets10[c]:offsets10[c + 1]]])
-            projected = P @ classifier.projection
-            post.append(_classifier_posteriors(classifier, P.shape[1], projected, projected @ landmarks))
+            post.append(_classifier_posteriors(classifier, P))
     post = np.concatenate(post)
     centres = (CLASSIFIER_SHIFT * f10 + CLASSIFIER_WINDOW / 2) / HOP  # in 5 ms frames, per cut
     _cut_posterior_columns(post, centres, offsets10, offsets, _VOWEL_IDX, _NASAL_IDX, _GLIDE_IDX, _SIL_IDX, out)
