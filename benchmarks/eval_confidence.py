@@ -22,7 +22,12 @@
    of the > 20 ms boundaries among the 10 % least confident, mismatch detection and false flags,
    and the time confidence adds to alignment (MFCC + classifier + DP + refiner).
 
-    python -m benchmarks.eval_confidence --folds-dir runs/folds [--save DIR [--attach MODEL_DIR]]
+    python -m benchmarks.eval_confidence --folds-dir runs/folds [--words [report]] [--save DIR [--attach MODEL_DIR]]
+
+``--words`` also aligns every utterance from its ``.txt`` words (dictionary pronunciations,
+as ``aligner align`` does with a words transcript), out of fold: correct transcripts whose
+false flags are reported apart, and which train the utterance check with the phone ones
+(``--words report``: reported only).
 
 ``--save DIR`` fits both on every out-of-fold decode and writes ``DIR/confidence.npz``,
 ``DIR/utterance_check.npz`` (plain arrays, ``np.load(allow_pickle=False)``) and ``DIR/confidence.json``;
@@ -244,6 +249,55 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     return true, wrong, refused, models
 
 
+def word_decodes(data_dir: Path, models, log=print) -> list:
+    """Out-of-fold decodes of every utterance aligned from its ``.txt`` words, as ``aligner align``
+    aligns words (dictionary pronunciations, the pronunciation graph, the fold model's gates
+    and experts as ``build_decodes`` attached them): correct transcripts whose phones are the
+    dictionary's, not the annotator's. Each decode is captured where the words path reviews it
+    (:meth:`~aligner.alignment.model.AlignmentModel.review`); its boundaries have no reference,
+    so only the utterance check uses them."""
+    from aligner.alignment import pipeline
+    from aligner.alignment.model import AlignmentModel
+
+    model_of = {s: (f, m) for f, (m, speakers) in enumerate(models) for s in speakers}
+    utts = [u for u in find_utterances(data_dir) if u.speaker in model_of
+            and u.transcript.with_suffix(".txt").is_file()]
+    captured = []
+
+    def capture(decoder, frames, scores, classes, symbols, y, starts_s):
+        captured.append((decoder, frames, scores, np.asarray(classes), list(symbols), np.asarray(y),
+                         np.asarray(starts_s, np.float64)))
+        return None, None
+
+    out = []
+    original = AlignmentModel.review
+    AlignmentModel.review = capture
+    try:
+        for u in utts:
+            fold, model = model_of[u.speaker]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RepairedAudioWarning)
+                samples = load_audio(u.audio)
+            captured.clear()
+            t0 = time.perf_counter()
+            try:
+                pipeline.align_words(samples, u.transcript.with_suffix(".txt"), model=model, sr=SAMPLE_RATE,
+                                     name=u.name)
+            except AlignmentError:
+                continue
+            secs = time.perf_counter() - t0
+            if len(captured) != 1:  # a long recording reviewed in chunks: not in this corpus
+                continue
+            decoder, frames, scores, classes, symbols, y, starts = captured[0]
+            E = boundary_evidence(decoder, frames, scores, classes, y, starts, symbols)
+            out.append(Decode(u.name, u.speaker, fold, E, np.zeros(len(E), bool), np.full(len(E), np.nan),
+                              frames, scores, classes, y, symbols, secs, 0.0, starts, "words"))
+    finally:
+        AlignmentModel.review = original
+    log(f"{len(out)} utterances aligned out of fold from their .txt words")
+    return out
+
+
 # ---------------------------------------------------------------------------------------
 # metrics
 # ---------------------------------------------------------------------------------------
@@ -366,6 +420,10 @@ def main(argv=None):
                     "condition expert, gated as benchmarks.eval_degraded --expert-folds does")
     from benchmarks.eval_degraded import add_front_end_arguments
     add_front_end_arguments(ap, note="with --expert-folds: ")
+    ap.add_argument("--words", nargs="?", const="fit", default=None, choices=["fit", "report"],
+                    help="also align every utterance from its .txt words (dictionary pronunciations): correct "
+                    "transcripts whose false flags are reported apart and that (fit, the default) also train the "
+                    "utterance check with the phone ones, or (report) do not")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -395,12 +453,14 @@ def main(argv=None):
         wrong = {k: wrong[k] + wrong_aug[k] for k in wrong}
     else:
         true_fit = true
+    words_test = word_decodes(args.data, models, log) if args.words else []
+    words_ok = words_test if args.words == "fit" else []
     folds = sorted({d.fold for d in true})
     fixed = (args.hidden, args.alpha, args.calibration, tuple(float(t) for t in args.thresholds.split(",")))
     kinds = list(wrong)
     all_wrong = [d for k in kinds for d in wrong[k]]
     cs, ps, per_fold = [], [], []
-    flags_ok, flags_bad, conf_s = [], {k: [] for k in kinds}, []
+    flags_ok, flags_bad, conf_s, flags_words = [], {k: [] for k in kinds}, [], []
     for f in folds:
         train = [d for d in true_fit if d.fold != f]
         test = [d for d in true_test if d.fold == f]
@@ -421,9 +481,13 @@ def main(argv=None):
             f"ECE {fig['ece10']:.4f}, capture {fig['capture_low10']:.3f}")
         # utterance check: fitted, threshold included, on the training folds' correct and
         # mismatched decodes (every kind) only
-        check = fit_check(train, [d for d in all_wrong if d.fold != f], conf, models)
+        check = fit_check(train + [d for d in words_ok if d.fold != f], [d for d in all_wrong if d.fold != f],
+                          conf, models)
         ev_ok, secs = utt_evidence(test, conf, models)
         flags_ok.append(check.flag(ev_ok))
+        test_words = [d for d in words_test if d.fold == f]
+        if test_words:
+            flags_words.append(check.flag(utt_evidence(test_words, conf, models)[0]))
         for k in kinds:
             test_bad = [d for d in wrong_test[k] if d.fold == f]
             flags_bad[k].append(check.flag(utt_evidence(test_bad, conf, models)[0]) if test_bad
@@ -434,6 +498,10 @@ def main(argv=None):
     pooled = boundary_figures(c, p)
     ok = np.concatenate(flags_ok)
     mismatch = {"correct": int(len(ok)), "false_flags": int(ok.sum()), "false_flag_rate": float(ok.mean())}
+    if flags_words:
+        ok_words = np.concatenate(flags_words)
+        mismatch["correct_words"] = {"correct": int(len(ok_words)), "false_flags": int(ok_words.sum()),
+                                     "false_flag_rate": float(ok_words.mean())}
     for k in kinds:
         bad = np.concatenate(flags_bad[k])
         n_bad_total = len(bad) + len(refused[k])
@@ -449,7 +517,7 @@ def main(argv=None):
     if args.save is not None:
         settings = select_settings(true_fit) if args.select else fixed
         conf = fit_confidence(true_fit, settings)
-        check = fit_check(true_fit, all_wrong, conf, models)
+        check = fit_check(true_fit + words_ok, all_wrong, conf, models)
         args.save.mkdir(parents=True, exist_ok=True)
         np.savez(args.save / "confidence.npz", **conf.to_arrays())
         np.savez(args.save / "utterance_check.npz", **check.to_arrays())
@@ -476,6 +544,10 @@ def main(argv=None):
                                           "command": "python -m benchmarks.eval_confidence --folds-dir DIR "
                                                      + ("--expert-folds DIR " if args.expert_folds is not None
                                                         else "")
+                                                     + ("--band-folds DIR " if args.band_folds is not None else "")
+                                                     + ("--dereverb " if args.dereverb is not None else "")
+                                                     + ("--denoise " if args.denoise is not None else "")
+                                                     + ("--words " if args.words == "fit" else "")
                                                      + ("--select " if args.select else "")
                                                      + "--save DIR --attach MODEL_DIR"}})
             log(f"added confidence.npz and utterance_check.npz to the model bundle {args.attach}")
@@ -494,6 +566,10 @@ def main(argv=None):
               f"  (target >= 95 %)")
     print(f"correct transcripts flagged: {m['false_flags']} of {m['correct']} "
           f"({100 * m['false_flag_rate']:.1f} %)  (target <= 2 %)")
+    if "correct_words" in m:
+        w = m["correct_words"]
+        print(f"correct transcripts given as .txt words flagged: {w['false_flags']} of {w['correct']} "
+              f"({100 * w['false_flag_rate']:.1f} %)")
     print(f"time: alignment {t['align_s']:.2f} s, confidence {t['confidence_s']:.3f} s: "
           f"+{100 * t['overhead']:.1f} %  (target <= 10 %)")
 

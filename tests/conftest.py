@@ -96,3 +96,21 @@ def vowel_classifier(request):
     small = ({"hidden": 32, "epochs": 2, "pca_dims": 0} if request.param == "network"
              else {"n_components": 100, "pca_dims": 32, "max_iter": 20, "kmeans_iter": 1})
     return FrameClassifier(**small).fit(frames, labels)
+
+
+def cut_classifier(classifier, size: int = 300):
+    """A copy of a trained frame classifier cut to its first ``size`` landmarks (the kernel) or
+    hidden units (the network), so that tests of adaptation refit its output layer in a fraction
+    of a second; its scores are no longer calibrated, but it is a valid classifier of the same kind."""
+    from aligner.features.frame_classifier import FrameClassifier
+
+    arrays = dict(classifier.to_arrays())
+    if classifier.hidden:
+        arrays["hidden"] = np.asarray(min(size, classifier.hidden))
+        arrays["hidden_weights"] = arrays["hidden_weights"][:, :size]
+        arrays["hidden_bias"] = arrays["hidden_bias"][:size]
+        arrays["weights"] = arrays["weights"][:size]
+    else:
+        for key in ("landmarks", "landmark_sqnorm", "weights"):
+            arrays[key] = arrays[key][:size]
+    return FrameClassifier.from_arrays(arrays)

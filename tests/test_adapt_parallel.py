@@ -2,7 +2,7 @@
 the same model and round reports as one job, and a failing file or a dead worker costs that file
 only (issue 24).
 
-The base is the shipped model with its classifier cut to 300 landmarks (as in
+The base is the shipped model with its classifier cut to 300 hidden units or landmarks (as in
 tests/test_adaptation.py: the refit takes a fraction of a second); that classifier flags the
 transcripts, so the transcript check is off here (``skip_flagged=False``).
 """
@@ -29,7 +29,7 @@ from aligner.errors import AlignerError
 from aligner.io.bundles import default_model_dir
 from aligner.runtime.batch import LOST_MESSAGE
 
-from conftest import TIMIT, one_line_error, run
+from conftest import TIMIT, cut_classifier, one_line_error, run
 
 pytestmark = [pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning"),
               pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT}")]
@@ -44,14 +44,9 @@ NEEDS_DASK = 'Dask is not installed (pip install "aligner[dask]")'
 def setup(tmp_path_factory):
     """``(base bundle, corpus)``: 5 files of one speaker with words (.txt), 5 of another with
     phones (.phn), about 30 s of speech."""
-    from aligner.features.frame_classifier import FrameClassifier
-
     root = tmp_path_factory.mktemp("adapt-parallel")
     model = AlignmentModel.load(default_model_dir("alignment"))
-    arrays = dict(model.classifier.to_arrays())
-    for key in ("landmarks", "landmark_sqnorm", "weights"):
-        arrays[key] = arrays[key][:300]
-    dataclasses.replace(model, classifier=FrameClassifier.from_arrays(arrays)).save(root / "base")
+    dataclasses.replace(model, classifier=cut_classifier(model.classifier)).save(root / "base")
     corpus = root / "corpus"
     for speaker, suffix in (("dr1-fvmh0", ".txt"), ("dr2-faem0", ".phn")):
         (corpus / speaker).mkdir(parents=True)

@@ -12,6 +12,7 @@ import pytest
 from aligner.alignment import adaptation as ad
 from aligner.alignment.model import DurationStats
 from aligner.features.frame_classifier import FrameClassifier
+from conftest import cut_classifier
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "timit-sample"
 MODEL = Path(__file__).resolve().parents[1] / "models" / "timit-alignment"
@@ -171,12 +172,9 @@ def timit():
             _, _, labels = read_phn(wav.with_suffix(".phn"))
             recs.append(ad.Recording(load_audio(wav), list(labels), folder.name, wav.stem, "phones", "timit61"))
     model = AlignmentModel.load(MODEL)
-    # the shipped classifier cut to its first 300 landmarks: the whitening (an eigendecomposition
-    # of the landmarks' kernel matrix) and the refit take a fraction of a second instead of seconds
-    arrays = dict(model.classifier.to_arrays())
-    for k in ("landmarks", "landmark_sqnorm", "weights"):
-        arrays[k] = arrays[k][:300]
-    small = dataclasses.replace(model, classifier=FrameClassifier.from_arrays(arrays))
+    # the shipped classifier cut to its first 300 units or landmarks: the whitening and the refit
+    # take a fraction of a second instead of seconds
+    small = dataclasses.replace(model, classifier=cut_classifier(model.classifier))
     return small, recs, model
 
 

@@ -235,13 +235,31 @@ def _assert_same_rows(got, want):
         assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-9, nan_ok=True)
 
 
-def _aligned_rows(monkeypatch, audio, transcript, share: bool) -> tuple:
+def _vowel_model_sharing_the_classifier():
+    """The shipped vowel model with a copy of the shipped alignment model's classifier (a vowel
+    bundle trained on that alignment model carries such a copy): the case where the fusion can
+    take the aligner's scores. Its rows mean nothing; the paths must agree. One per process."""
+    global _SHARING
+    if _SHARING is None:
+        from aligner.alignment.pipeline import load_model
+        from aligner.features.frame_classifier import FrameClassifier
+
+        copy = FrameClassifier.from_arrays(load_model().classifier.to_arrays())
+        _SHARING = replace(api.load_vowel_model(), classifier=copy)
+    return _SHARING
+
+
+_SHARING = None
+
+
+def _aligned_rows(monkeypatch, audio, transcript, share: bool, vowel_model=None) -> tuple:
     """``aligner vowels``' rows of one aligned file (shipped fusion) and how often the fusion
     called the vowel model's classifier and read the audio: with the aligner's scoring handed
-    to the fusion (``share``), or as before it was (the fusion scores and reads for itself)."""
+    to the fusion (``share``), or as before it was (the fusion scores and reads for itself).
+    ``vowel_model``: None (the shipped one) or a loaded one."""
     from aligner.vowels import pipeline as vp
 
-    vp._vowel_worker_init(None, None, True, None, True)
+    vp._vowel_worker_init(vowel_model, None, True, None, True)
     classifier = vp._WORKER_VOWEL_MODEL.classifier
     calls = {"classifier": 0, "read": 0}
     inner_lp, inner_read, inner_align = classifier.log_posteriors, vp.load_audio, vp.align_transcript
@@ -270,18 +288,25 @@ def _aligned_rows(monkeypatch, audio, transcript, share: bool) -> tuple:
 
 
 @needs_timit
-def test_fusion_reuses_the_aligners_scoring(timit_dir, monkeypatch):
+@pytest.mark.parametrize("sharing", [True, False], ids=["same-classifier", "shipped"])
+def test_fusion_reuses_the_aligners_scoring(timit_dir, monkeypatch, sharing):
     """The fusion takes the aligner's samples and, for a recording the aligner decoded with its
-    own classifier (the vowel model's copy), its classifier scores: no second read, no second
-    classifier call, and the same rows (CSV) as when it reads and scores the recording itself.
-    A recording the aligner sent to its condition expert is scored by the fusion itself."""
+    own classifier when the vowel model's is a copy of it, its classifier scores: no second
+    read, no second classifier call, and the same rows (CSV) as when it reads and scores the
+    recording itself. A recording the aligner sent to its condition expert, or any recording
+    when the two classifiers differ (the shipped vowel model keeps the kernel, the alignment
+    model has the network), is scored by the fusion itself."""
     from aligner.alignment.pipeline import align_transcript
     from aligner.features.mfcc import mfcc_features
     from aligner.io.audio import load_audio
     from aligner.vowels import pipeline as vp
+    from aligner.vowels.fused import same_classifier
 
-    vp._vowel_worker_init(None, None, True, None, True)
+    vowel_model = _vowel_model_sharing_the_classifier() if sharing else None
+    vp._vowel_worker_init(vowel_model, None, True, None, True)
     aligner_model = vp.worker_model()
+    shared = same_classifier(aligner_model.classifier, vp._WORKER_VOWEL_MODEL.classifier)
+    assert shared or not sharing
     kinds = {True: 0, False: 0}
     # phones and words; fvmh0/sx206 and maeb0/si990 have a header a sample longer than their data
     for stem, suffix in (("dr1-fvmh0/sx206", ".phn"), ("dr3-falk0/si658", ".txt"), ("dr8-mbcg0/sx327", ".txt"),
@@ -300,10 +325,10 @@ def test_fusion_reuses_the_aligners_scoring(timit_dir, monkeypatch):
         np.testing.assert_array_equal(kept[0].frames, mfcc_features(samples))
         own = kept[0].decoder is aligner_model
         kinds[own] += 1
-        new, new_calls = _aligned_rows(monkeypatch, audio, transcript, share=True)
-        old, old_calls = _aligned_rows(monkeypatch, audio, transcript, share=False)
+        new, new_calls = _aligned_rows(monkeypatch, audio, transcript, share=True, vowel_model=vowel_model)
+        old, old_calls = _aligned_rows(monkeypatch, audio, transcript, share=False, vowel_model=vowel_model)
         assert old_calls["classifier"] >= 1 and old_calls["read"] == 1
-        assert new_calls == {"classifier": 0 if own else old_calls["classifier"], "read": 0}, stem
+        assert new_calls == {"classifier": 0 if own and shared else old_calls["classifier"], "read": 0}, stem
         assert api.vowels_csv(new) == api.vowels_csv(old), stem
         assert any(r.mode == "fused" for r in new)
         for g, w in zip(new, old):
@@ -354,7 +379,7 @@ def test_shared_log_posteriors_only_from_the_same_classifier():
 
     from conftest import REPO
 
-    aligner_model, vowel_model = load_model(), api.load_vowel_model()
+    aligner_model, vowel_model = load_model(), _vowel_model_sharing_the_classifier()
     audio = REPO / "examples" / "demo.wav"
     kept = []
     result = align_transcript(audio, audio.with_suffix(".lab"), aligner_model, on_scored=kept.append)
@@ -364,6 +389,9 @@ def test_shared_log_posteriors_only_from_the_same_classifier():
     lp = vowel_model.classifier.log_posteriors(mfcc_features(samples))
     assert aligner_model.classifier is not vowel_model.classifier  # a copy in the vowel bundle
     assert same_classifier(aligner_model.classifier, vowel_model.classifier)
+    shipped = api.load_vowel_model().classifier  # the kernel the shipped vowel model keeps: not shared
+    assert not same_classifier(aligner_model.classifier, shipped)
+    assert shared_log_posteriors(kept[0], aligner_model, shipped) is None
     got = shared_log_posteriors(kept[0], aligner_model, vowel_model.classifier)
     assert got.dtype == np.float32 and got.shape == lp.shape
     np.testing.assert_allclose(got, lp, rtol=0, atol=1e-5)  # the priors taken off and added back in float32
