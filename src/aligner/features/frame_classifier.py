@@ -376,16 +376,22 @@ class FrameClassifier:
         array one block): the RBF kernel values ``exp(-gamma / d ||p_t - l_j||^2)`` against the
         m landmarks, or with ``hidden > 0`` the m = ``hidden`` ReLU units."""
         P = self._standardised(frames)
-        g = np.float32(self.gamma / P.shape[1])  # relative to the width before the projection
         with blas.limit(self.blas_threads):
-            if self.projection.size:
-                P = P @ self.projection
-            if self.hidden:
-                return _relu(P, self.hidden_weights, self.hidden_bias)
-            # -g ||p - l||^2 = 2 g p.l - g ||p||^2 - g ||l||^2
-            E = P @ self._landmarks_by_column()
-            _kernel_exponent(E, 2 * g, g * self.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
-            np.exp(E, out=E)
+            return self._feature_map(P)
+
+    def _feature_map(self, P: np.ndarray) -> np.ndarray:
+        """(T, m) float32 feature map of (T, width) float32 standardised context vectors
+        (:meth:`_standardised`), on the caller's BLAS threads: the projection if any, then the
+        kernel values against the landmarks or the network's ReLU units."""
+        g = np.float32(self.gamma / P.shape[1])  # relative to the width before the projection
+        if self.projection.size:
+            P = P @ self.projection
+        if self.hidden:
+            return _relu(P, self.hidden_weights, self.hidden_bias)
+        # -g ||p - l||^2 = 2 g p.l - g ||p||^2 - g ||l||^2
+        E = P @ self._landmarks_by_column()
+        _kernel_exponent(E, 2 * g, g * self.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
+        np.exp(E, out=E)
         return E
 
     def _standardised(self, frames: np.ndarray) -> np.ndarray:

@@ -345,20 +345,12 @@ def _classifier_finish(classifier, P: np.ndarray, out: np.ndarray) -> None:
 
 def _classifier_posteriors(classifier, P: np.ndarray) -> np.ndarray:
     """(Tc, n_classes) float64 posteriors of one recording's standardised context vectors ``P``
-    (Tc, width) float32, the operations of ``FrameClassifier.kernel_values`` and its SVM outputs
-    (the same bits): the kernel's landmark products after the projection, or the network's
-    ReLU units. Its products run on the caller's BLAS threads."""
+    (Tc, width) float32, as ``FrameClassifier.log_posteriors`` computes them (the same bits:
+    its feature map, the output layer, the softmax). Its products run on the caller's BLAS
+    threads."""
     from aligner.features import frame_classifier as fc
 
-    g = np.float32(classifier.gamma / P.shape[1])  # relative to the width before the projection
-    if classifier.projection.size:
-        P = P @ classifier.projection
-    if classifier.hidden:
-        E = fc._relu(P, classifier.hidden_weights, classifier.hidden_bias)
-    else:
-        E = P @ classifier._landmarks_by_column()
-        fc._kernel_exponent(E, 2 * g, g * classifier.landmark_sqnorm, g * np.einsum("ij,ij->i", P, P))
-        np.exp(E, out=E)
+    E = classifier._feature_map(P)
     dec = E @ classifier.weights
     dec += classifier.bias
     return np.exp(fc._log_softmax(classifier.temperature * dec).astype(np.float64))
