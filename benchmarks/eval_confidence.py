@@ -22,12 +22,12 @@
    of the > 20 ms boundaries among the 10 % least confident, mismatch detection and false flags,
    and the time confidence adds to alignment (MFCC + classifier + DP + refiner).
 
-    python -m benchmarks.eval_confidence --folds-dir runs/folds [--words [report]] [--save DIR [--attach MODEL_DIR]]
+    python -m benchmarks.eval_confidence --folds-dir runs/folds [--words [threshold|report]] [--save DIR [--attach MODEL_DIR]]
 
 ``--words`` also aligns every utterance from its ``.txt`` words (dictionary pronunciations,
 as ``aligner align`` does with a words transcript), out of fold: correct transcripts whose
 false flags are reported apart, and which train the utterance check with the phone ones
-(``--words report``: reported only).
+(``--words threshold``: and they alone set its threshold; ``--words report``: reported only).
 
 ``--save DIR`` fits both on every out-of-fold decode and writes ``DIR/confidence.npz``,
 ``DIR/utterance_check.npz`` (plain arrays, ``np.load(allow_pickle=False)``) and ``DIR/confidence.json``;
@@ -388,12 +388,15 @@ def utt_evidence(decodes, conf: BoundaryConfidence, models):
     return np.array(rows), np.array(secs)
 
 
-def fit_check(ok_decodes, bad_decodes, conf, models) -> UtteranceCheck:
+def fit_check(ok_decodes, bad_decodes, conf, models, threshold_kind: str | None = None) -> UtteranceCheck:
     """The utterance check fitted on these correct and mismatched decodes (its threshold from their
-    out-of-fold logits by speaker groups; nothing else enters)."""
+    out-of-fold logits by speaker groups, of the correct decodes of ``threshold_kind`` only when
+    given, e.g. ``"words"``; nothing else enters)."""
     ev_ok, _ = utt_evidence(ok_decodes, conf, models)
     ev_bad, _ = utt_evidence(bad_decodes, conf, models)
-    return UtteranceCheck().fit(ev_ok, ev_bad, [d.speaker for d in ok_decodes], [d.speaker for d in bad_decodes])
+    mask = None if threshold_kind is None else [d.kind == threshold_kind for d in ok_decodes]
+    return UtteranceCheck().fit(ev_ok, ev_bad, [d.speaker for d in ok_decodes], [d.speaker for d in bad_decodes],
+                                threshold_from=mask)
 
 
 def main(argv=None):
@@ -420,10 +423,11 @@ def main(argv=None):
                     "condition expert, gated as benchmarks.eval_degraded --expert-folds does")
     from benchmarks.eval_degraded import add_front_end_arguments
     add_front_end_arguments(ap, note="with --expert-folds: ")
-    ap.add_argument("--words", nargs="?", const="fit", default=None, choices=["fit", "report"],
+    ap.add_argument("--words", nargs="?", const="fit", default=None, choices=["fit", "threshold", "report"],
                     help="also align every utterance from its .txt words (dictionary pronunciations): correct "
                     "transcripts whose false flags are reported apart and that (fit, the default) also train the "
-                    "utterance check with the phone ones, or (report) do not")
+                    "utterance check with the phone ones, (threshold) also set its threshold alone, or (report) "
+                    "do not enter it")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
@@ -454,7 +458,8 @@ def main(argv=None):
     else:
         true_fit = true
     words_test = word_decodes(args.data, models, log) if args.words else []
-    words_ok = words_test if args.words == "fit" else []
+    words_ok = words_test if args.words in ("fit", "threshold") else []
+    threshold_kind = "words" if args.words == "threshold" else None
     folds = sorted({d.fold for d in true})
     fixed = (args.hidden, args.alpha, args.calibration, tuple(float(t) for t in args.thresholds.split(",")))
     kinds = list(wrong)
@@ -482,7 +487,7 @@ def main(argv=None):
         # utterance check: fitted, threshold included, on the training folds' correct and
         # mismatched decodes (every kind) only
         check = fit_check(train + [d for d in words_ok if d.fold != f], [d for d in all_wrong if d.fold != f],
-                          conf, models)
+                          conf, models, threshold_kind)
         ev_ok, secs = utt_evidence(test, conf, models)
         flags_ok.append(check.flag(ev_ok))
         test_words = [d for d in words_test if d.fold == f]
@@ -517,7 +522,7 @@ def main(argv=None):
     if args.save is not None:
         settings = select_settings(true_fit) if args.select else fixed
         conf = fit_confidence(true_fit, settings)
-        check = fit_check(true_fit + words_ok, all_wrong, conf, models)
+        check = fit_check(true_fit + words_ok, all_wrong, conf, models, threshold_kind)
         args.save.mkdir(parents=True, exist_ok=True)
         np.savez(args.save / "confidence.npz", **conf.to_arrays())
         np.savez(args.save / "utterance_check.npz", **check.to_arrays())
@@ -547,7 +552,8 @@ def main(argv=None):
                                                      + ("--band-folds DIR " if args.band_folds is not None else "")
                                                      + ("--dereverb " if args.dereverb is not None else "")
                                                      + ("--denoise " if args.denoise is not None else "")
-                                                     + ("--words " if args.words == "fit" else "")
+                                                     + (f"--words {args.words} " if args.words in ("fit", "threshold")
+                                                        else "")
                                                      + ("--select " if args.select else "")
                                                      + "--save DIR --attach MODEL_DIR"}})
             log(f"added confidence.npz and utterance_check.npz to the model bundle {args.attach}")

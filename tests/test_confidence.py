@@ -312,6 +312,22 @@ def test_utterance_threshold_rules_round_trip(rule):
         UtteranceCheck(rule="median")
 
 
+def test_utterance_threshold_from_a_subset_of_the_correct_utterances():
+    """The threshold can come from some of the correct utterances only (e.g. those given as words,
+    whose evidence is lower): set from the lower half, it is lower than when set from all."""
+    high, low = _utterance_rows(200, 0), _utterance_rows(200, 2)
+    low[:, 0] -= 0.4  # correct, but agreeing less (a dictionary pronunciation, say)
+    ok, bad = np.vstack([high, low]), _utterance_rows(200, 1, bad=True)
+    groups = np.arange(400) % 10
+    pooled = UtteranceCheck().fit(ok, bad, groups, groups[:200])
+    subset = UtteranceCheck().fit(ok, bad, groups, groups[:200], threshold_from=np.arange(400) >= 200)
+    np.testing.assert_array_equal(subset.coef, pooled.coef)  # the regression is the same
+    assert subset.threshold_logit < pooled.threshold_logit
+    assert subset.flag(low).sum() <= pooled.flag(low).sum()  # a lower threshold flags none of them more
+    with pytest.raises(ValueError, match="threshold_from"):
+        UtteranceCheck().fit(ok, bad, groups, groups[:200], threshold_from=np.zeros(400, bool))
+
+
 def test_a_four_column_check_still_loads_and_reads_the_first_four_columns():
     """Checks saved before the local agreement columns (format 1: no format_version, 4 columns,
     1-2 settings, quantile rule) keep scoring the full evidence as they did."""

@@ -883,11 +883,12 @@ class UtteranceCheck:
         return float(np.mean(oof) - norm.isf(self.false_flag_rate) * sd)
 
     def fit(self, evidence_ok: np.ndarray, evidence_bad: np.ndarray, groups_ok=None, groups_bad=None,
-            n_folds: int = 5) -> "UtteranceCheck":
+            n_folds: int = 5, threshold_from=None) -> "UtteranceCheck":
         """``evidence_ok`` (n, 7) (or (n, 4), format 1) of correctly transcribed utterances,
         ``evidence_bad`` (m, same) of mismatched ones; ``groups_ok``/``groups_bad`` (e.g.
         speakers) split the out-of-fold logits the threshold is set from (None: utterances dealt
-        round robin into ``n_folds``)."""
+        round robin into ``n_folds``). ``threshold_from``: (n,) bool, the correct utterances
+        whose out-of-fold logits set the threshold (None: all of them), e.g. those given as words."""
         ok = np.asarray(evidence_ok, np.float64)
         bad = np.asarray(evidence_bad, np.float64)
         if len(ok) < 2 or len(bad) < 2:
@@ -906,9 +907,13 @@ class UtteranceCheck:
         k = min(max(n_folds, 2), len(names))
         fold_of = {name: i % k for i, name in enumerate(names)}
         fold = np.array([fold_of.get(v, -1) for v in g.tolist()])
+        sets = np.r_[np.ones(len(ok), bool) if threshold_from is None else np.asarray(threshold_from, bool),
+                     np.zeros(len(bad), bool)]
+        if sets.shape != c.shape or not sets.any():
+            raise ValueError("threshold_from must mark at least one of the correct utterances")
         oof = []
         for f in range(k):
-            tr, te = fold != f, (fold == f) & (c == 1)
+            tr, te = fold != f, (fold == f) & sets
             if not te.any():
                 continue
             if c[tr].min() == c[tr].max():
