@@ -84,15 +84,16 @@ print(json.dumps([os.waitstatus_to_exitcode(status), time.perf_counter() - t0, u
 """
 
 
-def _run_cli(wav: Path, phones: Path, out: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of one ``aligner align`` process on one core."""
+def _run_cli(wav: Path, phones: Path, out: Path, model: str | None = None) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one ``aligner align`` process on one core (``--model
+    model`` when given, else the shipped model)."""
     import json
 
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                NUMBA_NUM_THREADS="1")
     exe = shutil.which("aligner")
     cmd = ([exe] if exe else [sys.executable, "-c", "from aligner.cli import main; main()"]) + [
-        "align", str(wav), str(phones), "-o", str(out)]
+        "align", str(wav), str(phones), "-o", str(out)] + (["--model", str(model)] if model else [])
     if shutil.which("taskset"):
         cmd = [shutil.which("taskset"), "-c", "0"] + cmd
     done = subprocess.run([sys.executable, "-c", _LAUNCHER] + cmd, env=env, capture_output=True, text=True)
@@ -176,7 +177,7 @@ def main(argv=None) -> int:
             sf.write(wav, np.clip(np.round(x * 32768), -32768, 32767).astype(np.int16), 16000, subtype="PCM_16")
             phones.write_text(" ".join(labels) + "\n", encoding="utf-8")
             seconds = len(x) / 16000.0
-            wall, peak = _run_cli(wav, phones, out)
+            wall, peak = _run_cli(wav, phones, out, args.model)
             hyp = _textgrid_starts(out)
             within, mean = _score(hyp, ref, mask)
             pooled = np.concatenate([np.tile(e, c) for e, c in zip(alone, counts) if c])
