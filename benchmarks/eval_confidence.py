@@ -27,7 +27,9 @@
 ``--words`` also aligns every utterance from its ``.txt`` words (dictionary pronunciations,
 as ``aligner align`` does with a words transcript), out of fold: correct transcripts whose
 false flags are reported apart, and which train the utterance check with the phone ones
-(``--words threshold``: and they alone set its threshold; ``--words report``: reported only).
+(``--words threshold``: and they alone set its threshold; ``--words report``: reported only);
+and from the next utterance's ``.txt`` of the same speaker, mismatched word transcripts whose
+detection is reported (never fitted on).
 
 ``--save DIR`` fits both on every out-of-fold decode and writes ``DIR/confidence.npz``,
 ``DIR/utterance_check.npz`` (plain arrays, ``np.load(allow_pickle=False)``) and ``DIR/confidence.json``;
@@ -249,13 +251,15 @@ def build_decodes(data_dir: Path, folds_dir: Path, log=print, kinds=MISMATCH_KIN
     return true, wrong, refused, models
 
 
-def word_decodes(data_dir: Path, models, log=print) -> list:
+def word_decodes(data_dir: Path, models, log=print) -> tuple[list, list]:
     """Out-of-fold decodes of every utterance aligned from its ``.txt`` words, as ``aligner align``
     aligns words (dictionary pronunciations, the pronunciation graph, the fold model's gates
     and experts as ``build_decodes`` attached them): correct transcripts whose phones are the
-    dictionary's, not the annotator's. Each decode is captured where the words path reviews it
-    (:meth:`~aligner.alignment.model.AlignmentModel.review`); its boundaries have no reference,
-    so only the utterance check uses them."""
+    dictionary's, not the annotator's; and the same from the next utterance's ``.txt`` of the
+    same speaker (kind ``words_swapped``, mismatched; refused ones left out). Each decode is
+    captured where the words path reviews it (:meth:`~aligner.alignment.model.AlignmentModel.review`);
+    its boundaries have no reference, so only the utterance check uses them.
+    Returns ``(correct, swapped, names of the swapped ones refused as not fitting)``."""
     from aligner.alignment import pipeline
     from aligner.alignment.model import AlignmentModel
 
@@ -269,33 +273,44 @@ def word_decodes(data_dir: Path, models, log=print) -> list:
                          np.asarray(starts_s, np.float64)))
         return None, None
 
-    out = []
+    by_speaker: dict = {}
+    for u in utts:
+        by_speaker.setdefault(u.speaker, []).append(u)
+    out, swapped, refused_swapped = [], [], []
     original = AlignmentModel.review
     AlignmentModel.review = capture
     try:
         for u in utts:
             fold, model = model_of[u.speaker]
+            group = by_speaker[u.speaker]
+            other = group[(group.index(u) + 1) % len(group)]
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RepairedAudioWarning)
                 samples = load_audio(u.audio)
-            captured.clear()
-            t0 = time.perf_counter()
-            try:
-                pipeline.align_words(samples, u.transcript.with_suffix(".txt"), model=model, sr=SAMPLE_RATE,
-                                     name=u.name)
-            except AlignmentError:
-                continue
-            secs = time.perf_counter() - t0
-            if len(captured) != 1:  # a long recording reviewed in chunks: not in this corpus
-                continue
-            decoder, frames, scores, classes, symbols, y, starts = captured[0]
-            E = boundary_evidence(decoder, frames, scores, classes, y, starts, symbols)
-            out.append(Decode(u.name, u.speaker, fold, E, np.zeros(len(E), bool), np.full(len(E), np.nan),
-                              frames, scores, classes, y, symbols, secs, 0.0, starts, "words"))
+            for text, kind, into in ((u.transcript, "words", out), (other.transcript, "words_swapped", swapped)):
+                if kind == "words_swapped" and other is u:
+                    continue
+                captured.clear()
+                t0 = time.perf_counter()
+                try:
+                    pipeline.align_words(samples, text.with_suffix(".txt"), model=model, sr=SAMPLE_RATE,
+                                         name=u.name)
+                except AlignmentError:
+                    if kind == "words_swapped":  # refused as not fitting the audio: detected
+                        refused_swapped.append(u.name)
+                    continue
+                secs = time.perf_counter() - t0
+                if len(captured) != 1:  # a long recording reviewed in chunks: not in this corpus
+                    continue
+                decoder, frames, scores, classes, symbols, y, starts = captured[0]
+                E = boundary_evidence(decoder, frames, scores, classes, y, starts, symbols)
+                into.append(Decode(u.name, u.speaker, fold, E, np.zeros(len(E), bool), np.full(len(E), np.nan),
+                                   frames, scores, classes, y, symbols, secs, 0.0, starts, kind))
     finally:
         AlignmentModel.review = original
-    log(f"{len(out)} utterances aligned out of fold from their .txt words")
-    return out
+    log(f"{len(out)} utterances aligned out of fold from their .txt words, {len(swapped)} from the next "
+        f"utterance's (swapped; {len(refused_swapped)} more refused as not fitting)")
+    return out, swapped, refused_swapped
 
 
 # ---------------------------------------------------------------------------------------
@@ -457,7 +472,7 @@ def main(argv=None):
         wrong = {k: wrong[k] + wrong_aug[k] for k in wrong}
     else:
         true_fit = true
-    words_test = word_decodes(args.data, models, log) if args.words else []
+    words_test, words_swapped, words_refused = word_decodes(args.data, models, log) if args.words else ([], [], [])
     words_ok = words_test if args.words in ("fit", "threshold") else []
     threshold_kind = "words" if args.words == "threshold" else None
     folds = sorted({d.fold for d in true})
@@ -465,7 +480,7 @@ def main(argv=None):
     kinds = list(wrong)
     all_wrong = [d for k in kinds for d in wrong[k]]
     cs, ps, per_fold = [], [], []
-    flags_ok, flags_bad, conf_s, flags_words = [], {k: [] for k in kinds}, [], []
+    flags_ok, flags_bad, conf_s, flags_words, flags_words_swapped = [], {k: [] for k in kinds}, [], [], []
     for f in folds:
         train = [d for d in true_fit if d.fold != f]
         test = [d for d in true_test if d.fold == f]
@@ -493,6 +508,9 @@ def main(argv=None):
         test_words = [d for d in words_test if d.fold == f]
         if test_words:
             flags_words.append(check.flag(utt_evidence(test_words, conf, models)[0]))
+        test_swapped = [d for d in words_swapped if d.fold == f]
+        if test_swapped:
+            flags_words_swapped.append(check.flag(utt_evidence(test_swapped, conf, models)[0]))
         for k in kinds:
             test_bad = [d for d in wrong_test[k] if d.fold == f]
             flags_bad[k].append(check.flag(utt_evidence(test_bad, conf, models)[0]) if test_bad
@@ -507,6 +525,12 @@ def main(argv=None):
         ok_words = np.concatenate(flags_words)
         mismatch["correct_words"] = {"correct": int(len(ok_words)), "false_flags": int(ok_words.sum()),
                                      "false_flag_rate": float(ok_words.mean())}
+    if flags_words_swapped:
+        bad_words = np.concatenate(flags_words_swapped)
+        n = len(bad_words) + len(words_refused)
+        mismatch["swapped_words"] = {"mismatched": n, "flagged": int(bad_words.sum()),
+                                     "refused_as_not_fitting": len(words_refused),
+                                     "detected_rate": float((bad_words.sum() + len(words_refused)) / n)}
     for k in kinds:
         bad = np.concatenate(flags_bad[k])
         n_bad_total = len(bad) + len(refused[k])
@@ -576,6 +600,11 @@ def main(argv=None):
         w = m["correct_words"]
         print(f"correct transcripts given as .txt words flagged: {w['false_flags']} of {w['correct']} "
               f"({100 * w['false_flag_rate']:.1f} %)")
+    if "swapped_words" in m:
+        w = m["swapped_words"]
+        print(f"mismatched transcripts, the next utterance's .txt words (not in the fit): "
+              f"{100 * w['detected_rate']:.1f} % detected ({w['flagged']} flagged + {w['refused_as_not_fitting']} "
+              f"refused as not fitting, of {w['mismatched']})")
     print(f"time: alignment {t['align_s']:.2f} s, confidence {t['confidence_s']:.3f} s: "
           f"+{100 * t['overhead']:.1f} %  (target <= 10 %)")
 
