@@ -10,6 +10,7 @@ BLAS may round differently, so they are compared to 1e-9.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import replace
 
@@ -235,21 +236,16 @@ def _assert_same_rows(got, want):
         assert g.score == pytest.approx(w.score, rel=1e-9, abs=1e-9, nan_ok=True)
 
 
+@functools.lru_cache(maxsize=1)
 def _vowel_model_sharing_the_classifier():
     """The shipped vowel model with a copy of the shipped alignment model's classifier (a vowel
     bundle trained on that alignment model carries such a copy): the case where the fusion can
     take the aligner's scores. Its rows mean nothing; the paths must agree. One per process."""
-    global _SHARING
-    if _SHARING is None:
-        from aligner.alignment.pipeline import load_model
-        from aligner.features.frame_classifier import FrameClassifier
+    from aligner.alignment.pipeline import load_model
+    from aligner.features.frame_classifier import FrameClassifier
 
-        copy = FrameClassifier.from_arrays(load_model().classifier.to_arrays())
-        _SHARING = replace(api.load_vowel_model(), classifier=copy)
-    return _SHARING
-
-
-_SHARING = None
+    copy = FrameClassifier.from_arrays(load_model().classifier.to_arrays())
+    return replace(api.load_vowel_model(), classifier=copy)
 
 
 def _aligned_rows(monkeypatch, audio, transcript, share: bool, vowel_model=None) -> tuple:

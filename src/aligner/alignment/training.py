@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from dataclasses import dataclass, field
@@ -50,9 +51,10 @@ ETA0_GRID = (0.01, 0.1, 1.0)
 #: chosen on validation speakers over the kernel and other widths and penalties (docs/results.md,
 #: "A network frame classifier").
 NETWORK_CLASSIFIER_PARAMS: dict = {"hidden": 512, "alpha": 3.0, "pca_dims": 0}
-#: Those of the Nystroem kernel and its SVMs (the :class:`FrameClassifier` defaults), the
-#: classifier of the models shipped before the network.
-KERNEL_CLASSIFIER_PARAMS: dict = {"hidden": 0, "alpha": 1.0, "pca_dims": 128}
+#: Those of the Nystroem kernel and its SVMs, the classifier of the models shipped before the
+#: network: the :class:`FrameClassifier` defaults of the settings the network changes.
+KERNEL_CLASSIFIER_PARAMS: dict = {name: inspect.signature(FrameClassifier).parameters[name].default
+                                  for name in NETWORK_CLASSIFIER_PARAMS}
 #: Frame-classifier defaults of training (overridable per call): the network.
 DEFAULT_CLASSIFIER_PARAMS: dict = dict(NETWORK_CLASSIFIER_PARAMS)
 #: Vocal-tract-length perturbation factors of the extra classifier training copies of every

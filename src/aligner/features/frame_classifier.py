@@ -364,9 +364,15 @@ class FrameClassifier:
     def _svm_outputs(self, frames: np.ndarray) -> np.ndarray:
         """(T, n_classes) float32 SVM outputs of (T, n_features) float32 frames, unsmoothed
         (edge frames' context padded by repetition)."""
-        E = self.kernel_values(frames)
+        P = self._standardised(frames)
         with blas.limit(self.blas_threads):
-            dec = E @ self.weights
+            return self._outputs(P)
+
+    def _outputs(self, P: np.ndarray) -> np.ndarray:
+        """(T, n_classes) float32 outputs (the SVMs', or the network's logits) of (T, width)
+        float32 standardised context vectors, on the caller's BLAS threads: the feature map,
+        then the output layer."""
+        dec = self._feature_map(P) @ self.weights
         dec += self.bias
         return dec
 

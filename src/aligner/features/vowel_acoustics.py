@@ -346,13 +346,11 @@ def _classifier_finish(classifier, P: np.ndarray, out: np.ndarray) -> None:
 def _classifier_posteriors(classifier, P: np.ndarray) -> np.ndarray:
     """(Tc, n_classes) float64 posteriors of one recording's standardised context vectors ``P``
     (Tc, width) float32, as ``FrameClassifier.log_posteriors`` computes them (the same bits:
-    its feature map, the output layer, the softmax). Its products run on the caller's BLAS
+    its outputs, then the softmax). Its products run on the caller's BLAS
     threads."""
     from aligner.features import frame_classifier as fc
 
-    E = classifier._feature_map(P)
-    dec = E @ classifier.weights
-    dec += classifier.bias
+    dec = classifier._outputs(P)
     return np.exp(fc._log_softmax(classifier.temperature * dec).astype(np.float64))
 
 
