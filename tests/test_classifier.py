@@ -232,3 +232,38 @@ def test_network_training_stops_on_held_out_loss():
     assert np.array_equal(clf.hidden_weights, again.hidden_weights)  # seeded: reproducible
     with pytest.raises(ValueError, match="epochs"):
         FrameClassifier(hidden=16, epochs=0)
+
+
+def _subnormals(a: np.ndarray) -> int:
+    return int(np.sum((a != 0) & (np.abs(a) < np.finfo(np.float32).tiny)))
+
+
+def test_subnormal_weights_are_flushed_on_load_without_changing_scores(network):
+    """Dead units' weights decay below float32's smallest normal value under the L2 penalty;
+    x86 processors multiply such operands many times slower, so loading sets them to zero, which
+    changes no score."""
+    arrays = network.to_arrays()
+    tiny = np.finfo(np.float32).tiny
+    sub_w, sub_o = arrays["hidden_weights"].copy(), arrays["weights"].copy()
+    sub_w[:, :8] = tiny / 64  # eight dead units
+    sub_o[::3] = -tiny / 8
+    given = {**arrays, "hidden_weights": sub_w, "weights": sub_o}
+    loaded = FrameClassifier.from_arrays(given)
+    assert _subnormals(loaded.hidden_weights) == 0 and _subnormals(loaded.weights) == 0
+    assert _subnormals(given["hidden_weights"]) == 8 * sub_w.shape[0]  # the caller's arrays untouched
+    assert np.all(loaded.hidden_weights[:, :8] == 0) and np.array_equal(loaded.hidden_weights[:, 8:], sub_w[:, 8:])
+    frames, _ = _synthetic(2, seed=3)
+    P = loaded._standardised(frames[0])  # the same outputs as the unflushed arithmetic, in float64
+    Q = P.astype(np.float64) @ arrays["projection"] if arrays["projection"].size else P.astype(np.float64)
+    H = np.maximum(Q @ sub_w.astype(np.float64) + arrays["hidden_bias"], 0)
+    np.testing.assert_allclose(loaded._outputs(P), H @ sub_o.astype(np.float64) + arrays["bias"],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_network_training_leaves_no_subnormal_weights():
+    frames, labels = _synthetic(12)
+    for f in frames:  # six silent inputs: their weights feel only the L2 penalty and decay geometrically
+        f[:, 36:] = 0
+    clf = FrameClassifier(n_classes=4, context=2, hidden=64, alpha=30.0, epochs=600, pca_dims=0,
+                          calibration_fraction=0.0).fit(frames, labels)  # 1,800 Adam steps: past 1e-38
+    assert all(_subnormals(getattr(clf, k)) == 0 for k in ("hidden_weights", "hidden_bias", "weights", "bias"))
