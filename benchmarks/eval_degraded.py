@@ -46,7 +46,13 @@ pass. With ``--denoise [SHARE]`` it suppresses stationary noise (a Wiener filter
 statistic passes the value that SHARE of the other folds' clean recordings pass. The ``expert``
 column is the share of recordings not decoded by the clean fold model.
 
+``--seed N`` draws every random part of the conditions (noise, room tails, lost packets) afresh:
+utterance i is degraded with seed ``N + i``. The default, 0, gives the test copies every
+reported figure was measured on; another seed gives validation copies of the same conditions to
+choose designs on without looking at the test copies (the speakers are the same held-out ones).
+
     python -m benchmarks.eval_degraded --folds-dir runs/folds [--conditions clean white10 ...]
+        [--seed N]
     python -m benchmarks.eval_degraded --folds-dir runs/folds --expert-folds runs/folds-mc-a \
         [--band-folds runs/folds-tel] [--dereverb] [--denoise]
 """
@@ -224,6 +230,8 @@ def main(argv=None) -> int:
                     help="fold models trained on band-limited speech, as band experts (with --expert-folds)")
     ap.add_argument("--false-alarm", type=float, default=None,
                     help="share of clean held-out recordings the gate sends to the expert [0.1]")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="utterance i degraded with seed N + i; 0: the test copies, others: validation copies [0]")
     add_front_end_arguments(ap)
     ap.add_argument("--no-band-gate", action="store_true",
                     help="gate the experts on entropy and energy range only (as shipped before the band gate)")
@@ -259,7 +267,7 @@ def main(argv=None) -> int:
         pairs, failed, routed, t0 = [], 0, 0, time.perf_counter()
         for i, u in enumerate(utts):
             starts, _, labels = read_phn(u.transcript)
-            x = degrade(audio[u.name], condition, seed=i)
+            x = degrade(audio[u.name], condition, seed=args.seed + i)
             model = model_of[u.speaker]
             if model.condition_expert is not None:
                 routed += model.scored(None, x)[0] is not model
