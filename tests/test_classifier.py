@@ -267,3 +267,47 @@ def test_network_training_leaves_no_subnormal_weights():
     clf = FrameClassifier(n_classes=4, context=2, hidden=64, alpha=30.0, epochs=600, pca_dims=0,
                           calibration_fraction=0.0).fit(frames, labels)  # 1,800 Adam steps: past 1e-38
     assert all(_subnormals(getattr(clf, k)) == 0 for k in ("hidden_weights", "hidden_bias", "weights", "bias"))
+
+
+def test_averaged_networks_give_the_mean_of_their_calibrated_outputs(network):
+    from aligner.features.frame_classifier import _log_softmax, averaged_networks
+
+    frames, labels = _synthetic(12)
+    other = FrameClassifier(n_classes=4, context=2, **dict(NETWORK, seed=5)).fit(frames, labels)
+    dead = FrameClassifier.from_arrays({**network.to_arrays()})
+    dead.hidden_weights[:, :3] = 0  # three units that never fire: left out, changing nothing
+    dead.hidden_bias[:3] = -1.0
+    merged = averaged_networks([dead, other])
+    assert merged.networks == 2 and merged.hidden_weights.shape[1] == 2 * 32 - 3
+    test, _ = _synthetic(2, seed=9)
+    want = _log_softmax(np.mean([c.temperature * c.decision_function(test[0]).astype(np.float64)
+                                 for c in (dead, other)], axis=0))
+    np.testing.assert_allclose(merged.log_posteriors(test[0]), want, atol=1e-4)
+    gap = np.mean([c.scores(test[0]) for c in (dead, other)], axis=0) - merged.scores(test[0])
+    np.testing.assert_allclose(gap - gap.mean(axis=1, keepdims=True), 0, atol=1e-4)  # a per-frame constant
+    again = FrameClassifier.from_arrays(merged.to_arrays())  # a file of several networks loads back
+    assert again.networks == 2 and np.array_equal(again.scores(test[0]), merged.scores(test[0]))
+    with pytest.raises(ModelError, match="trained network"):
+        averaged_networks([network, FrameClassifier(n_classes=4, context=2, **SMALL).fit(frames, labels)])
+    with pytest.raises(ModelError, match="context"):
+        averaged_networks([network, FrameClassifier(n_classes=4, context=1, **NETWORK).fit(frames, labels)])
+
+
+def test_several_networks_are_trained_with_successive_seeds_and_averaged():
+    from aligner.features.frame_classifier import averaged_networks
+
+    frames, labels = _synthetic(12)
+    params = dict(n_classes=4, context=2, **NETWORK)
+    two = FrameClassifier(**params, networks=2).fit(frames, labels)
+    by_hand = averaged_networks([FrameClassifier(**dict(params, seed=s)).fit(frames, labels) for s in (0, 1)])
+    test, y = _synthetic(2, seed=9)
+    assert np.array_equal(two.scores(test[0]), by_hand.scores(test[0]))
+    assert np.mean(two.predict(test[0]) == y[0]) > 0.9
+    assert two.get_params()["networks"] == 2 and "networks" in two.to_arrays()
+    assert "networks" not in FrameClassifier(**params).fit(frames, labels).to_arrays()  # one network: as before
+    arrays = two.to_arrays()
+    with pytest.raises(ModelError, match="hidden_weights.*shape"):  # more units than its networks hold
+        FrameClassifier.from_arrays({**arrays, "hidden_weights": np.zeros((arrays["hidden_weights"].shape[0], 65),
+                                                                          np.float32)})
+    with pytest.raises(ValueError, match="networks"):
+        FrameClassifier(hidden=8, networks=0)

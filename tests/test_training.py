@@ -92,6 +92,7 @@ def test_train_small_model_end_to_end(tmp_path):
     ((), {"hidden": 512, "alpha": 3.0, "pca_dims": 0}),
     (("--classifier", "kernel"), {"hidden": 0, "alpha": 1.0, "pca_dims": 128}),
     (("--max-frames", "150000"), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "max_train_frames": 150000}),
+    (("--networks", "3"), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "networks": 3}),
 ])
 def test_train_cli_passes_the_classifier_choice(tmp_path, monkeypatch, options, expected):
     """`aligner train` trains the network by default; --classifier kernel gives every kernel setting
@@ -117,3 +118,11 @@ def test_train_cli_passes_the_classifier_choice(tmp_path, monkeypatch, options, 
     assert seen["classifier"] == expected
     built = FrameClassifier(**dict(DEFAULT_CLASSIFIER_PARAMS, **seen["classifier"]))
     assert (built.hidden > 0) == ("kernel" not in options)
+
+
+def test_train_cli_refuses_networks_of_the_kernel(tmp_path):
+    from conftest import run
+
+    (tmp_path / "corpus").mkdir()
+    code, out = run("train", tmp_path / "corpus", tmp_path / "model", "--classifier", "kernel", "--networks", "2")
+    assert code != 0 and "--networks needs --classifier network" in out

@@ -26,7 +26,7 @@ def whitening(clf: FrameClassifier) -> tuple[np.ndarray, np.ndarray]:
     feature map (``clf.hidden > 0``) is not whitened: its SVMs were fitted on its units as
     they are, so ``M = S = I``."""
     if clf.hidden:
-        eye = np.eye(clf.hidden)
+        eye = np.eye(clf.weights.shape[0])
         return eye, eye
     key = (clf.landmarks.shape, clf.landmarks[:4].tobytes(), float(clf.gamma))
     cached = _WHITENING.get(key)

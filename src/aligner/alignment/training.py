@@ -329,7 +329,9 @@ def prepare_weight_training(
         scores = [final_classifier.scores(d.frames) for d in data]
     else:
         durations = duration_stats(data, inventory)
-        scores = out_of_fold_scores(data, n_folds, classifier_params, progress)
+        # the out-of-fold classifiers only score the training utterances for the weights and the
+        # refiner: one network each, whatever the final classifier averages (a design measured so)
+        scores = out_of_fold_scores(data, n_folds, dict(classifier_params, networks=1), progress)
         final_classifier = fit_classifier(data, classifier_params)
     if progress:
         progress("final classifier", 1, 1)

@@ -41,12 +41,16 @@ from aligner.cli.common import echo, run
 @click.option("--max-frames", type=click.IntRange(min=1000), default=None,
               help="Train the frame classifier on a random subset of at most this many frames [60000]; "
                    "multi-condition training, with several copies of every utterance, gains from more.")
+@click.option("--networks", type=click.IntRange(1, 16), default=None,
+              help="With the network classifier: train this many networks (successive seeds, so other "
+                   "subsamples of the frames) and average them into one [the default's]; training takes "
+                   "about as many times longer, aligning scores their live units.")
 @click.option("--phone-line", is_flag=True,
               help="Train a phone-line model: every recording, in training and when the model aligns, is heard "
                    "through the 250-3600 Hz band a telephone keeps (the band expert of a multi-condition model; "
                    "pair it with a phone-line recipe such as recipes/conditions/phone-line.json).")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
-          min_class_tokens, augment, classifier_kind, max_frames, phone_line):
+          min_class_tokens, augment, classifier_kind, max_frames, networks, phone_line):
     """Train an alignment model on CORPUS_DIR into OUT_DIR.
 
     CORPUS_DIR holds audio with hand-aligned phones beside it: TIMIT .phn files (a 39-class
@@ -80,6 +84,10 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
     classifier = dict(NETWORK_CLASSIFIER_PARAMS if classifier_kind == "network" else KERNEL_CLASSIFIER_PARAMS)
     if max_frames is not None:
         classifier["max_train_frames"] = max_frames
+    if networks is not None:
+        if classifier_kind != "network":
+            raise click.UsageError("--networks needs --classifier network")
+        classifier["networks"] = networks
     model = run(api.train, corpus_dir, out_dir, trainer, params, classifier, folds, 2, progress, epoch,
                 phones_tier=phones_tier, phone_classes=phone_classes, phone_code=phone_code,
                 min_class_tokens=min_class_tokens, on_inventory=inventory, augment=augment,

@@ -61,6 +61,8 @@ _HYPER = ("n_classes", "n_features", "context", "n_components", "gamma", "C", "s
 #: hyper-parameters of the network feature map (``hidden > 0``); files saved before it existed
 #: lack them and load as Nystroem classifiers
 _NETWORK_HYPER = ("hidden", "alpha", "epochs")
+#: saved only when not 1 (files of one network keep their layout; files without it hold one)
+_NETWORKS_KEY = "networks"
 _LEARNED = ("mean", "inv_std", "projection", "landmarks", "landmark_sqnorm", "weights", "bias",
             "temperature", "log_prior")
 #: the network feature map's layer ((k, hidden) and (hidden,); (0, 0) and (0,) for Nystroem)
@@ -191,6 +193,11 @@ class FrameClassifier:
     epochs : at most this many passes over the training frames when training the network;
         it stops earlier when the held-out log loss has not fallen for
         :data:`NETWORK_PATIENCE` passes, keeping the best pass's layer.
+    networks : networks of ``hidden`` units trained (``hidden > 0``), with seeds ``seed``,
+        ``seed + 1``, ... (so other training subsamples, calibration splits and initial
+        weights), and averaged into one (:func:`averaged_networks`): the layer of a trained
+        classifier of several networks holds their live units, at most ``networks * hidden``,
+        and their projections (``pca_dims``) folded into those units' input weights.
     """
 
     def __init__(self, n_classes: int = 39, context: int = 4, n_components: int = 2000,
@@ -198,7 +205,7 @@ class FrameClassifier:
                  kmeans_iter: int = 5, calibration_fraction: float = 0.2,
                  prior_division: bool = True, smooth: int = 0, max_train_frames: int = 60000,
                  n_features: int = 42, blas_threads: int = 1, pca_dims: int = 128,
-                 hidden: int = 0, alpha: float = 1.0, epochs: int = 60):
+                 hidden: int = 0, alpha: float = 1.0, epochs: int = 60, networks: int = 1):
         self.n_classes = int(n_classes)
         self.context = int(context)
         self.n_components = int(n_components)
@@ -217,8 +224,11 @@ class FrameClassifier:
         self.hidden = int(hidden)
         self.alpha = float(alpha)
         self.epochs = int(epochs)
+        self.networks = int(networks)
         if self.hidden < 0 or self.alpha < 0 or self.epochs < 1:
             raise ValueError(f"hidden and alpha must be >= 0 and epochs >= 1, got {hidden}, {alpha}, {epochs}")
+        if not 1 <= self.networks <= 16:
+            raise ValueError(f"networks must be 1 to 16, got {networks}")
         #: the network feature map's layer (``hidden > 0``; empty for the Nystroem kernel)
         self.hidden_weights = np.zeros((0, 0), np.float32)
         self.hidden_bias = np.zeros(0, np.float32)
@@ -230,7 +240,7 @@ class FrameClassifier:
 
     def get_params(self) -> dict:
         """The constructor's parameters (plain Python values)."""
-        return {k: getattr(self, k) for k in _HYPER + _NETWORK_HYPER}
+        return {k: getattr(self, k) for k in _HYPER + _NETWORK_HYPER + (_NETWORKS_KEY,)}
 
     # ------------------------------------------------------------------ fit
     def _check_frames(self, frames: np.ndarray) -> np.ndarray:
@@ -254,8 +264,17 @@ class FrameClassifier:
         and never calibrates on a copy of a training utterance.
         """
         t0 = time.perf_counter()
-        with blas.limit(self.blas_threads):
-            self._fit(frames_list, labels_list, groups)
+        if self.hidden and self.networks > 1:
+            members = [FrameClassifier(**dict(self.get_params(), networks=1, seed=self.seed + i)).fit(
+                frames_list, labels_list, groups) for i in range(self.networks)]
+            averaged = averaged_networks(members)
+            for k in _LEARNED + _NETWORK_LEARNED:
+                setattr(self, k, getattr(averaged, k))
+            self.network_epochs_ = max(m.network_epochs_ for m in members)
+            self._fitted = True
+        else:
+            with blas.limit(self.blas_threads):
+                self._fit(frames_list, labels_list, groups)
         self.train_seconds_ = time.perf_counter() - t0
         return self
 
@@ -471,7 +490,7 @@ class FrameClassifier:
         if not self._fitted:
             raise ModelError("the frame classifier is not trained: nothing to save")
         out = {"format_version": np.array(FORMAT_VERSION, np.int64)}
-        for k in _HYPER + (_NETWORK_HYPER if self.hidden else ()):
+        for k in _HYPER + (_NETWORK_HYPER if self.hidden else ()) + ((_NETWORKS_KEY,) if self.networks != 1 else ()):
             v = getattr(self, k)
             dtype = np.bool_ if isinstance(v, bool) else np.int64 if isinstance(v, int) else np.float64
             out[k] = np.array(v, dtype)
@@ -492,7 +511,7 @@ class FrameClassifier:
         missing = [k for k in _NETWORK_HYPER + _NETWORK_LEARNED if network and k not in arrays]
         if missing:
             raise ModelError(f"the frame classifier arrays lack {', '.join(missing)}")
-        hyper = _HYPER + (_NETWORK_HYPER if network else ())
+        hyper = _HYPER + (_NETWORK_HYPER if network else ()) + ((_NETWORKS_KEY,) if _NETWORKS_KEY in arrays else ())
         learned = _LEARNED + (_NETWORK_LEARNED if network else ())
         try:
             clf = cls(**{k: np.asarray(arrays[k]).item() for k in hyper})
@@ -505,8 +524,13 @@ class FrameClassifier:
             setattr(clf, k, v if v.ndim else np.float32(v))
         d = clf.n_features * (2 * clf.context + 1)
         k = clf.pca_dims if 0 < clf.pca_dims < d else 0
+        if clf.hidden and clf.networks > 1:
+            k = 0  # averaged networks: their projections are folded into their units
         if clf.hidden:
-            m = clf.hidden
+            m = clf.hidden  # several networks averaged: their live units, at most networks * hidden
+            if clf.networks > 1 and np.ndim(clf.hidden_weights) == 2 and \
+                    1 <= clf.hidden_weights.shape[1] <= clf.networks * clf.hidden:
+                m = clf.hidden_weights.shape[1]
             expected = {"landmarks": (0, k or d), "landmark_sqnorm": (0,), "hidden_weights": (k or d, m),
                         "hidden_bias": (m,)}
         else:
@@ -523,6 +547,65 @@ class FrameClassifier:
             raise ModelError("the frame classifier arrays hold NaN or infinite values")
         clf._fitted = True
         return clf
+
+
+def averaged_networks(classifiers: Sequence["FrameClassifier"]) -> "FrameClassifier":
+    """One network classifier whose outputs are the mean of the given networks' calibrated
+    outputs: ``log_posteriors`` = ``log softmax(mean_i(temperature_i * f_i))``, where ``f_i``
+    is network i's (smoothed) output layer. Its hidden layer holds every network's live units
+    side by side (each network's input standardisation folded into its units' weights and
+    biases, so the first network's is the shared one), its output layer their temperature-scaled
+    output weights over the number of networks, and its temperature is 1; a unit none of
+    whose input weights is non-zero and whose bias is not positive outputs 0 on every frame and
+    is left out. A network's projection, if any, is folded into its units' input weights (the
+    result has none). The networks must be trained on frames of the same shape and classes
+    (e.g. the same data with other seeds, :func:`aligner.alignment.training.fit_classifier`),
+    with the same smoothing and prior division. The class priors the scores divide
+    by are the networks' mean log priors (their training subsamples may differ). So its scores
+    differ from the mean of the networks' scores by a per-frame constant only, which no forced
+    alignment sees."""
+    nets = list(classifiers)
+    if not nets or not all(c._fitted and c.hidden > 0 for c in nets):
+        raise ModelError("averaged_networks needs trained network classifiers (hidden > 0)")
+    if len(nets) == 1:  # itself (a copy)
+        return FrameClassifier.from_arrays(nets[0].to_arrays())
+    first = nets[0]
+    same = ("n_classes", "n_features", "context", "smooth", "prior_division")
+    for c in nets[1:]:
+        differ = [k for k in same if getattr(c, k) != getattr(first, k)]
+        if differ:
+            raise ModelError(f"averaged_networks: the networks differ in {', '.join(differ)}")
+    mean = first.mean.astype(np.float64)
+    inv_std = first.inv_std.astype(np.float64)
+    blocks, biases, outs = [], [], []
+    for c in nets:
+        # (x - m_c) s_c = ((x - m) s) (s_c / s) + (m - m_c) s_c
+        scale = c.inv_std.astype(np.float64) / inv_std
+        shift = (mean - c.mean.astype(np.float64)) * c.inv_std.astype(np.float64)
+        W_in = c.hidden_weights.astype(np.float64)  # from the standardised input, through any projection
+        if c.projection.size:
+            W_in = c.projection.astype(np.float64) @ W_in
+        W = scale[:, None] * W_in
+        b = c.hidden_bias.astype(np.float64) + shift @ W_in
+        live = np.any(W != 0, axis=0) | (b > 0)
+        blocks.append(W[:, live])
+        biases.append(b[live])
+        outs.append(float(c.temperature) / len(nets) * c.weights.astype(np.float64)[live])
+    out = FrameClassifier(**dict(first.get_params(), networks=sum(c.networks for c in nets),
+                                 hidden=max(c.hidden for c in nets)))
+    for k in _LEARNED:
+        setattr(out, k, np.array(getattr(first, k), np.float32) if np.ndim(getattr(first, k)) else getattr(first, k))
+    out.projection = np.zeros((0, 0), np.float32)
+    out.landmarks = np.zeros((0, first.mean.shape[0]), np.float32)
+    out.hidden_weights = flush_subnormals(np.hstack(blocks).astype(np.float32))
+    out.hidden_bias = flush_subnormals(np.concatenate(biases).astype(np.float32))
+    out.weights = flush_subnormals(np.vstack(outs).astype(np.float32))
+    out.bias = flush_subnormals((sum(float(c.temperature) * c.bias.astype(np.float64) for c in nets)
+                                 / len(nets)).astype(np.float32))
+    out.log_prior = np.mean([c.log_prior.astype(np.float64) for c in nets], axis=0).astype(np.float32)
+    out.temperature = np.float32(1.0)
+    out._fitted = True
+    return out
 
 
 # ---------------------------------------------------------------- training helpers
