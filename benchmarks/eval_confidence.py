@@ -569,7 +569,20 @@ def main(argv=None):
                                           "fitted_on": f"out-of-fold decodes of {len(true)} utterances by "
                                                        f"the fold models of {args.folds_dir.name}"
                                                        + (f" with the condition experts of {args.expert_folds.name}"
-                                                          if args.expert_folds is not None else ""),
+                                                          if args.expert_folds is not None else "")
+                                                       + (f" and {args.band_folds.name}"
+                                                          if args.band_folds is not None else "")
+                                                       + (" (rooms dereverberated)" if args.dereverb is not None
+                                                          and args.denoise is None else "")
+                                                       + (" (noise suppressed)" if args.denoise is not None
+                                                          and args.dereverb is None else "")
+                                                       + (" (rooms dereverberated, noise suppressed)"
+                                                          if args.dereverb is not None and args.denoise is not None
+                                                          else "")
+                                                       + (", the check also on the utterances aligned from their "
+                                                          ".txt words" + (", which alone set its threshold"
+                                                                          if args.words == "threshold" else "")
+                                                          if args.words in ("fit", "threshold") else ""),
                                           "command": "python -m benchmarks.eval_confidence --folds-dir DIR "
                                                      + ("--expert-folds DIR " if args.expert_folds is not None
                                                         else "")
@@ -578,7 +591,10 @@ def main(argv=None):
                                                      + ("--denoise " if args.denoise is not None else "")
                                                      + (f"--words {args.words} " if args.words in ("fit", "threshold")
                                                         else "")
-                                                     + ("--select " if args.select else "")
+                                                     + ("--select " if args.select else
+                                                        f"--hidden {settings[0]} --alpha {settings[1]:g} "
+                                                        f"--calibration {settings[2]} --thresholds "
+                                                        + ",".join(f"{t:g}" for t in settings[3]) + " ")
                                                      + "--save DIR --attach MODEL_DIR"}})
             log(f"added confidence.npz and utterance_check.npz to the model bundle {args.attach}")
     if args.json:

@@ -89,10 +89,11 @@ def test_train_small_model_end_to_end(tmp_path):
 
 
 @pytest.mark.parametrize("options, expected", [
-    ((), {"hidden": 512, "alpha": 3.0, "pca_dims": 0}),
-    (("--classifier", "kernel"), {"hidden": 0, "alpha": 1.0, "pca_dims": 128}),
-    (("--max-frames", "150000"), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "max_train_frames": 150000}),
-    (("--networks", "3"), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "networks": 3}),
+    ((), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "networks": 3}),
+    (("--classifier", "kernel"), {"hidden": 0, "alpha": 1.0, "pca_dims": 128, "networks": 1}),
+    (("--max-frames", "150000"), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "networks": 3,
+                                  "max_train_frames": 150000}),
+    (("--networks", "1"), {"hidden": 512, "alpha": 3.0, "pca_dims": 0, "networks": 1}),
 ])
 def test_train_cli_passes_the_classifier_choice(tmp_path, monkeypatch, options, expected):
     """`aligner train` trains the network by default; --classifier kernel gives every kernel setting

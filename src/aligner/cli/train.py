@@ -43,8 +43,8 @@ from aligner.cli.common import echo, run
                    "multi-condition training, with several copies of every utterance, gains from more.")
 @click.option("--networks", type=click.IntRange(1, 16), default=None,
               help="With the network classifier: train this many networks (successive seeds, so other "
-                   "subsamples of the frames) and average them into one [the default's]; training takes "
-                   "about as many times longer, aligning scores their live units.")
+                   "subsamples of the frames) and average them into one [3]; the final classifier takes "
+                   "about as many times longer to train, and aligning scores their live units.")
 @click.option("--phone-line", is_flag=True,
               help="Train a phone-line model: every recording, in training and when the model aligns, is heard "
                    "through the 250-3600 Hz band a telephone keeps (the band expert of a multi-condition model; "
