@@ -414,6 +414,34 @@ def fit_check(ok_decodes, bad_decodes, conf, models, threshold_kind: str | None 
                                 threshold_from=mask)
 
 
+def attach_record(args, n_utterances: int, settings: tuple) -> dict:
+    """What the bundle records of a ``--save --attach`` run: ``fitted_on`` (the decodes, fold
+    models, experts, front ends and word transcripts it was fitted on) and ``command`` (the
+    options that reproduce it, directories as DIR)."""
+    front = [words for given, words in ((args.dereverb, "rooms dereverberated"), (args.denoise, "noise suppressed"))
+             if given is not None]
+    fitted_on = (f"out-of-fold decodes of {n_utterances} utterances by the fold models of {args.folds_dir.name}"
+                 + (f" with the condition experts of {args.expert_folds.name}" if args.expert_folds is not None else "")
+                 + (f" and {args.band_folds.name}" if args.band_folds is not None else "")
+                 + (f" ({', '.join(front)})" if front else ""))
+    if args.words in ("fit", "threshold"):
+        fitted_on += ", the check also on the utterances aligned from their .txt words"
+        if args.words == "threshold":
+            fitted_on += ", which alone set its threshold"
+    options = ["--folds-dir DIR"]
+    options += [flag for flag, given in (("--expert-folds DIR", args.expert_folds), ("--band-folds DIR", args.band_folds),
+                                         ("--dereverb", args.dereverb), ("--denoise", args.denoise)) if given is not None]
+    if args.words in ("fit", "threshold"):
+        options.append(f"--words {args.words}")
+    if args.select:
+        options.append("--select")
+    else:
+        options.append(f"--hidden {settings[0]} --alpha {settings[1]:g} --calibration {settings[2]} --thresholds "
+                       + ",".join(f"{t:g}" for t in settings[3]))
+    options.append("--save DIR --attach MODEL_DIR")
+    return {"fitted_on": fitted_on, "command": "python -m benchmarks.eval_confidence " + " ".join(options)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA, help="TIMIT-layout corpus")
@@ -566,36 +594,7 @@ def main(argv=None):
                           {"confidence": {"settings": {"hidden": settings[0], "alpha": settings[1],
                                                        "calibration": settings[2],
                                                        "thresholds_ms": list(settings[3])},
-                                          "fitted_on": f"out-of-fold decodes of {len(true)} utterances by "
-                                                       f"the fold models of {args.folds_dir.name}"
-                                                       + (f" with the condition experts of {args.expert_folds.name}"
-                                                          if args.expert_folds is not None else "")
-                                                       + (f" and {args.band_folds.name}"
-                                                          if args.band_folds is not None else "")
-                                                       + (" (rooms dereverberated)" if args.dereverb is not None
-                                                          and args.denoise is None else "")
-                                                       + (" (noise suppressed)" if args.denoise is not None
-                                                          and args.dereverb is None else "")
-                                                       + (" (rooms dereverberated, noise suppressed)"
-                                                          if args.dereverb is not None and args.denoise is not None
-                                                          else "")
-                                                       + (", the check also on the utterances aligned from their "
-                                                          ".txt words" + (", which alone set its threshold"
-                                                                          if args.words == "threshold" else "")
-                                                          if args.words in ("fit", "threshold") else ""),
-                                          "command": "python -m benchmarks.eval_confidence --folds-dir DIR "
-                                                     + ("--expert-folds DIR " if args.expert_folds is not None
-                                                        else "")
-                                                     + ("--band-folds DIR " if args.band_folds is not None else "")
-                                                     + ("--dereverb " if args.dereverb is not None else "")
-                                                     + ("--denoise " if args.denoise is not None else "")
-                                                     + (f"--words {args.words} " if args.words in ("fit", "threshold")
-                                                        else "")
-                                                     + ("--select " if args.select else
-                                                        f"--hidden {settings[0]} --alpha {settings[1]:g} "
-                                                        f"--calibration {settings[2]} --thresholds "
-                                                        + ",".join(f"{t:g}" for t in settings[3]) + " ")
-                                                     + "--save DIR --attach MODEL_DIR"}})
+                                          **attach_record(args, len(true), settings)}})
             log(f"added confidence.npz and utterance_check.npz to the model bundle {args.attach}")
     if args.json:
         print(json.dumps(report))

@@ -593,10 +593,10 @@ def averaged_networks(classifiers: Sequence["FrameClassifier"]) -> "FrameClassif
         outs.append(float(c.temperature) / len(nets) * c.weights.astype(np.float64)[live])
     out = FrameClassifier(**dict(first.get_params(), networks=sum(c.networks for c in nets),
                                  hidden=max(c.hidden for c in nets)))
-    for k in _LEARNED:
-        setattr(out, k, np.array(getattr(first, k), np.float32) if np.ndim(getattr(first, k)) else getattr(first, k))
+    out.mean, out.inv_std = np.array(first.mean, np.float32), np.array(first.inv_std, np.float32)
     out.projection = np.zeros((0, 0), np.float32)
     out.landmarks = np.zeros((0, first.mean.shape[0]), np.float32)
+    out.landmark_sqnorm = np.zeros(0, np.float32)
     out.hidden_weights = flush_subnormals(np.hstack(blocks).astype(np.float32))
     out.hidden_bias = flush_subnormals(np.concatenate(biases).astype(np.float32))
     out.weights = flush_subnormals(np.vstack(outs).astype(np.float32))
