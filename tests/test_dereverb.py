@@ -74,6 +74,34 @@ def test_the_filter_solve_is_numpys_without_numbas_linalg():
         np.testing.assert_allclose(_solve_positive_definite(R, p), np.linalg.solve(R, p), rtol=1e-9, atol=1e-12)
 
 
+_DEREVERB_DIGEST = """
+import hashlib, sys
+import numpy as np
+from aligner.features.dereverb import DereverbSettings, dereverberate
+rng = np.random.default_rng(3)
+dry = np.convolve(rng.standard_normal(3 * 16000), [1.0, 0.9, 0.5], "same") * (rng.random(3 * 16000) < 0.4)
+tail = rng.standard_normal(8000) * np.exp(-np.arange(8000) / 1600.0)
+tail[0] = 1.0
+wet = np.convolve(dry, tail)[:len(dry)].astype(np.float32)
+print(hashlib.sha256(dereverberate(wet, DereverbSettings()).tobytes()).hexdigest())
+"""
+
+
+def test_a_fresh_compile_and_the_cached_code_dereverberate_alike(tmp_path):
+    """The same samples, bit for bit, from a process that compiles the filter and from one that
+    loads it from numba's cache (with fastmath they differed in the last bits: Dask workers and
+    the local pool then wrote different boundaries for the same recording)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    digests = [subprocess.run([sys.executable, "-c", _DEREVERB_DIGEST], env=env, capture_output=True, text=True,
+                              check=True).stdout.strip() for _ in range(2)]
+    assert any((tmp_path / "numba-cache").rglob("*.nbc")), "the first process wrote no cache to load"
+    assert len(digests[0]) == 64 and digests[0] == digests[1]
+
+
 def test_wpe_removes_a_rooms_tails_and_keeps_the_speech():
     dry = _bursts()
     wet = _room(dry)

@@ -183,12 +183,14 @@ def _solve_positive_definite(R, p):
     return x
 
 
-@njit(cache=True, fastmath=True)
+@njit(cache=True)
 def _wpe_bins(spectra, taps, delay, iterations, floor):
     """WPE of every bin of ``spectra`` (T, F) complex128: the dereverberated spectra (T, F).
 
     Real and imaginary parts are kept apart with the bins innermost, so each frame's products
-    run over contiguous bins."""
+    run over contiguous bins (vectorised across bins without reordering any sum). No fastmath:
+    with it, a process that compiled this function and one that loaded it from numba's cache
+    gave different last bits."""
     T, F = spectra.shape
     K = taps
     yr = np.ascontiguousarray(spectra.real)
