@@ -260,7 +260,7 @@ def main(argv=None) -> int:
                             band_experts=None if args.band_folds is None else fold_models(args.band_folds),
                             dereverb=args.dereverb, denoise=args.denoise)
     expert_col = f" {'expert':>7}" if args.expert_folds is not None else ""
-    print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>8} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}"
+    print(f"{'condition':<10} {'<=10 ms':>8} {'<=20 ms':>9} {'<=40 ms':>8} {'mean':>8} {'median':>8} {'failed':>7} {'s':>6}"
           + expert_col)
     means = {}
     for condition in args.conditions:
@@ -279,14 +279,14 @@ def main(argv=None) -> int:
             pairs.append((np.asarray(starts, np.float64) / SR, np.array([iv[0] for iv in intervals])))
         s = score_alignments(pairs)
         means[condition] = s.mean_ms
-        print(f"{condition:<10} {s.within_ms[10]:7.1f}% {s.within_ms[20]:7.1f}% {s.within_ms[40]:7.1f}% "
+        print(f"{condition:<10} {s.within_ms[10]:7.1f}% {s.within_ms[20]:8.2f}% {s.within_ms[40]:7.1f}% "
               f"{s.mean_ms:6.1f}ms {s.median_ms:6.1f}ms {failed:7d} {time.perf_counter() - t0:6.1f}"
               + (f" {100 * routed / len(utts):6.0f}%" if expert_col else ""), flush=True)
     for label, group in (("seen kinds", SEEN_KINDS), ("unseen kinds", UNSEEN_KINDS)):
         done = [means[c] for c in group if c in means]
         if done:
-            ratio = f", {np.mean(done) / means['clean']:.2f}x clean" if "clean" in means else ""
-            print(f"{label}: mean error {np.mean(done):.1f} ms over {len(done)} conditions{ratio}")
+            ratio = f", {np.mean(done) / means['clean']:.3f}x clean" if "clean" in means else ""
+            print(f"{label}: mean error {np.mean(done):.2f} ms over {len(done)} conditions{ratio}")
     return 0
 
 
