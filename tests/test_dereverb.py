@@ -1,9 +1,13 @@
 """Dereverberation (:mod:`aligner.features.dereverb`) and the multi-condition expert that uses it:
 the STFT, the WPE filter on a simulated room, the gate's statistic, block-by-block filtering,
-settings checks, routing, saving, loading and damaged entries, and adaptation's frames."""
+settings checks, routing, saving, loading and damaged entries, adaptation's frames, and the same bits
+whether numba compiles the filter or loads it from its cache."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -75,7 +79,7 @@ def test_the_filter_solve_is_numpys_without_numbas_linalg():
 
 
 _DEREVERB_DIGEST = """
-import hashlib, sys
+import hashlib
 import numpy as np
 from aligner.features.dereverb import DereverbSettings, dereverberate
 rng = np.random.default_rng(3)
@@ -91,10 +95,6 @@ def test_a_fresh_compile_and_the_cached_code_dereverberate_alike(tmp_path):
     """The same samples, bit for bit, from a process that compiles the filter and from one that
     loads it from numba's cache (with fastmath they differed in the last bits: Dask workers and
     the local pool then wrote different boundaries for the same recording)."""
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
     digests = [subprocess.run([sys.executable, "-c", _DEREVERB_DIGEST], env=env, capture_output=True, text=True,
                               check=True).stdout.strip() for _ in range(2)]
