@@ -5,6 +5,8 @@ For each of the 4 fold alignment models of ``python -m benchmarks.eval_alignment
 --save-models DIR`` (``--folds-dir``; each never saw its 3 test speakers), a fold vowel model
 is trained on the same 9 training speakers only (``--vowel-models DIR``, trained there when
 missing: CVC tokens of the 9 speakers, acoustics from that fold alignment model's classifier,
+or with ``--vowel-classifier-folds DIR`` from the classifier of DIR's fold model of the same
+speakers, e.g. kernel folds beside network alignment folds, as shipped,
 the candidate chosen by 3 inner speaker folds inside the 9 as ``aligner train-vowels`` does,
 then refitted on the 9). Each test utterance is aligned from its ``.txt`` words (``--phones``:
 its ``.phn`` phones) by its fold's alignment model; its vowels are re-measured by
@@ -78,9 +80,10 @@ RELOCATE_CAPS = (None, 10.0)
 MIXES = (0.75, 0.9, 1.0)
 
 
-def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path):
+def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path, classifier_dir: Path | None = None):
     """A vowel model trained on the CVC tokens of the training speakers of the fold alignment model
-    at ``fold_dir`` (its manifest's ``test_speakers`` left out), with its classifier; the candidate
+    at ``fold_dir`` (its manifest's ``test_speakers`` left out), with its classifier, or with the
+    classifier of the fold model at ``classifier_dir`` (the same test speakers); the candidate
     chosen by 3 inner speaker folds; saved to ``out``."""
     from threadpoolctl import threadpool_limits
 
@@ -90,6 +93,10 @@ def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path):
 
     am = AlignmentModel.load(fold_dir)
     test = set(am.training["test_speakers"])
+    if classifier_dir is not None:
+        am = AlignmentModel.load(classifier_dir)
+        if set(am.training["test_speakers"]) != test:
+            raise SystemExit(f"{classifier_dir}: its test speakers differ from {fold_dir}'s")
     utts = [u for u in find_utterances(data) if u.speaker not in test]
     with threadpool_limits(1):
         examples, _ = T.load_cvc_examples(utts, am.classifier)
@@ -99,7 +106,7 @@ def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path):
     model = fit.model(am.classifier, T.VOWEL_COLUMNS, {
         "test_speakers": sorted(test), "speakers": sorted({u.speaker for u in utts}), "trainer": chosen.trainer,
         "trainer_params": dict(chosen.params), "widths": list(chosen.widths), "epochs": n_epochs,
-        "alignment_fold": str(fold_dir), "cv": cv.record()})
+        "alignment_fold": str(fold_dir), "classifier_fold": str(classifier_dir or fold_dir), "cv": cv.record()})
     model.save(out)
     return model
 
@@ -135,6 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("--folds-dir", type=Path, default=Path("runs/folds"))
     ap.add_argument("--vowel-models", type=Path, default=Path("runs/vowelfusion/vowel-folds"),
                     help="fold vowel models (DIR/foldK), trained here when missing")
+    ap.add_argument("--vowel-classifier-folds", type=Path, default=None,
+                    help="fold models (DIR/foldK) whose classifier new fold vowel models read, e.g. kernel folds "
+                         "as the shipped vowel model keeps a kernel classifier [--folds-dir]")
     ap.add_argument("--phones", action="store_true", help="align the .phn phones instead of the .txt words")
     ap.add_argument("--end-to-end", action="store_true", help="also score aligner vowels' own rows (shipped settings)")
     ap.add_argument("--recording-posteriors", choices=("no", "yes", "shipped"), default="shipped",
@@ -177,7 +187,8 @@ def main(argv=None) -> int:
         vdir = args.vowel_models / fold.name
         if not (vdir / "manifest.json").is_file():
             print(f"training the vowel model of {fold.name} (its 9 training speakers) -> {vdir}", file=sys.stderr)
-            train_fold_vowel_model(fold, args.data, vdir)
+            train_fold_vowel_model(fold, args.data, vdir, None if args.vowel_classifier_folds is None
+                                   else args.vowel_classifier_folds / fold.name)
         vm = VowelModel.load(vdir)
         if set(vm.training.get("test_speakers", [])) != set(am.training["test_speakers"]):
             print(f"{vdir}: its test speakers differ from {fold}'s", file=sys.stderr)
