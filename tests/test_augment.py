@@ -158,6 +158,44 @@ def test_training_copies_carry_the_clean_frames_count():
     assert clf.log_prior.shape == (39,)
 
 
+@needs_timit
+def test_the_copies_join_the_weight_and_refiner_training_scored_out_of_fold():
+    """prepare_weight_training: each simulated-condition copy becomes a refiner-training row of
+    its own (the recording's phones, starts and speaker, its own frames and out-of-fold scores);
+    the recordings' rows, and the weights learnt from them, are unchanged by it."""
+    from aligner.alignment.training import fit_weights, load_utterances, prepare_weight_training
+    from aligner.io.corpus import find_utterances
+
+    utts = [u for u in find_utterances(TIMIT) if u.utterance_id.startswith("sx")]
+    speakers = sorted({u.speaker for u in utts})[:3]
+    chosen = [u for s in speakers for u in [v for v in utts if v.speaker == s][:2]]
+    data = load_utterances(chosen, warps=(), augment=AugmentationRecipe(copies=1, **NO_ROOMS))
+    n = len(data)
+    params = {"hidden": 32, "max_train_frames": 5000}
+    with_copies = prepare_weight_training(data, params, n_folds=2, n_val_speakers=1)
+    clean_only = prepare_weight_training(data, params, n_folds=2, n_val_speakers=1, condition_copies=False)
+    assert clean_only.copies == 0 and len(clean_only.data) == n
+    assert with_copies.copies == n and len(with_copies.data) == len(with_copies.inputs) == 2 * n
+    assert with_copies.recordings == data
+    for d, row, clean_scores, copy_scores in zip(data, with_copies.data[n:], with_copies.scores[:n],
+                                                 with_copies.scores[n:]):
+        assert row.name == f"{d.name}+copy0" and row.speaker == d.speaker
+        np.testing.assert_array_equal(row.frames, d.degraded[0])
+        np.testing.assert_array_equal(row.y, d.y)
+        np.testing.assert_array_equal(row.starts_s, d.starts_s)
+        assert copy_scores.shape == clean_scores.shape and not np.allclose(copy_scores, clean_scores)
+    for a, b in zip(with_copies.scores[:n], clean_only.scores):  # the same out-of-fold classifiers
+        np.testing.assert_array_equal(a, b)
+    assert with_copies.val_idx == clean_only.val_idx and with_copies.train_idx == clean_only.train_idx
+    assert all(i < n for i in with_copies.train_idx + with_copies.val_idx)
+    model, _ = fit_weights(with_copies, "orbit", {"epochs": 1, "eval_train": False})
+    plain, _ = fit_weights(clean_only, "orbit", {"epochs": 1, "eval_train": False})
+    np.testing.assert_array_equal(model.weights, plain.weights)
+    assert model.training["utterances"] == n and model.training["refiner_training_copies"] == n
+    # the refiner learnt from the copies' decodes as well: another fit than the recordings' alone
+    assert not np.array_equal(model.refiner.output_weights, plain.refiner.output_weights)
+
+
 def test_cli_train_refuses_a_bad_recipe_in_one_line(tmp_path):
     recipe = tmp_path / "recipe.json"
     recipe.write_text(json.dumps({"copies": 2, "snr_db": [40, 10]}))

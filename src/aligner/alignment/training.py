@@ -8,7 +8,10 @@
    groups, so the agreement feature is as (un)reliable on training utterances as on new ones.
 4. The 7 weights are trained with any trainer of the learning core; a speaker-disjoint part of
    the training speakers is the validation set for early stopping.
-5. The shipped classifier is trained on every utterance.
+5. A boundary refiner learns the sub-frame shifts of the decodes; utterances that carry
+   simulated-condition copies (``aligner train --augment``) bring those copies to its training
+   too, scored by the same out-of-fold classifiers.
+6. The shipped classifier is trained on every utterance.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -236,17 +239,41 @@ def fit_classifier(data: list, classifier_params: dict) -> FrameClassifier:
 
 def out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progress: Progress = None) -> list:
     """Classifier scores (T, P) of every utterance from a classifier that did not see its speaker."""
+    return _out_of_fold_scores(data, n_folds, classifier_params, progress, copies=False)[0]
+
+
+def _out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progress: Progress = None,
+                        copies: bool = True) -> tuple:
+    """``(scores, copy_scores)``: :func:`out_of_fold_scores`, and with ``copies`` the scores
+    (T, P) of each utterance's simulated-condition copies (``copy_scores[i]``, one per
+    ``data[i].degraded``) by the same classifier (empty lists without)."""
     folds = speaker_folds(data, n_folds)
     scores = [None] * len(data)
+    copy_scores = [[] for _ in data]
     for f, held_out in enumerate(folds):
         train = [d for d in data if d.speaker not in held_out]
         clf = fit_classifier(train, classifier_params)
         for i, d in enumerate(data):
             if d.speaker in held_out:
                 scores[i] = clf.scores(d.frames)
+                if copies:
+                    copy_scores[i] = [clf.scores(c) for c in d.degraded]
         if progress:
             progress("classifier folds", f + 1, len(folds))
-    return scores
+    return scores, copy_scores
+
+
+def condition_copy_rows(data: list, copy_scores: list) -> tuple:
+    """``(rows, scores)``: each simulated-condition copy of ``data`` (``d.degraded``) as an
+    utterance of its own for the refiner training: its frames, the same phones,
+    reference starts and speaker, named ``NAME+copyJ``; ``copy_scores[i][j]``: the (T, P)
+    scores of copy j of ``data[i]``."""
+    rows, scores = [], []
+    for d, cs in zip(data, copy_scores):
+        for j, (frames, s) in enumerate(zip(d.degraded, cs)):
+            rows.append(replace(d, name=f"{d.name}+copy{j}", frames=frames, warped=[], degraded=[]))
+            scores.append(s)
+    return rows, scores
 
 
 def fit_boundary_refiner(model: AlignmentModel, prepared: "PreparedWeightTraining") -> BoundaryRefiner:
@@ -287,6 +314,15 @@ class PreparedWeightTraining:
     scores: list = field(default_factory=list)  #: (T, C) out-of-fold classifier scores of ``data``
     inventory: PhoneInventory = TIMIT39_INVENTORY  #: the classes of ``data``'s labels
     phone_symbols: Optional[dict] = None  #: a model's own phone set (symbol -> class), or None
+    #: the last ``copies`` rows of ``data`` (and ``inputs``, ``scores``) are simulated-condition
+    #: copies of the recordings before them (:func:`condition_copy_rows`): the refiner trains on
+    #: them too; ``train_idx`` and ``val_idx`` index recordings only
+    copies: int = 0
+
+    @property
+    def recordings(self) -> list:
+        """The rows of ``data`` that are recordings, not simulated-condition copies."""
+        return self.data[:len(self.data) - self.copies]
 
     @property
     def speakers(self) -> list:
@@ -306,6 +342,7 @@ def prepare_weight_training(
     classifier_data: Optional[list] = None,
     validation_speakers: Optional[set] = None,
     phone_set: Optional[PhoneSet] = None,
+    condition_copies: bool = True,
 ) -> PreparedWeightTraining:
     """Duration statistics, out-of-fold scores and the final classifier of ``data``, once.
 
@@ -317,6 +354,15 @@ def prepare_weight_training(
     ``data``, instead of out-of-fold scores over ``data``; the duration statistics then come
     from both. ``phone_set``: the model's own phone set the utterances were read in
     (:func:`load_utterance`); None: the 39 classes.
+
+    ``condition_copies``: the simulated-condition copies the utterances carry (``d.degraded``,
+    ``aligner train --augment``) join the boundary refiner's training as utterances of their own
+    (:func:`condition_copy_rows`), scored by the classifier that scores their recording, so a
+    multi-condition model's refiner learns the shifts its decodes need in those conditions.
+    The 7 weights still learn from the recordings only: on the copies too, their validation
+    cost rose from the first epoch and the chosen epoch swung between folds (docs/results.md).
+    False: the copies train the classifier alone. The duration statistics come from the
+    recordings either way.
     """
     start = time.perf_counter()
     inventory = TIMIT39_INVENTORY if phone_set is None else phone_set.inventory
@@ -324,16 +370,22 @@ def prepare_weight_training(
     classifier_params = dict(DEFAULT_CLASSIFIER_PARAMS, **(classifier_params or {}))
     if inventory is not TIMIT39_INVENTORY:
         classifier_params["n_classes"] = len(inventory)
+    with_copies = condition_copies and any(d.degraded for d in data)
     if classifier_data:
         durations = duration_stats(list(classifier_data) + list(data), inventory)
         final_classifier = fit_classifier(classifier_data, classifier_params)
         scores = [final_classifier.scores(d.frames) for d in data]
+        copy_scores = [[final_classifier.scores(c) for c in d.degraded] if with_copies else [] for d in data]
     else:
         durations = duration_stats(data, inventory)
         # the out-of-fold classifiers only score the training utterances for the weights and the
         # refiner: one network each, whatever the final classifier averages (a design measured so)
-        scores = out_of_fold_scores(data, n_folds, dict(classifier_params, networks=1), progress)
+        scores, copy_scores = _out_of_fold_scores(data, n_folds, dict(classifier_params, networks=1), progress,
+                                                  copies=with_copies)
         final_classifier = fit_classifier(data, classifier_params)
+    n_recordings = len(data)
+    copy_rows, copy_row_scores = condition_copy_rows(data, copy_scores)
+    data, scores = list(data) + copy_rows, list(scores) + copy_row_scores
     if progress:
         progress("final classifier", 1, 1)
     model = AlignmentModel(final_classifier, durations, np.zeros(7), inventory=inventory, phone_symbols=phone_symbols)
@@ -346,10 +398,10 @@ def prepare_weight_training(
         val_speakers = set(speakers[len(speakers) - n_val_speakers:]) if n_val_speakers else set()
     return PreparedWeightTraining(
         data, inputs,
-        [i for i, d in enumerate(data) if d.speaker not in val_speakers],
-        [i for i, d in enumerate(data) if d.speaker in val_speakers],
+        [i for i, d in enumerate(data[:n_recordings]) if d.speaker not in val_speakers],
+        [i for i, d in enumerate(data[:n_recordings]) if d.speaker in val_speakers],
         final_classifier, durations, classifier_params, 0 if classifier_data else n_folds,
-        time.perf_counter() - start, scores, inventory, phone_symbols)
+        time.perf_counter() - start, scores, inventory, phone_symbols, len(copy_rows))
 
 
 def fit_weights(
@@ -393,7 +445,7 @@ def weights_model(prepared: PreparedWeightTraining, fitted: Trainer, refine: boo
     out-of-fold scores.
     """
     start = time.perf_counter()
-    data = prepared.data
+    data = prepared.recordings
     model = AlignmentModel(prepared.classifier, prepared.durations, fitted.w_, inventory=prepared.inventory,
                            phone_symbols=prepared.phone_symbols)
     if refine:
@@ -409,6 +461,7 @@ def weights_model(prepared: PreparedWeightTraining, fitted: Trainer, refine: boo
         "classifier_folds": prepared.n_folds,
         "vtlp_copies_per_utterance": len(data[0].warped) if data else 0,
         "degraded_copies_per_utterance": len(data[0].degraded) if data else 0,
+        "refiner_training_copies": prepared.copies,
         "boundary_refinement": bool(refine),
         "best_epoch": fitted.best_epoch_,
         "history": fitted.history_dicts(),

@@ -33,7 +33,8 @@ from aligner.cli.common import echo, run
 @click.option("--augment", default=None, metavar="RECIPE",
               help="Multi-condition training: the frame classifier also learns from degraded copies "
                    "(simulated rooms, noise, phone lines, clipping) made as the JSON recipe RECIPE says, "
-                   "or 'default' (recipes/conditions/multi-condition.json). Rooms need: pip install 'aligner[train]'.")
+                   "or 'default' (recipes/conditions/multi-condition.json), and the boundary refiner from "
+                   "their decodes. Rooms need: pip install 'aligner[train]'.")
 @click.option("--classifier", "classifier_kind", type=click.Choice(["network", "kernel"]), default="network",
               show_default=True,
               help="Frame classifier: a network of 512 ReLU units, or the Nystroem-RBF kernel with linear SVMs "
