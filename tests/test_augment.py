@@ -159,7 +159,7 @@ def test_training_copies_carry_the_clean_frames_count():
 
 
 @needs_timit
-def test_the_copies_join_the_weight_and_refiner_training_scored_out_of_fold():
+def test_the_copies_join_the_refiner_training_scored_out_of_fold():
     """prepare_weight_training: each simulated-condition copy becomes a refiner-training row of
     its own (the recording's phones, starts and speaker, its own frames and out-of-fold scores);
     the recordings' rows, and the weights learnt from them, are unchanged by it."""

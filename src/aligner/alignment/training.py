@@ -237,16 +237,12 @@ def fit_classifier(data: list, classifier_params: dict) -> FrameClassifier:
     return clf
 
 
-def out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progress: Progress = None) -> list:
-    """Classifier scores (T, P) of every utterance from a classifier that did not see its speaker."""
-    return _out_of_fold_scores(data, n_folds, classifier_params, progress, copies=False)[0]
-
-
-def _out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progress: Progress = None,
-                        copies: bool = True) -> tuple:
-    """``(scores, copy_scores)``: :func:`out_of_fold_scores`, and with ``copies`` the scores
-    (T, P) of each utterance's simulated-condition copies (``copy_scores[i]``, one per
-    ``data[i].degraded``) by the same classifier (empty lists without)."""
+def out_of_fold_scores(data: list, n_folds: int, classifier_params: dict, progress: Progress = None,
+                       copies: bool = False) -> tuple:
+    """``(scores, copy_scores)``: the classifier scores (T, P) of every utterance from a classifier
+    that did not see its speaker, and with ``copies`` those of each utterance's simulated-condition
+    copies by the same classifier (``copy_scores[i]``, one per ``data[i].degraded``; empty lists
+    without)."""
     folds = speaker_folds(data, n_folds)
     scores = [None] * len(data)
     copy_scores = [[] for _ in data]
@@ -380,8 +376,8 @@ def prepare_weight_training(
         durations = duration_stats(data, inventory)
         # the out-of-fold classifiers only score the training utterances for the weights and the
         # refiner: one network each, whatever the final classifier averages (a design measured so)
-        scores, copy_scores = _out_of_fold_scores(data, n_folds, dict(classifier_params, networks=1), progress,
-                                                  copies=with_copies)
+        scores, copy_scores = out_of_fold_scores(data, n_folds, dict(classifier_params, networks=1), progress,
+                                                 copies=with_copies)
         final_classifier = fit_classifier(data, classifier_params)
     n_recordings = len(data)
     copy_rows, copy_row_scores = condition_copy_rows(data, copy_scores)
