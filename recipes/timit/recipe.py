@@ -16,9 +16,9 @@ Steps (each a call into the library; no trainer is treated specially here):
    (:class:`aligner.learn.ValidationSearch`); the point with the lowest validation cost wins and
    is refitted with the other seeds (:func:`aligner.alignment.training.fit_weights`);
 4. every fit aligns the test speakers (boundaries on the 10 ms grid: the sub-frame refinement
-   of :mod:`aligner.alignment.refinement` is left out, as it is the same for every trainer);
+   of :mod:`aligner.alignment.decoding.refinement` is left out, as it is the same for every trainer);
    the boundaries are scored in seconds against the
-   ``.phn`` times exactly as ``aligner evaluate`` does (:func:`aligner.alignment.evaluation.score_alignments`).
+   ``.phn`` times exactly as ``aligner evaluate`` does (:func:`aligner.alignment.evaluation.phones.score_alignments`).
 
 Writes ``OUT_DIR/results.md`` (the table), ``OUT_DIR/results.json`` (everything, per seed and
 per split) and, with ``--save-models``, ``OUT_DIR/models/<trainer>/`` (seed 0, last split).
@@ -47,11 +47,11 @@ from aligner.io.corpus import (
     timit_standard_split,
 )
 from aligner.errors import AlignerError
-from aligner.alignment.evaluation import TOLERANCES_MS, score_alignments
+from aligner.alignment.evaluation.phones import TOLERANCES_MS, score_alignments
 from aligner.features.mfcc import phone_start_times
 from aligner.learn import TRAINERS, ValidationSearch, make_trainer
 from aligner.io.transcripts import read_phn
-from aligner.alignment.task import AlignmentTask
+from aligner.alignment.decoding.task import AlignmentTask
 from aligner.alignment.training import (
     DEFAULT_TRAINER_PARAMS,
     DEFAULT_WARPS,

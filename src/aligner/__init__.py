@@ -1,7 +1,7 @@
 """aligner: phoneme forced alignment and vowel duration measurement.
 
 The learning core (:mod:`aligner.learn`) knows nothing of speech; the tasks
-(:mod:`aligner.alignment.task`, :mod:`aligner.vowels.task`) know nothing of the trainers.
+(:mod:`aligner.alignment.decoding.task`, :mod:`aligner.vowels.task`) know nothing of the trainers.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.6.0"

@@ -21,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple, Optional
 
-from aligner.alignment.adapt_corpus import AdaptReport
+from aligner.alignment.adaptation.corpus import AdaptReport
 from aligner.alignment.corpus import (CORPUS_TRANSCRIPTS, CorpusReport, FileReview, OovReport, align_corpus,
                                       find_oovs)
-from aligner.alignment.evaluation import AlignmentScores, evaluate_directories
+from aligner.alignment.evaluation.phones import AlignmentScores, evaluate_directories
 from aligner.alignment.model import AlignmentModel
 from aligner.alignment.pipeline import (PHONE_TIER, STREAM_SECONDS, TIER_OVERRUN_TOLERANCE, Alignment, align,
                                         align_file, align_file_reviewed, align_phones_reviewed, align_transcript,
@@ -70,7 +70,7 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
     ``rounds`` rounds aligns the corpus and re-estimates the model on it, pulled toward the base
-    (:mod:`aligner.alignment.adaptation`). ``references``: a folder of hand-aligned TextGrids of
+    (:mod:`aligner.alignment.adaptation.rounds`). ``references``: a folder of hand-aligned TextGrids of
     some files (their boundaries replace the decoded ones). ``output_dir``: also align the corpus
     with the adapted model there. ``jobs``, ``engine``, ``scheduler``: where the rounds (and
     ``output_dir``) run, as for :func:`align_corpus` (``jobs`` local processes, or Dask: e.g.
@@ -80,8 +80,8 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
     the words are in a language the model never heard, read as ``align_corpus(...,
     language=...)`` reads them, and ``references`` hold the language's IPA phones, read through the
     same mapping; align with the adapted model through the same ``language``.
-    Returns an :class:`AdaptReport`; see :func:`aligner.alignment.adapt_corpus.adapt_corpus`."""
-    from aligner.alignment.adapt_corpus import adapt_corpus
+    Returns an :class:`AdaptReport`; see :func:`aligner.alignment.adaptation.corpus.adapt_corpus`."""
+    from aligner.alignment.adaptation.corpus import adapt_corpus
 
     return adapt_corpus(corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir, jobs,
                         settings, progress, message, engine=engine, scheduler=scheduler, language=language,
@@ -100,7 +100,7 @@ class Evaluation(NamedTuple):
 class WordEvaluation(NamedTuple):
     """What :func:`evaluate_words` found (FA-Bench's word-track figures)."""
 
-    words: object  #: :class:`~aligner.alignment.word_evaluation.WordScores` of the words
+    words: object  #: :class:`~aligner.alignment.evaluation.words.WordScores` of the words
     phones: object  #: the same figures for the phones, None without phone references
     problems: list  #: ``(path, message)`` for missing, unreadable or unmatched files
 
@@ -108,8 +108,8 @@ class WordEvaluation(NamedTuple):
 def evaluate_words(ref_dir, hyp_dir, allow_missing: bool = False) -> WordEvaluation:
     """Words (and phones) tiers of HYP's TextGrids against REF's ``.wrd``/``.phn`` files or
     TextGrids, by relative path: words paired by their labels, both edges scored, boundary F1 at
-    20 ms (:mod:`aligner.alignment.word_evaluation`)."""
-    from aligner.alignment.word_evaluation import evaluate_word_directories
+    20 ms (:mod:`aligner.alignment.evaluation.words`)."""
+    from aligner.alignment.evaluation.words import evaluate_word_directories
 
     return WordEvaluation(*evaluate_word_directories(ref_dir, hyp_dir, allow_missing))
 
@@ -134,7 +134,7 @@ def evaluate(ref_dir, hyp_dir, allow_missing: bool = False) -> Evaluation:
 
     Returns an :class:`Evaluation` ``(scores, problems)``: problems are hypotheses without a
     reference or with other phones, and (unless ``allow_missing``) references without a
-    hypothesis; see :mod:`aligner.alignment.evaluation`.
+    hypothesis; see :mod:`aligner.alignment.evaluation.phones`.
     """
     return Evaluation(*evaluate_directories(ref_dir, hyp_dir, allow_missing))
 
@@ -157,7 +157,7 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     when the recipe simulates rooms. The recipe is stored in the model's training record.
     ``front_band_hz``: a phone-line model, hearing every recording (in training and when it
     aligns) through this band (Hz), e.g. :data:`aligner.features.band.PHONE_BAND_HZ`: the band
-    expert of a multi-condition bundle (``benchmarks.fit_condition_expert --band-expert``).
+    expert of a multi-condition bundle (``benchmarks.alignment.fit_condition_expert --band-expert``).
     """
     from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
     from aligner.features.augment import AugmentationRecipe

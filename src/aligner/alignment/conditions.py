@@ -19,7 +19,7 @@ that the range gate leaves alone (a phone line without a room or much noise); th
 still go to the multi-condition expert, which heard rooms and noise on phone lines too.
 
 Each gate is set from recordings of speakers the clean classifier never heard (the out-of-fold
-decodes of ``benchmarks.eval_alignment_cv`` fold models): as the value that only a chosen share
+decodes of ``benchmarks.alignment.eval_alignment_cv`` fold models): as the value that only a chosen share
 of those clean recordings lies beyond (:func:`gate_for_false_alarm`). Two to three times that
 share of clean recordings goes to the expert, and recordings less like the clean training speech
 go there more often.

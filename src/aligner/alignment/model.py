@@ -3,8 +3,8 @@
 :class:`AlignmentModel` turns a recording's samples and its phone symbols into phone
 intervals in seconds: 10 ms MFCC frames (:mod:`aligner.features.mfcc`), classifier scores
 (:mod:`aligner.features.frame_classifier`), the 7-dim feature map and its segmental DP
-(:mod:`aligner.alignment.task`), then, when the model has one, a sub-frame shift of every
-boundary (:mod:`aligner.alignment.refinement`). It saves to and loads from a model bundle
+(:mod:`aligner.alignment.decoding.task`), then, when the model has one, a sub-frame shift of every
+boundary (:mod:`aligner.alignment.decoding.refinement`). It saves to and loads from a model bundle
 (:mod:`aligner.io.bundles`), without pickle.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from aligner.alignment.conditions import REVERB_ROUTING_MIN_SECONDS, check_gates, level_statistics, posterior_entropy
-from aligner.alignment.refinement import BoundaryRefiner
+from aligner.alignment.decoding.refinement import BoundaryRefiner
 from aligner.features.band import check_band, through_band
 from aligner.features.denoise import DenoiseSettings, denoised_samples, is_noisy
 from aligner.features.dereverb import DereverbSettings, dereverberated_samples, is_reverberant
@@ -25,9 +25,9 @@ from aligner.features.mfcc import mfcc_features
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, n_frames, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_number
-from aligner.phonetics import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
-from aligner.alignment.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
-from aligner.alignment.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, decode_banded,
+from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
+from aligner.alignment.decoding.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
+from aligner.alignment.decoding.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, decode_banded,
                                    dp_cells, make_alignment_input)
 
 #: recordings longer than this (frames) are reviewed in blocks of phones (:meth:`AlignmentModel.review`)
@@ -177,14 +177,14 @@ class AlignmentModel:
     min_frames: int = 1
     training: dict = field(default_factory=dict)
     refiner: BoundaryRefiner | None = None  #: sub-frame boundary shifts; None = grid times
-    #: per-boundary confidence (:class:`~aligner.alignment.confidence.BoundaryConfidence`); None = none
+    #: per-boundary confidence (:class:`~aligner.alignment.review.confidence.BoundaryConfidence`); None = none
     confidence: object = None
-    #: transcript-mismatch check (:class:`~aligner.alignment.confidence.UtteranceCheck`); None = none
+    #: transcript-mismatch check (:class:`~aligner.alignment.review.confidence.UtteranceCheck`); None = none
     utterance_check: object = None
     #: the classes the model tells apart (the 39 of the shipped models, or a trained phone set's)
     inventory: PhoneInventory = TIMIT39_INVENTORY
     #: for a model trained on its own phones: transcript symbol -> class name; None = the
-    #: standard sets of :func:`~aligner.phonetics.get_phone_set` (39-class models)
+    #: standard sets of :func:`~aligner.phones.sets.get_phone_set` (39-class models)
     phone_symbols: dict | None = None
     #: the decoder of recordings unlike the clean training speech (:mod:`aligner.alignment.conditions`):
     #: a model of its own classifier, weights and refiner sharing everything else with this one
@@ -387,13 +387,13 @@ class AlignmentModel:
         written as ``symbols``, from MFCC frames (T, 42) and classifier scores (T, 39).
 
         The DP over the whole recording when its table is small
-        (:func:`~aligner.alignment.long_recordings.needs_long_path`), searched within a band
+        (:func:`~aligner.alignment.decoding.long_recordings.needs_long_path`), searched within a band
         around the first pass's starts that is widened while it binds
         (:meth:`_decode_near_first_pass`, :data:`PHONE_BAND_FRAMES`), else the two linear passes
-        of :func:`~aligner.alignment.long_recordings.align_long`; the refiner then moves every
+        of :func:`~aligner.alignment.decoding.long_recordings.align_long`; the refiner then moves every
         boundary as usual.
         """
-        from aligner.alignment.long_recordings import align_long, needs_long_path
+        from aligner.alignment.decoding.long_recordings import align_long, needs_long_path
 
         classes = np.asarray(classes, np.int64)
         mean, std, max_frames = self.durations.for_phones(classes, symbols)
@@ -419,10 +419,10 @@ class AlignmentModel:
                                 mean: np.ndarray, name: str) -> np.ndarray:
         """Start frames (K,) of the DP over ``x`` (:meth:`align_frames`), searched within
         +-:data:`PHONE_BAND_FRAMES` frames of the first pass's starts and widened while the band
-        binds (:func:`~aligner.alignment.task.decode_banded`); the exact DP when
+        binds (:func:`~aligner.alignment.decoding.task.decode_banded`); the exact DP when
         :data:`PHONE_BAND_FRAMES` is None or the first pass finds no path. ``scores``: (T, 39)
         classifier scores; ``classes``, ``mean``: (K,) phone classes and mean durations (frames)."""
-        from aligner.alignment.long_recordings import first_pass_starts
+        from aligner.alignment.decoding.long_recordings import first_pass_starts
 
         if PHONE_BAND_FRAMES is None:
             return self.align_frames(x)
@@ -438,13 +438,13 @@ class AlignmentModel:
         start's probability of lying within 20 ms of an annotator's (the first is 1.0), and the
         probability that the transcript belongs to the audio (None without an utterance check).
         ``(None, None)`` for a model without a confidence model.
-        (:mod:`aligner.alignment.confidence`.) A recording longer than
+        (:mod:`aligner.alignment.review.confidence`.) A recording longer than
         :data:`REVIEW_BLOCK_FRAMES` is reviewed in blocks of :data:`REVIEW_BLOCK_PHONES` phones
         (each with :data:`REVIEW_OVERLAP_PHONES` more on either side, on its own frames: memory
         stays bounded); its transcript match is then the lowest block's."""
         if self.confidence is None:
             return None, None
-        from aligner.alignment.confidence import boundary_confidences, utterance_evidence
+        from aligner.alignment.review.confidence import boundary_confidences, utterance_evidence
 
         classes, y, starts_s = np.asarray(classes), np.asarray(y), np.asarray(starts_s, np.float64)
         symbols = None if symbols is None else list(symbols)
@@ -476,7 +476,7 @@ class AlignmentModel:
         ``samples``: float mono audio at 16 kHz. Phone k's start is the boundary before its
         first frame (:meth:`start_times`); the first phone starts at 0 and the last ends at
         the end of the audio. ``split_stops``: decode every stop and affricate as its TIMIT
-        closure + release and merge them back (:mod:`aligner.alignment.stop_closures`); None = automatic,
+        closure + release and merge them back (:mod:`aligner.alignment.decoding.stop_closures`); None = automatic,
         i.e. for phone sets without closure symbols (``arpabet``, ``timit39``).
         """
         return self.align_with_review(samples, symbols, phone_set, name, split_stops, review=False)[0]
@@ -531,7 +531,7 @@ class AlignmentModel:
                               name: str = "<utterance>") -> None:
         """Raise :class:`~aligner.errors.AlignmentError` (one line naming ``name``) unless the
         phones the DP would decode for ``symbols`` can cover ``n_frames_`` frames; O(K), so it
-        runs before any feature is computed (:func:`~aligner.alignment.task.check_fits`)."""
+        runs before any feature is computed (:func:`~aligner.alignment.decoding.task.check_fits`)."""
         _, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops, n_frames_)
         _, _, max_frames = self.durations.for_phones(classes, internal_symbols)
         check_fits(n_frames_, len(classes), max_frames, self.min_frames, name)
@@ -623,7 +623,7 @@ class AlignmentModel:
             refiner = BoundaryRefiner.from_arrays(arrays["refiner"]) if "refiner" in arrays else None
             confidence = utterance_check = None
             if "confidence" in arrays or "utterance_check" in arrays:
-                from aligner.alignment.confidence import BoundaryConfidence, UtteranceCheck
+                from aligner.alignment.review.confidence import BoundaryConfidence, UtteranceCheck
 
                 if "confidence" in arrays:
                     confidence = BoundaryConfidence.from_arrays(arrays["confidence"], inventory.broad_indices)

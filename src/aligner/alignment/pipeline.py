@@ -92,8 +92,8 @@ def _check_fits_header(m: AlignmentModel, audio, symbols, pset, split_stops, nam
 def _check_words_fit(m: AlignmentModel, prons, seconds: float, label: str) -> None:
     """Refuse words whose pronunciations cannot fit ``seconds`` of audio: too many phones even
     in their shortest pronunciations, or too few to cover it with pauses at their longest."""
-    from aligner.alignment.task import check_fits
-    from aligner.alignment.words import EDGE_SYMBOL, PAUSE_SYMBOL
+    from aligner.alignment.decoding.task import check_fits
+    from aligner.alignment.decoding.words import EDGE_SYMBOL, PAUSE_SYMBOL
     from aligner.frames import n_frames
     T = n_frames(int(seconds * SAMPLE_RATE))
     if T < 1 or not prons:
@@ -165,7 +165,7 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     or whitespace-separated symbols), an inline string of symbols, or a list of symbols.
     ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``. ``split_stops``: decode
     each stop/affricate as TIMIT closure + release and merge them back into the one input
-    symbol (:mod:`aligner.alignment.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
+    symbol (:mod:`aligner.alignment.decoding.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
     whose stops include their closure; not for ``timit61``, which writes closures).
     """
     return _align_phones(load_model(model), audio, phones, phone_set, name, split_stops, sr, review=False)[0]
@@ -173,7 +173,7 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
 
 def model_reading(m: AlignmentModel, phone_set):
     """The phone set a transcript for model ``m`` is read in: ``phone_set`` (a name, ``auto``
-    or a :class:`~aligner.phonetics.PhoneSet`) for a 39-class model; the model's own phones for a
+    or a :class:`~aligner.phones.sets.PhoneSet`) for a 39-class model; the model's own phones for a
     model trained on its own phone set, which takes ``auto`` (or ``model``) only."""
     own = m.phone_set
     if own is None:
@@ -232,7 +232,7 @@ def words_dictionary(m: AlignmentModel, dictionary, language: str | None = None)
     trained on its own phones (None without one), else CMU with ``dictionary`` on top
     (:func:`load_dictionary`). Loaded once per process and kept (a corpus's files share it)."""
     if language is not None:
-        from aligner.alignment.languages import check_language
+        from aligner.phones.languages import check_language
 
         check_language(language)
         return None
@@ -269,7 +269,7 @@ class Alignment:
     duration_s: float
     oovs: dict = field(default_factory=dict)
     #: tier name -> each interval's start confidence (P within 20 ms of an annotator's), for a
-    #: model with a confidence model (:mod:`aligner.alignment.confidence`); empty otherwise
+    #: model with a confidence model (:mod:`aligner.alignment.review.confidence`); empty otherwise
     confidences: dict = field(default_factory=dict)
     #: probability that the transcript belongs to the audio (the lowest over a TextGrid's
     #: intervals or a long recording's chunks); None without a transcript check in the model
@@ -348,14 +348,14 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     ``language`` (e.g. ``es``): the words are in that language: each is read by its G2P, its
     IPA phones reach the model through their closest model phones by features (``phone_map``:
     a file or dict of ``LANGUAGE_PHONE MODEL_PHONE`` to override), and the phones tier is
-    written in the language's IPA (:mod:`aligner.alignment.languages`); the mapping is in the
+    written in the language's IPA (:mod:`aligner.phones.languages`); the mapping is in the
     result's ``phone_map``.
 
     ``on_scored``: as for :func:`align_transcript` (called when the words were aligned over the
     whole recording in one piece: not for a TextGrid's intervals, nor a recording streamed from
     its file).
     """
-    from aligner.alignment.words import align_words_scored
+    from aligner.alignment.decoding.words import align_words_scored
     from aligner.errors import TranscriptError
     from aligner.frames import n_frames
     from aligner.io.exports import tier_name
@@ -373,7 +373,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
     words_dict = words_dictionary(m, dictionary, language)
     if language is not None and isinstance(phone_map, (str, os.PathLike)):
-        from aligner.alignment.languages import read_phone_map
+        from aligner.phones.languages import read_phone_map
 
         phone_map = read_phone_map(phone_map)
     mapping: dict = {}
@@ -450,9 +450,9 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
 
 def map_language_phones(m: AlignmentModel, phones, overrides, mapping: dict) -> dict:
     """``mapping`` (``{language IPA phone: model phone}``, grown in place and returned) with each
-    of ``phones`` not yet in it added, as :func:`~aligner.alignment.languages.phone_mapping` maps
+    of ``phones`` not yet in it added, as :func:`~aligner.phones.languages.phone_mapping` maps
     it onto ``m``'s phones (``overrides``: the user's phone map)."""
-    from aligner.alignment.languages import phone_mapping
+    from aligner.phones.languages import phone_mapping
 
     unmapped = [p for p in phones if p not in mapping]
     if unmapped:
@@ -464,7 +464,7 @@ def _language_pronunciations(m: AlignmentModel, text: str, language: str, overri
                              ipa_of: dict, where: str) -> tuple[list, list]:
     """Labels and (one) pronunciation of each word of ``text`` in ``language``: the G2P's IPA
     phones (kept in ``ipa_of``), each as its model phone (``mapping``, grown as phones are met)."""
-    from aligner.alignment.languages import language_pronunciations, language_words
+    from aligner.phones.languages import language_pronunciations, language_words
 
     words = language_words(text)
     if not words:
@@ -590,7 +590,7 @@ def warm_up(model: AlignmentModel) -> None:
     and no file pays a cache load."""
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
-    from aligner.phonetics import get_phone_set
+    from aligner.phones.sets import get_phone_set
 
     if model.phone_set is None:
         symbols, pset = ["h#", "aa", "h#"], get_phone_set("timit61")

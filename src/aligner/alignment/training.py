@@ -25,7 +25,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
-from aligner.alignment.refinement import BoundaryRefiner, boundary_features
+from aligner.alignment.decoding.refinement import BoundaryRefiner, boundary_features
 from aligner.io.audio import load_audio
 from aligner.features.band import through_band
 from aligner.features.frame_classifier import FrameClassifier
@@ -34,8 +34,8 @@ from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times, time_to_boundary_frame
 from aligner.learn import Trainer, ValidationSearch, make_trainer, param_grid, plain_params
 from aligner.io.transcripts import read_phn, read_reference_phones
-from aligner.phonetics import TIMIT39_INVENTORY, PhoneInventory, PhoneSet, get_phone_set
-from aligner.alignment.task import AlignmentTask
+from aligner.phones.sets import TIMIT39_INVENTORY, PhoneInventory, PhoneSet, get_phone_set
+from aligner.alignment.decoding.task import AlignmentTask
 
 Progress = Optional[Callable[[str, int, int], None]]
 
@@ -63,7 +63,7 @@ KERNEL_CLASSIFIER_PARAMS: dict = {name: inspect.signature(FrameClassifier).param
 DEFAULT_CLASSIFIER_PARAMS: dict = dict(NETWORK_CLASSIFIER_PARAMS)
 #: Vocal-tract-length perturbation factors of the extra classifier training copies of every
 #: utterance (same labels, spectrum warped; :func:`aligner.features.mfcc.mfcc_features`).
-#: Their effect on frame accuracy is measured by ``python -m benchmarks.bench_classifier``.
+#: Their effect on frame accuracy is measured by ``python -m benchmarks.speed.bench_classifier``.
 DEFAULT_WARPS = (0.9, 1.1)
 
 
@@ -114,7 +114,7 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
     (:func:`corpus_augmenter`).
 
     Without ``phone_set`` the transcript is a TIMIT ``.phn`` in a standard phone set (the 39
-    classes); with one (a model's own, :func:`~aligner.alignment.inventory.build_inventory`) it is
+    classes); with one (a model's own, :func:`~aligner.phones.inventory.build_inventory`) it is
     a ``.phn`` or the interval tier ``tier`` of a TextGrid
     (:func:`~aligner.io.transcripts.read_reference_phones`), every label read in that set.
     ``front_band_hz``: hear the recording through this band first (a phone-line model,
@@ -126,7 +126,7 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
         starts, _, labels = read_phn(utt.transcript)
         phone_set = get_phone_set("auto", labels, source=str(utt.transcript))
     else:
-        from aligner.alignment.inventory import normalize_symbol
+        from aligner.phones.inventory import normalize_symbol
         from aligner.errors import TranscriptError
 
         starts_s, ends_s, labels = read_reference_phones(utt.transcript, tier)
@@ -516,7 +516,7 @@ def train_alignment_model(
 class TrainingCorpus:
     """The utterances of a training corpus and how their phones are read: ``phone_set`` None
     for TIMIT ``.phn`` in a standard phone set (the 39 classes); else the model's own set, and
-    ``choice`` the :class:`~aligner.alignment.inventory.InventoryChoice` that made it."""
+    ``choice`` the :class:`~aligner.phones.inventory.InventoryChoice` that made it."""
 
     utterances: list
     phone_set: Optional[PhoneSet] = None
@@ -531,16 +531,16 @@ def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_cl
     TIMIT ``.phn`` files whose symbols are TIMIT-61 (or ARPAbet, or the 39 classes) train a
     39-class model, as the shipped one. TextGrids (the interval tier ``phones_tier``, default
     ``phones``; MFA's layout, speakers from folders), or any transcripts when ``phone_classes``
-    (a file path or a :func:`~aligner.alignment.inventory.read_phone_classes` table) or a
+    (a file path or a :func:`~aligner.phones.inventory.read_phone_classes` table) or a
     ``phone_code`` other than ``auto`` is given, train a model of the data's own phones
-    (:func:`~aligner.alignment.inventory.build_inventory`). Raises an
+    (:func:`~aligner.phones.inventory.build_inventory`). Raises an
     :class:`~aligner.errors.AlignerError` naming the corpus or the file at fault.
     """
-    from aligner.alignment.inventory import (MIN_CLASS_TOKENS, build_inventory, count_symbols, normalize_symbol,
+    from aligner.phones.inventory import (MIN_CLASS_TOKENS, build_inventory, count_symbols, normalize_symbol,
                                              read_phone_classes)
     from aligner.errors import AlignerError, TranscriptError
     from aligner.io.corpus import find_utterances
-    from aligner.phonetics import model_phone_set
+    from aligner.phones.sets import model_phone_set
 
     textgrid = (".TextGrid", ".textgrid")
     utterances = [] if phones_tier is not None else find_utterances(corpus_dir, (".phn",))

@@ -161,7 +161,7 @@ class FrameClassifier:
     Parameters
     ----------
     n_classes : number of phone classes; labels are ints ``0 .. n_classes-1``
-        (39 for the Lee & Hon classes of :mod:`aligner.phonetics`).
+        (39 for the Lee & Hon classes of :mod:`aligner.phones.sets`).
     context : frames of context on each side (the input is ``2 context + 1`` frames).
     n_components : Nystroem landmarks ``m``; predict cost grows linearly with it.
     gamma : RBF width *relative to the input dimension* ``d``: the kernel is

@@ -2,7 +2,7 @@
 
 Importing ``librosa.filters`` costs about half a second; one filterbank costs microseconds. The
 arithmetic below follows librosa's own (``htk=True``, ``norm="slaney"``, float32 weights), so the
-matrices are identical; ``tests/test_features.py`` checks them against librosa.
+matrices are identical; ``tests/features/test_features.py`` checks them against librosa.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ col  name                definition (per frame; "z" = z-scored over the recordin
 9    vowel_prob          frame classifier: largest posterior among the vowel classes
 10   nasal_prob          frame classifier: posterior sum over m, n, ng
 11   vowel_sum           frame classifier: posterior sum over the vowel classes
-12   glide_prob          frame classifier: posterior sum over l, r, w, y (the glides of :mod:`aligner.phonetics`)
+12   glide_prob          frame classifier: posterior sum over l, r, w, y (the glides of :mod:`aligner.phones.sets`)
 13   silence_prob        frame classifier: posterior of sil (closures, pauses)
 14   mfcc_1              z of MFCC c1 (40 mel bands, HTK, 25 ms Hann; ``librosa``)
 15   mfcc_2              z of MFCC c2
@@ -76,7 +76,7 @@ from aligner.frames import VOWEL_HOP as HOP
 from aligner.frames import n_vowel_frames as n_frames
 from aligner.frames import seconds_to_vowel_frames as seconds_to_frames  # noqa: F401
 from aligner.frames import vowel_frames_to_seconds as frames_to_seconds  # noqa: F401
-from aligner.phonetics import CLASSES39, GLIDE_CLASSES, NASAL_CLASSES, VOWEL_CLASSES
+from aligner.phones.sets import CLASSES39, GLIDE_CLASSES, NASAL_CLASSES, VOWEL_CLASSES
 from aligner.features.mfcc import FRAME_SHIFT as CLASSIFIER_SHIFT
 from aligner.features.mfcc import WINDOW as CLASSIFIER_WINDOW
 from aligner.runtime import blas
@@ -557,7 +557,7 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
     """:func:`vowel_acoustics` of float64 ``y`` (T frames), block by block (any length)."""
     out = np.zeros((T, N_COLUMNS), dtype=np.float64)
 
-    # per-frame quantities, block by block (memory bounded on long sessions); z-scores after
+    # per-frame quantities, block by block (memory bounded on long recordings); z-scores after
     padded = _padded(y, max(SHORT_WINDOW, WINDOW, PITCH_WINDOW))
     short_all, frames_all = _frames(y, SHORT_WINDOW, T, padded), _frames(y, WINDOW, T, padded)
     pitch_all = _frames(y, PITCH_WINDOW, T, padded)
@@ -569,7 +569,7 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
 
     starts = range(0, T, BLOCK_FRAMES)
     workers = min(len(starts), os.cpu_count() or 1, 2) if T > 4 * BLOCK_FRAMES else 1
-    if workers > 1:  # a long session: the blocks on two threads (FFTs free the GIL)
+    if workers > 1:  # a long recording: the blocks on two threads (FFTs free the GIL)
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(workers) as pool:
@@ -645,7 +645,7 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_poster
     The result: columns 0-8 the same bits as one cut at a time, the others the same up to
     rounding, because the mel and DCT products of the frames' spectra (both front ends) run
     on a group's rows at once (on the 3032 fused cuts of the TIMIT sample: the classifier's
-    columns the same bits, the cepstral ones within 1e-14; tests/test_vowels_fused_speedpath.py).
+    columns the same bits, the cepstral ones within 1e-14; tests/vowels/test_vowels_fused_speedpath.py).
     Falls back to :func:`vowel_acoustics_many` for the cuts it cannot share (not on a frame,
     shorter than 35 ms, over BLOCK_FRAMES frames), and for every cut of a recording with
     non-finite samples or of a classifier its fast path does not score."""

@@ -7,7 +7,7 @@ functions (log, log10, log2, exp: numpy's own SIMD versions, which need not roun
 does). Every sum adds its values in the order of numpy's pairwise summation (what ``np.sum``
 and ``np.mean`` do along a row), every other operation is the same IEEE operation in the same
 order, so the frames equal those of the block path bit for bit
-(tests/test_vowel_speed_paths.py).
+(tests/vowels/test_vowel_speed_paths.py).
 
 The last kernels serve :func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts` (the
 fusion's overlapping cuts of one recording): the same per-frame work on frames given by their

@@ -17,7 +17,7 @@ the input had several speaker tiers (:func:`tier_name`).
     (the file's stem when the input named none).
 
 With per-boundary confidences (``confidences``: tier name -> one probability per interval,
-that its start lies within 20 ms of an annotator's; :mod:`aligner.alignment.confidence`) the CSV
+that its start lies within 20 ms of an annotator's; :mod:`aligner.alignment.review.confidence`) the CSV
 gets a ``Confidence`` column and each JSON entry a fourth element; a TextGrid gets a point tier
 ``TIER confidence`` per tier, a point at each interval's start marked with the probability,
 when ``confidence_tiers`` is set.

@@ -13,7 +13,7 @@ import numpy as np
 
 from aligner.errors import AlignerError, TranscriptError
 from aligner.frames import SAMPLE_RATE
-from aligner.phonetics import PhoneSet, get_phone_set
+from aligner.phones.sets import PhoneSet, get_phone_set
 
 
 def read_text(path: Path, what: str, error: type = AlignerError) -> str:

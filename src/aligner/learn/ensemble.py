@@ -2,7 +2,7 @@
 
 A stochastic trainer's result depends on the order it visits the examples (and, for
 probit, on its noise samples), and on a small training set that dependence can be large
-(``benchmarks/bench_vowels_peer.py --order-seeds`` shows it). :class:`SeedAveragedTrainer` runs
+(``benchmarks/vowels/bench_vowels_peer.py --order-seeds`` shows it). :class:`SeedAveragedTrainer` runs
 the trainer ``n_runs`` times, with seeds ``seed, seed + 1, ...``, and returns the mean of
 their weight vectors. For a linear scorer the mean is one weight vector of the same kind
 (no ensemble at prediction time), and since every run solves the same problem it is an

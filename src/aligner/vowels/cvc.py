@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from aligner.phonetics import BROAD_CLASS_OF, TIMIT61, TIMIT61_CLOSURES, TIMIT61_TO_39, TIMIT61_VOWELS
+from aligner.phones.sets import BROAD_CLASS_OF, TIMIT61, TIMIT61_CLOSURES, TIMIT61_TO_39, TIMIT61_VOWELS
 
 #: TIMIT-61 vowels (including the reduced and r-coloured ones)
 TIMIT_VOWELS = TIMIT61_VOWELS

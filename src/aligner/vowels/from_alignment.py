@@ -5,7 +5,7 @@ FAVE users get vowel tables from forced alignments): the vowel's interval is its
 interval, its word the words-tier interval that holds it, its stress the dictionary's digit
 (ARPAbet ``AE1`` -> vowel ``AE``, stress ``1``; TIMIT phone transcripts have no stress: ``""``),
 and its confidence the lower of the confidences of its two boundaries (the probability that
-each lies within 20 ms of an annotator's; :mod:`aligner.alignment.confidence`). A vowel followed
+each lies within 20 ms of an annotator's; :mod:`aligner.alignment.review.confidence`). A vowel followed
 by a pause or by the end of the recording takes its onset's confidence alone (the words
 alignment does not list pauses, so their starts carry no confidence).
 
@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from aligner.phonetics import ARPABET_VOWELS, TIMIT61_VOWELS
+from aligner.phones.sets import ARPABET_VOWELS, TIMIT61_VOWELS
 
 _STRESS = re.compile(r"^([A-Za-z]+)([012])$")
 
@@ -108,7 +108,7 @@ def aligned_vowels(tiers: Sequence[tuple[str, Sequence]], confidences: Optional[
 def broad_reader(model):
     """``symbol -> broad class or None`` of an alignment model trained on its own phones, or None
     for a 39-class model (whose TIMIT-61 and ARPAbet symbols the tables of
-    :mod:`aligner.phonetics` know)."""
+    :mod:`aligner.phones.sets` know)."""
     pset = model.phone_set
     if pset is None:
         return None

@@ -16,7 +16,7 @@ the vowel model's exact decoder, pulled toward the aligned boundaries:
    shipped settings) the classifier's columns (9-13) are the whole recording's, scored once
    (its MFCC input standardised over the recording, as the aligner scores it) rather than once
    per cut (standardised over the cut). On held-out speakers it measured about as accurate
-   from words and better from phones (``python -m benchmarks.eval_vowels_fused
+   from words and better from phones (``python -m benchmarks.vowels.eval_vowels_fused
    --recording-posteriors no|yes``); it costs about what the per-cut calls cost, but it is
    the aligner's own scoring of the recording, so a caller that has those log posteriors can
    pass them (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`) and save it:
@@ -48,7 +48,7 @@ fused (off by default: it measured worse, results in docs/results.md).
 
 The settings (:class:`FusionSettings`; :data:`DEFAULT_FUSION` for words and for phone
 transcripts) were chosen on speakers the models never saw: ``python -m
-benchmarks.eval_vowels_fused`` (its docstring gives the protocol).
+benchmarks.vowels.eval_vowels_fused`` (its docstring gives the protocol).
 
 Units: frames are 5 ms (frame ``f`` is the audio around sample ``80 f``), times in seconds.
 """
@@ -63,7 +63,7 @@ import numpy as np
 from aligner.errors import AlignerError
 from aligner.features.vowel_acoustics import HOP, frames_to_seconds, n_frames, seconds_to_frames
 from aligner.frames import SAMPLE_RATE
-from aligner.phonetics import ARPABET_TO_39, BROAD_CLASS_OF, TIMIT61_TO_39
+from aligner.phones.sets import ARPABET_TO_39, BROAD_CLASS_OF, TIMIT61_TO_39
 from aligner.vowels.cvc import TIMIT_FLANKS
 from aligner.vowels.task import make_vowel_input
 

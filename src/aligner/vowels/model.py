@@ -138,7 +138,7 @@ class VowelModel:
         T = features.shape[0]
         last = T - 1 if last is None else min(int(last), T - 1)
         lo, hi = max(int(first), self.edge_margin), min(last, T - 1 - self.edge_margin)
-        # only the frames the windows can read: a window of a long session costs its own length
+        # only the frames the windows can read: a window of a long recording costs its own length
         context = max(int(np.max(self.widths)), int(self.outside_width)) + 1
         a, b = max(0, lo - context), min(T, hi + context + 1)
         x = make_vowel_input(features[a:b], self.min_dur, self.max_dur, (lo - a, hi - a), (lo - a, hi - a),

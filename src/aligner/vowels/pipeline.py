@@ -363,7 +363,7 @@ def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=
 def _is_phone_symbol(label: str) -> bool:
     """A TIMIT-61, 39-class or ARPAbet symbol (any case, ARPAbet stress digits allowed), or a
     silence or noise mark of an aligner's phones tier (``sil``, ``sp``, ``spn``, ``<eps>``)."""
-    from aligner.phonetics import ARPABET_TO_39, TIMIT61_TO_39
+    from aligner.phones.sets import ARPABET_TO_39, TIMIT61_TO_39
 
     s = label.strip().lower()
     if s in ("sil", "sp", "spn", "<eps>", "<sil>", "pau", "h#", "epi"):

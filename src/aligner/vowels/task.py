@@ -69,11 +69,11 @@ scores every pair with ``min_dur <= d <= max_dur`` (onsets and offsets within th
 ranges) in O(T (max_dur - min_dur)) time, exactly (no pruning). The cost (orbit eq. 38)
 separates over onset and offset, so loss-augmented decoding adds it to ``A`` and ``B``.
 ``decode_many`` splits its weight vectors over ``n_jobs`` threads (the loop releases the
-GIL). Its speed is measured by ``python -m benchmarks.bench_vowels_peer`` (results in
+GIL). Its speed is measured by ``python -m benchmarks.vowels.bench_vowels_peer`` (results in
 docs/results.md).
 
 Search space. The searched durations and onset/offset ranges are parameters of
-:func:`make_vowel_input` (the peer tool's own search space is in ``benchmarks/avd.py``),
+:func:`make_vowel_input` (the peer tool's own search space is in ``benchmarks/vowels/avd.py``),
 and offsets may go up to ``T-1`` unless ``offset_range`` says
 otherwise. A true output outside the search space is still a valid ``y`` for ``phi`` and
 ``cost``, but the decoder can never return it.

@@ -16,7 +16,7 @@ CMU Pronouncing Dictionary
     GPL-3.0-or-later. Variant lines ``word(2)`` are folded into ``word``'s list and ``# comments``
     are stripped. The parse keeps each pronunciation as one string (a list of strings only for
     the ~8k words with variants) and splits it into phones only when looked up; loading takes
-    about 0.1 s and 55 MB (``python -m benchmarks.bench_dictionary``) and is cached per process.
+    about 0.1 s and 55 MB (``python -m benchmarks.words.bench_dictionary``) and is cached per process.
 
 User dictionaries (Montreal Forced Aligner format)
     :func:`read_user_dictionary` reads a UTF-8 text file (a BOM is accepted), one pronunciation a
@@ -31,7 +31,7 @@ User dictionaries (Montreal Forced Aligner format)
     probability of silence after, and the silence / non-silence-before correction factors
     (``tomato 1.0 0.12 1.01 0.98 T AH0 ...``); they are read and ignored. Blank lines and lines
     starting with ``#`` are skipped, and `` # ...`` at the end of a line is a comment. Every phone
-    must be in the ``arpabet`` phone set of :mod:`aligner.phonetics` (the 39 CMU phones in any
+    must be in the ``arpabet`` phone set of :mod:`aligner.phones.sets` (the 39 CMU phones in any
     case, stress digits 0/1/2 on vowels only, plus ``sil`` and ``sp``); MFA's ``spn`` is not in it.
     Phones are stored in upper case. Any fault is a one-line
     :class:`~aligner.errors.TranscriptError` naming the file and line.
@@ -258,12 +258,12 @@ def read_user_dictionary(path: str | os.PathLike, phone_set=None) -> Pronouncing
     """Read a pronouncing dictionary in MFA format (see the module docstring).
 
     ``phone_set``: the phones the pronunciations are written in (a model's own
-    :class:`~aligner.phonetics.PhoneSet`, kept as written); None: ARPAbet (upper-cased).
+    :class:`~aligner.phones.sets.PhoneSet`, kept as written); None: ARPAbet (upper-cased).
     Raises :class:`~aligner.errors.TranscriptError` (one line, naming the file and line) if the
     file is missing, not UTF-8, has a word without phones, a phone outside the phone set, or
     no entries at all.
     """
-    from aligner.phonetics import get_phone_set  # imports numpy: only when a file is read
+    from aligner.phones.sets import get_phone_set  # imports numpy: only when a file is read
 
     own = phone_set is not None
     arpabet = phone_set if own else get_phone_set("arpabet")

@@ -50,7 +50,7 @@ Model (:class:`G2PModel`)
     (1.1 MB for 2^18 features), and every value is checked on load
     (:class:`~aligner.errors.ModelError` otherwise).
 
-The benchmark ``python -m benchmarks.bench_g2p`` trains or loads a model and measures it on
+The benchmark ``python -m benchmarks.words.bench_g2p`` trains or loads a model and measures it on
 2000 held-out CMUdict words beside the PyPI G2P systems.
 """
 

@@ -7,7 +7,7 @@
 * :func:`training_entries`, :func:`prepare`, :func:`train_g2p`: CMUdict entries -> aligned,
   encoded examples -> a fitted trainer -> a :class:`~aligner.words.g2p.G2PModel`.
 
-The shipped recipe (``python -m benchmarks.bench_g2p --train``): CMUdict minus 2000 held-out
+The shipped recipe (``python -m benchmarks.words.bench_g2p --train``): CMUdict minus 2000 held-out
 test words, 2000 more held out as the validation set, averaged perceptron, up to 8 epochs with
 early stopping (patience 2), 2^18 hashed features: 120,777 training words, about 12 minutes
 on one free core (24 minutes with the machine's two cores shared by four processes).

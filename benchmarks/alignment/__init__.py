@@ -1,0 +1,1 @@
+"""alignment benchmarks (python -m benchmarks.alignment.NAME; results: docs/results.md)."""

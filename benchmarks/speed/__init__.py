@@ -1,0 +1,1 @@
+"""speed benchmarks (python -m benchmarks.speed.NAME; results: docs/results.md)."""

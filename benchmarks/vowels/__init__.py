@@ -1,0 +1,1 @@
+"""vowels benchmarks (python -m benchmarks.vowels.NAME; results: docs/results.md)."""

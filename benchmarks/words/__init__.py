@@ -1,0 +1,1 @@
+"""words benchmarks (python -m benchmarks.words.NAME; results: docs/results.md)."""

@@ -1,0 +1,393 @@
+"""Alignment from words: pronunciations -> a pronunciation graph -> words and phones tiers.
+
+The decoder (:mod:`aligner.alignment.decoding.graph_task`) chooses one pronunciation per word (the
+dictionary's variants, or a G2P guess) and whether a pause lies between two words and at either
+end of the utterance; the 7 weights are the alignment model's own. At inference the graph DP
+runs within a band around a first pass (:mod:`aligner.alignment.decoding.graph_band`): the exact DP's
+path whenever that path lies inside the band. Stops and affricates
+are decoded as TIMIT closure + release (as for ARPAbet phone transcripts,
+:mod:`aligner.alignment.decoding.stop_closures`) and merged back into the dictionary's symbol; the boundary
+refiner moves every decoded boundary off the 10 ms grid as for phone transcripts.
+
+Pauses use the duration statistics of TIMIT's ``pau`` between words and of ``h#`` at the edges.
+Paths of different lengths are compared through a constant divisor (the fewest phones on any
+path) plus :data:`PHONE_BONUS` per phone, which offsets the negative per-phone score a phone adds
+(``docs/results.md`` has the measurement behind the value).
+
+Times are in seconds; frames are the 10 ms frames of :mod:`aligner.frames`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from aligner.alignment.decoding.graph import Segment, build_word_graph
+from aligner.alignment.decoding.graph_band import WORD_BAND_FRAMES, decode_banded
+from aligner.alignment.decoding.graph_task import GraphAlignmentTask, make_graph_input
+from aligner.alignment.decoding.stop_closures import ExpandedTranscript, expand_stop_closures
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
+from aligner.io.textgrids import Interval
+from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
+
+#: per-phone bonus of the graph decoder (units of the per-phone score ``w . features``)
+PHONE_BONUS = 2.0
+#: duration-statistics symbols of a pause between words and of the silence at either end
+PAUSE_SYMBOL, EDGE_SYMBOL = "pau", "h#"
+FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
+
+
+@dataclass
+class WordAlignment:
+    """Words and phones of one utterance (times in seconds, pauses not listed).
+
+    ``words``: one :class:`Interval` per word, labelled with its written form; ``phones``: the
+    phones of every word as the dictionary writes them (ARPAbet with stress);
+    ``pronunciations``: the pronunciation chosen for each word.
+    """
+
+    words: list = field(default_factory=list)
+    phones: list = field(default_factory=list)
+    pronunciations: list = field(default_factory=list)
+    #: with a review (:meth:`AlignmentModel.review`): each word's and phone's start confidence
+    word_confidences: list | None = None
+    phone_confidences: list | None = None
+    #: with a review: the probability that the transcript belongs to the audio (the lowest over
+    #: the chunks of a long recording)
+    transcript_match: float | None = None
+
+    def shifted(self, offset_s: float) -> "WordAlignment":
+        """The same alignment ``offset_s`` seconds later (a segment placed in its recording)."""
+        def move(ivs):
+            return [Interval(s + offset_s, e + offset_s, lab) for s, e, lab in ivs]
+        return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations),
+                             self.word_confidences, self.phone_confidences, self.transcript_match)
+
+
+#: connected-speech variants the decoder may choose besides each dictionary pronunciation
+#: (TIMIT's narrow transcriptions show all three): ``flap``: T or D between a vowel and an
+#: unstressed vowel as a flap (``dx``); ``unreleased``: a word-final stop or affricate as its
+#: closure alone; ``reduced``: an unstressed AH or IH as TIMIT's reduced vowel (``ax``/``ix``);
+#: ``no_initial_closure``: a word-initial stop without its closure (after a pause the closure is
+#: silence, and annotators start the word at the release).
+VARIANT_RULES = ("flap", "unreleased", "reduced", "no_initial_closure")
+#: the rules used by default (chosen on validation speakers: docs/results.md)
+DEFAULT_RULES = ("no_initial_closure",)
+_VOWEL_CLASS_INDICES = frozenset(CLASSES39.index(c) for c in VOWEL_CLASSES)
+
+
+def words_phone_set(model):
+    """The phone set pronunciations for ``model`` are written in: ARPAbet for the 39-class
+    models, a model's own phones otherwise."""
+    return model.phone_set if model.phone_set is not None else get_phone_set("arpabet")
+
+
+def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
+    """The internal phone sequences of one pronunciation: stops split into closure + release,
+    then each rule of ``rules`` applied on its own (one more sequence per rule that changes it).
+    A model's own phone set (``arpabet`` not of the 39 classes) has no TIMIT closures and no
+    English rules: the pronunciation as written."""
+    if arpabet.inventory is not TIMIT39_INVENTORY:
+        n = len(phones)
+        return [ExpandedTranscript(list(phones), arpabet.class_indices(phones), np.arange(n, dtype=np.int64), n)]
+    base = expand_stop_closures(list(phones), arpabet)
+    out = [base]
+    syms, cls, own = list(base.symbols), list(base.classes), list(base.owner)
+
+    def add(s, c, o):
+        if s != list(base.symbols) or c != list(base.classes):
+            out.append(ExpandedTranscript(s, np.array(c, np.int64), np.array(o, np.int64), base.n_output))
+
+    up = [p.upper() for p in phones]
+    if "flap" in rules:
+        s, c, o = list(syms), list(cls), list(own)
+        changed, k = False, 0
+        while k < len(s):
+            i = o[k]
+            if (s[k] in ("tcl", "dcl") and k + 2 < len(s) and o[k + 1] == i and up[i] in ("T", "D")
+                    and k > 0 and c[k - 1] in _VOWEL_CLASS_INDICES and c[k + 2] in _VOWEL_CLASS_INDICES
+                    and s[k + 2].endswith("0")):
+                s[k:k + 2], c[k:k + 2], o[k:k + 2] = ["dx"], [CLASSES39.index("dx")], [i]
+                changed = True
+            k += 1
+        if changed:
+            add(s, c, o)
+    if "unreleased" in rules and len(syms) >= 2 and syms[-2] in TIMIT61_CLOSURES and own[-2] == own[-1]:
+        add(syms[:-1], cls[:-1], own[:-1])
+    if "no_initial_closure" in rules and len(syms) >= 2 and syms[0] in TIMIT61_CLOSURES and own[0] == own[1]:
+        add(syms[1:], cls[1:], own[1:])
+    if "reduced" in rules:
+        s, c = list(syms), list(cls)
+        for k, sym in enumerate(s):
+            if sym.upper() in ("AH0", "IH0"):
+                s[k], c[k] = ("ax", CLASSES39.index("ah")) if sym.upper() == "AH0" else ("ix", CLASSES39.index("ih"))
+        add(s, c, list(own))
+    return out
+
+
+def _alternative(model, expanded) -> Segment:
+    mean, std, mx = model.durations.for_phones(expanded.classes, expanded.symbols)
+    return Segment.make(expanded.classes, mean, std, mx, labels=expanded.symbols)
+
+
+#: pronunciations whose graph segments are kept per model (a corpus repeats its words)
+SEGMENT_CACHE_SIZE = 50_000
+
+
+def _pronunciation_segments(model, phones: tuple, rules: tuple, arpabet) -> list:
+    """``[(expansion, Segment), ...]`` of one pronunciation (:func:`_expansions` with the
+    model's duration statistics), cached on the model's duration table."""
+    cache = _segment_cache(model)
+    key = (phones, rules)
+    out = cache.get(key)
+    if out is None:
+        out = cache[key] = [(exp, _alternative(model, exp)) for exp in _expansions(phones, arpabet, rules)]
+    return out
+
+
+def _segment_cache(model) -> dict:
+    """The graph segments built from ``model``'s duration table (emptied when the table's
+    arrays are replaced or it holds :data:`SEGMENT_CACHE_SIZE` entries)."""
+    table = model.durations
+    cached = table.__dict__.get("_word_segments")
+    if cached is None or cached[0] is not table.mean or len(cached[1]) > SEGMENT_CACHE_SIZE:
+        cached = (table.mean, {})
+        table.__dict__["_word_segments"] = cached
+    return cached[1]
+
+
+def _pause(model, symbol: str) -> Segment:
+    """The one-phone segment of a pause with the duration statistics of ``symbol``."""
+    cache = _segment_cache(model)
+    key = ("pause", symbol)
+    seg = cache.get(key)
+    if seg is None:
+        sil = model.inventory.silence_index
+        mean, std, mx = model.durations.for_phones(np.array([sil]), [symbol])
+        seg = cache[key] = Segment.make([sil], mean, std, mx, labels=[symbol])
+    return seg
+
+
+#: words kept from each chunk when a long recording is aligned in chunks
+CHUNK_WORDS = 20
+#: words decoded beyond each end of a chunk (and searched for a join)
+CHUNK_OVERLAP_WORDS = 6
+
+
+def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Sequence[str],
+                       pronunciations: Sequence[Sequence[Sequence[str]]], duration_s: float,
+                       name: str = "<utterance>", phone_bonus: float = PHONE_BONUS,
+                       rules: Sequence[str] = DEFAULT_RULES, pause_bonus: float = 0.0,
+                       review: bool = False) -> WordAlignment:
+    """Align W words to an utterance's MFCC frames (T, 42) and classifier scores (T, 39).
+
+    ``labels``: W word labels for the words tier; ``pronunciations``: for each word, its
+    alternatives, each a sequence of ARPAbet phones (stress digits allowed). Raises
+    :class:`~aligner.errors.AlignmentError` naming ``name`` when no path fits the frames.
+    ``review``: also the confidences and transcript-match probability of the model's
+    confidence model (:meth:`~aligner.alignment.model.AlignmentModel.review`), if it has one.
+
+    A recording whose exact DP would be large
+    (:func:`~aligner.alignment.decoding.long_recordings.needs_long_path`, judged on the first
+    pronunciations) is aligned in chunks of :data:`CHUNK_WORDS` words placed by the linear
+    first pass of :mod:`aligner.alignment.decoding.long_recordings`, each chunk decoded exactly over
+    its frames with :data:`CHUNK_OVERLAP_WORDS` more words on either side, and neighbouring
+    chunks joined at a word both start at the same time: time and memory linear in T.
+    """
+    from aligner.alignment.decoding.long_recordings import first_pass_starts, needs_long_path
+    from aligner.alignment.decoding.task import check_fits, dp_cells
+
+    arpabet = words_phone_set(model)
+    # the first pronunciations as the dictionary writes them (the first expansion of each)
+    canonical = [_pronunciation_segments(model, tuple(alternatives[0]), tuple(rules), arpabet)[0][1]
+                 for alternatives in pronunciations]
+    max_frames = np.concatenate([seg.max_frames for seg in canonical]) if canonical else np.zeros(0, np.int64)
+    T = len(frames)
+    if len(labels) < 2 or not needs_long_path(dp_cells(T, max_frames, model.min_frames)):
+        return _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name,
+                                 phone_bonus, rules, pause_bonus, review)
+    classes = np.concatenate([seg.classes for seg in canonical])
+    mean = np.concatenate([seg.mean for seg in canonical])
+    check_fits(T, len(classes), max_frames, model.min_frames, name)
+    rough = first_pass_starts(scores, classes, mean, name=name)
+    first_phone = np.cumsum([0] + [len(seg) for seg in canonical[:-1]])
+    edges = np.append(rough[first_phone], T)
+
+    def decode_chunk(w_lo, w_hi):
+        f_lo, f_hi = int(edges[w_lo]), int(edges[w_hi])
+        span_s = duration_s - f_lo * FRAME_SECONDS if w_hi == len(labels) else (f_hi - f_lo) * FRAME_SECONDS
+        part = _align_words_span(model, frames[f_lo:f_hi], scores[f_lo:f_hi], labels[w_lo:w_hi],
+                                 pronunciations[w_lo:w_hi], span_s, name, phone_bonus, rules, pause_bonus, review)
+        if part.transcript_match is not None:
+            matches.append(part.transcript_match)
+        return _per_word(part.shifted(f_lo * FRAME_SECONDS))
+
+    matches: list = []
+    out = _join_chunks(decode_chunk, len(labels), CHUNK_WORDS, CHUNK_OVERLAP_WORDS)
+    out.transcript_match = min(matches) if matches else None
+    return out
+
+
+def _per_word(result: WordAlignment) -> list:
+    """``[(word interval, [phone intervals], pronunciation, [phone confidences] or None), ...]``."""
+    out, k = [], 0
+    for word, pron in zip(result.words, result.pronunciations):
+        conf = None if result.phone_confidences is None else result.phone_confidences[k:k + len(pron)]
+        out.append((word, result.phones[k:k + len(pron)], pron, conf))
+        k += len(pron)
+    return out
+
+
+def _join_chunks(decode_chunk, n_words: int, size: int, overlap: int) -> WordAlignment:
+    """Decode overlapping chunks of words (``decode_chunk(w_lo, w_hi)`` -> :func:`_per_word`
+    entries) and join neighbours at a word of the overlap that both start at the same time,
+    nearest the nominal cut; else at the word nearest the cut that the later chunk starts no
+    earlier than the earlier chunk ends the word before; else at the cut, the earlier word's
+    end moved to the later word's start. Chunks that disagree by more than a word (a first
+    pass misled by noise) can still leave a phone starting before its predecessor ends: every
+    such phone starts where its predecessor ends instead, lasting at least a frame
+    (:func:`_in_order`)."""
+    from aligner.alignment.decoding.long_recordings import join_chunks
+
+    entries = join_chunks(n_words, size, overlap, decode_chunk,
+                          lambda a, b: abs(a[0].start_s - b[0].start_s) < 1e-9,
+                          lambda before, b: before[0].end_s <= b[0].start_s + 1e-9)
+    out = WordAlignment()
+    reviewed = all(e[3] is not None for e in entries)
+    if reviewed:
+        out.word_confidences, out.phone_confidences = [], []
+    for i, (word, phones, pron, conf) in enumerate(entries):
+        if i + 1 < n_words and entries[i + 1][0].start_s < word.end_s:  # a join without agreement
+            cut = entries[i + 1][0].start_s
+            if phones[-1].start_s < cut:
+                word = Interval(word.start_s, cut, word.label)
+                phones = phones[:-1] + [Interval(phones[-1].start_s, cut, phones[-1].label)]
+            else:  # the later word gives way instead
+                nxt_word, nxt_phones, nxt_pron, nxt_conf = entries[i + 1]
+                first = Interval(word.end_s, nxt_phones[0].end_s, nxt_phones[0].label)
+                entries[i + 1] = (Interval(word.end_s, nxt_word.end_s, nxt_word.label),
+                                  [first] + nxt_phones[1:], nxt_pron, nxt_conf)
+        out.words.append(word)
+        out.phones += phones
+        out.pronunciations.append(pron)
+        if reviewed:
+            out.word_confidences.append(conf[0])
+            out.phone_confidences += list(conf)
+    return _in_order(out)
+
+
+def _in_order(result: WordAlignment) -> WordAlignment:
+    """``result`` with every phone starting no earlier than its predecessor ends (moved to that
+    end, and lasting at least one frame) and each word spanning its phones: a join of chunks
+    that disagreed is mended locally rather than written as reversed intervals."""
+    end, k, phones = -np.inf, 0, []
+    for i, pron in enumerate(result.pronunciations):
+        word, first = result.words[i], len(phones)
+        moved = word.start_s < end - 1e-9
+        for p in result.phones[k:k + len(pron)]:
+            if p.start_s < end - 1e-9 or p.end_s <= max(p.start_s, end) + 1e-9:
+                start = max(p.start_s, end)
+                p = Interval(start, max(p.end_s, start + FRAME_SECONDS), p.label)
+                moved = True
+            phones.append(p)
+            end = p.end_s
+        k += len(pron)
+        if moved:
+            result.words[i] = Interval(phones[first].start_s, end, word.label)
+    result.phones = phones
+    return result
+
+
+def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: Sequence[str] = DEFAULT_RULES) -> tuple:
+    """``(graph, expansions)``: the pronunciation graph the decoder searches for W words (each
+    word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
+    optional pause between words and at either end) with ``model``'s duration statistics, and
+    per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
+    arpabet = words_phone_set(model)
+    words, expansions = [], []
+    for alternatives in pronunciations:
+        segs, exps = [], []
+        for phones in alternatives:
+            for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
+                segs.append(seg)
+                exps.append((tuple(phones), exp))
+        words.append(segs)
+        expansions.append(exps)
+    graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL), leading_pause=_pause(model, EDGE_SYMBOL),
+                             trailing_pause=_pause(model, EDGE_SYMBOL))
+    return graph, expansions
+
+
+def decode_word_graph(model, frames, scores, pronunciations, duration_s, name="<utterance>",
+                      phone_bonus=PHONE_BONUS, rules=DEFAULT_RULES, pause_bonus=0.0, band=WORD_BAND_FRAMES,
+                      refine: bool = True, built=None) -> tuple:
+    """One graph DP over all T frames (within ``band`` frames of a first pass,
+    :mod:`aligner.alignment.decoding.graph_band`; ``band=0``: the exact DP over all states) of words
+    with these ``pronunciations``: ``(graph, expansions, graph input, path, start times (K,) in
+    seconds of the path's phones)``, the times refined by the model's refiner when it has one
+    (grid times without it, or with ``refine=False``: then None). ``built``: ``word_graph(model,
+    pronunciations, rules)`` when the caller has it already."""
+    graph, expansions = built if built is not None else word_graph(model, pronunciations, rules)
+    x = make_graph_input(scores, frames, graph, model.min_frames, name=name)
+    task = GraphAlignmentTask(phone_bonus=phone_bonus, pause_bonus=pause_bonus)
+    path = decode_banded(task, x, model.weights, band) if band else task.decode(x, model.weights)
+    nodes = path.nodes
+    if not refine:
+        starts_s = None
+    elif model.refiner is None:
+        starts_s = phone_start_times(path.starts)
+    else:
+        starts_s = model.refiner.start_times(scores, frames, graph.classes[nodes], path.starts,
+                                             x.dur_mean[nodes], x.dur_std[nodes], duration_s)
+    return graph, expansions, x, path, starts_s
+
+
+def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
+                      rules, pause_bonus, review=False, band=WORD_BAND_FRAMES) -> WordAlignment:
+    """:func:`align_words_scored` by one graph DP over all T frames, within ``band`` frames of a
+    first pass (:mod:`aligner.alignment.decoding.graph_band`; ``band=0``: the exact DP over all states)."""
+    graph, expansions, x, path, starts_s = decode_word_graph(model, frames, scores, pronunciations, duration_s,
+                                                              name, phone_bonus, rules, pause_bonus, band)
+    nodes = path.nodes
+    ends_s = np.append(starts_s[1:], duration_s)
+    conf, match = (None, None)
+    if review:
+        conf, match = model.review(frames, scores, graph.classes[nodes], [graph.labels[n] for n in nodes],
+                                   path.starts, starts_s)
+    out = WordAlignment(transcript_match=match)
+    if conf is not None:
+        out.word_confidences, out.phone_confidences = [], []
+    k = 0
+    while k < len(nodes):
+        n = nodes[k]
+        if graph.is_pause[n]:
+            k += 1
+            continue
+        w = int(graph.word[n])
+        phones, expanded = _chosen(expansions[w], graph.labels, nodes, k, graph)
+        m = len(expanded.symbols)
+        first = np.ones(m, dtype=bool)
+        first[1:] = expanded.owner[1:] != expanded.owner[:-1]
+        own_starts = starts_s[k:k + m][first]
+        own_ends = np.append(own_starts[1:], ends_s[k + m - 1])
+        out.phones += [Interval(float(s), float(e), p) for s, e, p in zip(own_starts, own_ends, phones)]
+        out.words.append(Interval(float(starts_s[k]), float(ends_s[k + m - 1]), labels[w]))
+        out.pronunciations.append(phones)
+        if conf is not None:  # a phone's interval starts at its first internal phone's start
+            out.phone_confidences += [float(c) for c in conf[k:k + m][first]]
+            out.word_confidences.append(float(conf[k]))
+        k += m
+    return out
+
+
+def _chosen(alternatives, node_labels, nodes, k, graph):
+    """The (phones, expansion) of the alternative whose nodes start at path position ``k``
+    (identical alternatives are kept once in the graph, so match by the labels on the path)."""
+    for phones, expanded in alternatives:
+        m = len(expanded.symbols)
+        if k + m <= len(nodes) and [node_labels[n] for n in nodes[k:k + m]] == list(expanded.symbols) \
+                and all(graph.word[n] == graph.word[nodes[k]] for n in nodes[k:k + m]):
+            return phones, expanded
+    raise AssertionError("decoded path does not follow any pronunciation of the word")

@@ -1,0 +1,227 @@
+"""`aligner adapt` on a corpus folder: the bundle it writes, and bad input refused with one line.
+
+The core (what is re-estimated and how) is tested in tests/adaptation/test_adaptation.py; here the corpus
+around it: reading, references, MODEL_OUT, the report, the command line.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from aligner import api
+from aligner.alignment.adaptation import corpus as AC
+from aligner.cli import main
+from aligner.errors import AlignerError, ModelError, TranscriptError
+from aligner.io.bundles import default_model_dir
+from aligner.io.textgrids import write_textgrid
+from aligner.io.transcripts import read_phn
+
+from conftest import TIMIT, needs_timit
+
+pytestmark = pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
+
+
+def _corpus(root: Path, speakers=("dr1-fvmh0",), n: int = 10, suffixes=(".wav", ".txt")) -> Path:
+    """An MFA-layout corpus of TIMIT recordings with their words (``.txt``), one folder per speaker."""
+    for spk in speakers:
+        (root / spk).mkdir(parents=True, exist_ok=True)
+        for wav in sorted((TIMIT / spk).glob("*.wav"))[:n]:
+            for suffix in suffixes:
+                shutil.copy(wav.with_suffix(suffix), root / spk / wav.with_suffix(suffix).name)
+    return root
+
+
+def _reference_grid(wav: Path, out: Path, edit=None) -> Path:
+    """The TIMIT .phn of ``wav`` as a reference TextGrid (a phones tier), optionally edited."""
+    starts, ends, labels = read_phn(wav.with_suffix(".phn"))
+    intervals = [(s / 16000, e / 16000, lab) for s, e, lab in zip(starts, ends, labels)]
+    if edit is not None:
+        intervals = edit(intervals)
+    xmax = max(e for _, e, _ in intervals)
+    # written by hand: write_textgrid itself refuses overlapping intervals
+    lines = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0", f"xmax = {xmax}",
+             "tiers? <exists>", "size = 1", "item []:", "    item [1]:", '        class = "IntervalTier"',
+             '        name = "phones"', "        xmin = 0", f"        xmax = {xmax}",
+             f"        intervals: size = {len(intervals)}"]
+    for i, (s, e, lab) in enumerate(intervals, 1):
+        lines += [f"        intervals [{i}]:", f"            xmin = {s}", f"            xmax = {e}",
+                  f'            text = "{lab}"']
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+# -- refused before any work ------------------------------------------------------------------
+
+def test_a_corpus_without_transcripts_is_refused(tmp_path):
+    corpus = tmp_path / "c" / "spk"
+    corpus.mkdir(parents=True)
+    (corpus / "a.wav").write_bytes(b"RIFF")
+    with pytest.raises(AlignerError, match=r"no audio file with a transcript .* nothing to adapt on"):
+        api.adapt(tmp_path / "c", tmp_path / "out")
+    with pytest.raises(AlignerError, match="corpus directory not found"):
+        api.adapt(tmp_path / "nowhere", tmp_path / "out")
+
+
+@needs_timit
+def test_model_out_inside_the_corpus_or_equal_to_the_base_is_refused(tmp_path):
+    corpus = _corpus(tmp_path / "c", n=1)
+    with pytest.raises(AlignerError, match="inside the corpus"):
+        api.adapt(corpus, corpus / "model")
+    base = tmp_path / "base"
+    shutil.copytree(default_model_dir("alignment"), base)
+    with pytest.raises(AlignerError, match="this is the base model"):
+        api.adapt(corpus, base, model=base)
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "notes.txt").write_text("mine")
+    with pytest.raises(AlignerError, match="not a model bundle"):
+        api.adapt(corpus, tmp_path / "busy")
+    assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+
+
+@needs_timit
+def test_a_damaged_base_is_refused_naming_it(tmp_path):
+    corpus = _corpus(tmp_path / "c", n=1)
+    base = tmp_path / "base"
+    shutil.copytree(default_model_dir("alignment"), base)
+    (base / "classifier.npz").write_bytes(b"garbage")
+    with pytest.raises(ModelError, match=r"base model: .*base"):
+        api.adapt(corpus, tmp_path / "out", model=base)
+    assert not (tmp_path / "out").exists()
+
+
+@needs_timit
+def test_too_little_speech_says_the_minimum(tmp_path):
+    corpus = _corpus(tmp_path / "c", n=2)  # about 6 s
+    with pytest.raises(AlignerError, match=rf"adapting needs at least {AC.MIN_ADAPT_SECONDS:.0f} s"):
+        api.adapt(corpus, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+@needs_timit
+@pytest.mark.parametrize("damage, message", [
+    (lambda ivs: [(s, e, "xx9" if i == 3 else lab) for i, (s, e, lab) in enumerate(ivs)], "xx9"),
+    (lambda ivs: ivs[:-1] + [(ivs[-1][0], ivs[-1][1] + 2.0, ivs[-1][2])], "runs to"),
+    (lambda ivs: ivs[:5] + [(ivs[5][0] - 0.05, ivs[5][1], ivs[5][2])] + ivs[6:], "overlap"),
+])
+def test_a_bad_reference_is_refused_naming_it(tmp_path, damage, message):
+    corpus = _corpus(tmp_path / "c", n=8)
+    refs = tmp_path / "refs"
+    refs.mkdir()
+    wav = sorted((TIMIT / "dr1-fvmh0").glob("*.wav"))[0]
+    grid = _reference_grid(wav, refs / wav.with_suffix(".TextGrid").name, damage)
+    with pytest.raises(TranscriptError, match=message) as err:
+        api.adapt(corpus, tmp_path / "out", references=refs)
+    assert str(grid) in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_reference_blank_intervals_read_as_silence(tmp_path):
+    path = tmp_path / "r.TextGrid"
+    write_textgrid(path, [("words", [(0.1, 0.5, "hello")]),
+                          ("phones", [(0.1, 0.2, "HH"), (0.2, 0.3, "AH0"), (0.3, 0.4, "L"), (0.4, 0.5, "OW1")])],
+                   xmax=0.6)
+    phones = AC.read_reference(path, 0.6)
+    assert [p[2] for p in phones] == ["sil", "HH", "AH0", "L", "OW1", "sil"]
+    assert phones[0][:2] == (0.0, 0.1) and abs(phones[-1][1] - 0.6) < 1e-9
+
+
+# -- the bundle --------------------------------------------------------------------------------
+
+def test_an_interrupted_save_leaves_no_partial_bundle(tmp_path, monkeypatch):
+    model = api.load_model()
+    out = tmp_path / "adapted"
+    AC.save_atomically(model, out)  # a bundle there already: kept whole when the next save dies
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def dies(directory):
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        (Path(directory) / "classifier.npz").write_bytes(b"half")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(model), "save", lambda self, directory: dies(directory))
+    with pytest.raises(KeyboardInterrupt):
+        AC.save_atomically(model, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapted"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_a_save_whose_check_fails_replaces_nothing(tmp_path):
+    model = api.load_model()
+    out = tmp_path / "adapted"
+    AC.save_atomically(model, out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    checked = []
+
+    def refuses(folder):
+        checked.append(sorted(p.name for p in Path(folder).iterdir()))
+        raise ModelError(f"{folder}: refused")
+
+    with pytest.raises(ModelError, match="refused"):
+        AC.save_atomically(model, out, check=refuses)
+    assert checked and "manifest.json" in checked[0]  # it saw the whole written bundle
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adapted"]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@needs_timit
+def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
+    corpus = _corpus(tmp_path / "c", speakers=("dr1-fvmh0", "dr2-faem0"), n=5)
+    lonely = tmp_path / "c" / "lonely"  # a speaker with one short file
+    lonely.mkdir()
+    wav = sorted((TIMIT / "dr3-falk0").glob("*.wav"))[0]
+    for suffix in (".wav", ".txt"):
+        shutil.copy(wav.with_suffix(suffix), lonely / wav.with_suffix(suffix).name)
+    (tmp_path / "c" / "lonely" / "broken.wav").write_bytes(b"RIFF....WAVE")
+    (tmp_path / "c" / "lonely" / "broken.txt").write_text("hello there")
+    messages = []
+    report = api.adapt(corpus, tmp_path / "adapted", rounds=1, message=messages.append,
+                       output_dir=tmp_path / "aligned")
+    assert len(messages) == 2 and messages[1].startswith("round 1:")
+    assert "looks degraded" in messages[0] and messages[0].endswith("adapting the clean classifier")
+    assert report.recordings == 11 and report.speakers == 3 and report.audio_seconds > 20
+    assert [Path(p).name for p, _ in report.failed] == ["broken.wav"]
+    manifest = json.loads((tmp_path / "adapted" / "manifest.json").read_text())
+    adapted = manifest["training"]["adapted"]
+    assert adapted["base"]["shipped"] is True and adapted["recordings"] == 11 and adapted["rounds"] == 1
+    assert adapted["round_reports"][0]["files_used"] >= 1
+    model = api.load_model(tmp_path / "adapted")
+    assert model.classifier.weights.shape == api.load_model().classifier.weights.shape
+    intervals = api.align(wav, wav.with_suffix(".phn"), model=tmp_path / "adapted")
+    assert intervals[0].start_s == 0.0 and len(intervals) == len(read_phn(wav.with_suffix(".phn"))[2])
+    assert len(report.alignment.written) == 11
+    # the vowels of an alignment with the adapted model (aligner vowels --alignment-model)
+    from click.testing import CliRunner
+
+    csv = tmp_path / "vowels.csv"
+    result = CliRunner().invoke(main, ["vowels", str(wav), "--mode", "align", "--alignment-model",
+                                       str(tmp_path / "adapted"), "-o", str(csv)])
+    assert result.exit_code == 0, result.output
+    rows = csv.read_text().splitlines()
+    assert rows[0].startswith("file,speaker,word") and len(rows) > 3
+
+
+@needs_timit
+def test_every_transcript_mismatched_is_refused(tmp_path):
+    corpus = _corpus(tmp_path / "c", speakers=("dr1-fvmh0",), n=10)
+    texts = [p.read_text() for p in sorted((corpus / "dr1-fvmh0").glob("*.txt"))]
+    for p, text in zip(sorted((corpus / "dr1-fvmh0").glob("*.txt")), texts[1:] + texts[:1]):
+        p.write_text(text)  # every file gets another file's words
+    with pytest.raises(AlignerError, match=r"nothing to adapt on|no recording could be used"):
+        api.adapt(corpus, tmp_path / "adapted", rounds=1)
+    assert not (tmp_path / "adapted").exists()
+
+
+@needs_timit
+def test_the_command_line(tmp_path):
+    from click.testing import CliRunner
+
+    corpus = _corpus(tmp_path / "c", n=8)
+    result = CliRunner().invoke(main, ["adapt", str(corpus), str(tmp_path / "m"), "--rounds", "1"])
+    assert result.exit_code == 0, result.output
+    assert "round 1:" in result.output and f"wrote {tmp_path / 'm'}" in result.output
+    bad = CliRunner().invoke(main, ["adapt", str(corpus), str(corpus / "m")])
+    assert bad.exit_code == 1 and bad.output.strip().startswith("error:") and len(bad.output.strip().splitlines()) == 1

@@ -1,0 +1,204 @@
+"""Forced-alignment task: feature map, costs, and the segmental DP against brute force."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from aligner.errors import AlignmentError
+from aligner.learn.costs import onset_offset_cost, tau_alignment_cost, tau_insensitive_cost
+from aligner.alignment.decoding.task import AlignmentTask, make_alignment_input
+
+LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def all_segmentations(x):
+    """Every valid y (start frames) of x: lengths in [min_frames, max_len[k]]."""
+    T, K, m = x.n_frames, x.n_phones, int(x.min_len)
+    for cuts in itertools.combinations(range(1, T), K - 1):
+        y = np.array((0,) + cuts, dtype=np.int64)
+        lengths = np.diff(np.append(y, T))
+        if np.all(lengths >= m) and np.all(lengths <= x.max_len):
+            yield y
+
+
+def random_input(rng, T, K, P=5, D=3, min_frames=1):
+    return make_alignment_input(
+        rng.normal(size=(T, P)),
+        rng.normal(size=(T, D)),
+        rng.integers(0, P, size=K),
+        rng.uniform(1.0, 6.0, size=K),
+        rng.uniform(0.3, 3.0, size=K),
+        rng.integers(max(min_frames, math.ceil(T / K)), T + 1, size=K),
+        min_frames,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# costs
+# --------------------------------------------------------------------------------------
+
+
+def test_costs_hand_values():
+    y = np.array([0, 5, 9, 20])
+    y_pred = np.array([0, 6, 12, 20])  # |diff| = 0 1 3 0
+    assert tau_alignment_cost(y, y_pred, 1) == pytest.approx(1 / 4)
+    assert tau_insensitive_cost(y, y_pred, 1) == pytest.approx(2 / 4)
+    assert tau_alignment_cost(y, y_pred, 0) == pytest.approx(2 / 4)
+    assert tau_insensitive_cost(y, y_pred, 0) == pytest.approx(4 / 4)
+    assert onset_offset_cost([10, 30], [12, 25], 1, 2) == pytest.approx(1 + 3)
+    for f in (tau_alignment_cost, tau_insensitive_cost):
+        assert f(y, y, 0) == 0.0
+        assert f(y, y, 1) == 0.0
+    assert onset_offset_cost([10, 30], [10, 30], 0, 0) == 0.0
+    # small integer dtypes must not wrap around
+    assert tau_insensitive_cost(np.array([0, 250], np.uint8), np.array([0, 2], np.uint8), 0) == 124.0
+
+
+def test_task_cost_uses_all_k_starts():
+    y = np.array([0, 4, 8])
+    y_pred = np.array([0, 7, 8])
+    assert AlignmentTask("tau_insensitive", tau=1).cost(y, y_pred) == pytest.approx(2 / 3)
+    assert AlignmentTask("tau_alignment", tau=1).cost(y, y_pred) == pytest.approx(1 / 3)
+    assert AlignmentTask().cost(y, y) == 0.0
+
+
+# --------------------------------------------------------------------------------------
+# feature map
+# --------------------------------------------------------------------------------------
+
+
+def test_phi_hand_computed_two_phones():
+    scores = np.array([[1.0, 0.0], [0.5, 0.7], [0.0, 2.0], [0.3, 0.1], [0.0, 1.0], [1.0, 1.0]])
+    frames = np.array([0.0, 1.0, 3.0, 6.0, 10.0, 15.0])[:, None]
+    x = make_alignment_input(scores, frames, [0, 1], [2.0, 3.0], [1.0, 2.0], [6, 6], dist_scale=1.0)
+    phi = AlignmentTask().phi(x, [0, 2])
+    # agreement: phone 0 (class 0) frames 0-1: A = 0, -0.2; phone 1 (class 1) frames 2-5: 0, -0.2, 0, 0
+    agree = (-0.1 + -0.05) / 2
+    # boundary at frame 2: |s1-s3|, |s0-s4|, |s0-s5| (clipped), |s0-s5| (clipped)
+    dists = np.array([5.0, 10.0, 15.0, 15.0]) / 2
+    # l = 2, 4; N(2; 2, 1) and N(4; 3, 2)
+    logdur = ((-LOG_SQRT_2PI) + (-LOG_SQRT_2PI - math.log(2.0) - 0.5 * 0.25)) / 2
+    rate = (4 / 3 - 2 / 2) ** 2 / 2
+    np.testing.assert_allclose(phi, [agree, *dists, logdur, rate], rtol=1e-12, atol=1e-12)
+
+
+def test_phi_three_phones_duration_terms_and_default_scale():
+    T, D = 9, 8
+    rng = np.random.default_rng(1)
+    frames = rng.normal(size=(T, D))
+    x = make_alignment_input(np.zeros((T, 3)), frames, [0, 1, 2], [2.0, 4.0, 0.5], [0.2, 1.0, 1.0], 9,
+                             sigma_floor=0.5)
+    phi = AlignmentTask().phi(x, [0, 3, 5])  # lengths 3, 2, 4; mu 2, 4, floored to 1
+    assert phi[0] == 0.0  # all-zero scores agree everywhere
+    scale = 1 / math.sqrt(2 * D)
+    d1 = (np.linalg.norm(frames[2] - frames[4]) + np.linalg.norm(frames[4] - frames[6])) * scale
+    assert phi[1] == pytest.approx(d1 / 3)
+    # sigma 0.2 is floored to 0.5; mu 0.5 is floored to 1 frame
+    logdur = ((-LOG_SQRT_2PI - math.log(0.5) - 0.5 * (1 / 0.5) ** 2)
+              + (-LOG_SQRT_2PI - 0.5 * (2 - 4) ** 2)
+              + (-LOG_SQRT_2PI - 0.5 * (4 - 1) ** 2)) / 3
+    assert phi[5] == pytest.approx(logdur)
+    rate = ((2 / 4 - 3 / 2) ** 2 + (4 / 1 - 2 / 4) ** 2) / 3
+    assert phi[6] == pytest.approx(rate)
+
+
+# --------------------------------------------------------------------------------------
+# decoder
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cost_name", ["tau_insensitive", "tau_alignment"])
+def test_dp_equals_brute_force(cost_name):
+    rng = np.random.default_rng(12345 if cost_name == "tau_insensitive" else 777)
+    n_checked = 0
+    for trial in range(30):
+        T = int(rng.integers(10, 15))
+        K = int(rng.integers(1, 5)) if trial else 1
+        min_frames = int(rng.integers(1, 3))
+        x = random_input(rng, T, K, min_frames=min_frames)
+        task = AlignmentTask(cost_name, tau=int(rng.integers(0, 3)))
+        candidates = list(all_segmentations(x))
+        w = rng.normal(size=7) * rng.choice([0.3, 1.0, 10.0])
+        if trial % 5 == 0:
+            w[6] = 0.0  # the no-rate-term fast path
+        y_ref = candidates[rng.integers(len(candidates))]
+        for eps in (0.0, 1.0, -1.5):
+            objective = [task.score(x, y, w) + eps * task.cost(y_ref, y) for y in candidates]
+            best = max(objective)
+            y_dp = task.decode_augmented(x, y_ref, w, eps) if eps else task.decode(x, w)
+            assert any(np.array_equal(y_dp, y) for y in candidates), "DP returned an invalid segmentation"
+            got = task.score(x, y_dp, w) + eps * task.cost(y_ref, y_dp)
+            assert got == pytest.approx(best, rel=1e-6, abs=1e-9)
+            # the DP's own value is the objective of the path it returns
+            _, value = task._run(x, w, y_ref, eps)
+            assert value == pytest.approx(got, rel=1e-9, abs=1e-12)
+            n_checked += 1
+    assert n_checked == 90
+
+
+def test_decode_respects_length_limits():
+    rng = np.random.default_rng(3)
+    x = random_input(rng, 40, 6, min_frames=3)
+    task = AlignmentTask()
+    for _ in range(10):
+        y = task.decode(x, rng.normal(size=7))
+        lengths = np.diff(np.append(y, x.n_frames))
+        assert y[0] == 0 and np.all(lengths >= 3) and np.all(lengths <= x.max_len)
+
+
+def test_wide_band_is_exact_and_narrow_band_is_honoured():
+    rng = np.random.default_rng(4)
+    args = (rng.normal(size=(60, 5)), rng.normal(size=(60, 3)), rng.integers(0, 5, 8),
+            np.full(8, 7.5), np.full(8, 2.0), 20)
+    task = AlignmentTask()
+    w = rng.normal(size=7)
+    exact = task.decode(make_alignment_input(*args), w)
+    assert np.array_equal(task.decode(make_alignment_input(*args, band=60), w), exact)
+    y = task.decode(make_alignment_input(*args, band=3), w)
+    assert np.all(np.abs(y - np.arange(8) * 7.5) <= 3.5)
+
+
+def test_decode_many_matches_loop():
+    rng = np.random.default_rng(5)
+    x = random_input(rng, 80, 10, P=8, D=6)
+    task = AlignmentTask(n_jobs=2)
+    ws = rng.normal(size=(9, 7))
+    many = task.decode_many(x, ws)
+    assert len(many) == 9
+    for y, w in zip(many, ws):
+        np.testing.assert_array_equal(y, task.decode(x, w))
+
+
+def test_alignment_error_names_the_numbers():
+    rng = np.random.default_rng(6)
+    message = r"utt1: 3 phones need at least 6 frames \(2 each\), got 5 frames"
+    with pytest.raises(AlignmentError, match=message):
+        make_alignment_input(rng.normal(size=(5, 4)), rng.normal(size=(5, 2)), [0, 1, 2],
+                             [2.0] * 3, [1.0] * 3, 5, min_frames=2, name="utt1")
+    with pytest.raises(AlignmentError, match=r"cover at most 6 frames, got 20 frames"):
+        make_alignment_input(rng.normal(size=(20, 4)), rng.normal(size=(20, 2)), [0, 1, 2],
+                             [2.0] * 3, [1.0] * 3, 2)
+
+
+def test_bad_y_and_w_are_rejected():
+    rng = np.random.default_rng(7)
+    x = random_input(rng, 12, 3)
+    task = AlignmentTask()
+    for bad in ([1, 4, 8], [0, 4, 4], [0, 4, 12], [0, 4]):
+        with pytest.raises(ValueError):
+            task.phi(x, bad)
+    with pytest.raises(ValueError):
+        task.decode(x, np.ones(6))
+
+
+def test_long_phones_use_wider_back_pointers():
+    # lengths up to 299 frames do not fit uint8 back-pointers; K = 2 is brute-forced cheaply
+    rng = np.random.default_rng(8)
+    x = make_alignment_input(rng.normal(size=(300, 4)), rng.normal(size=(300, 3)), [1, 2],
+                             [150.0, 100.0], [40.0, 30.0], 299)
+    task = AlignmentTask()
+    w = rng.normal(size=7)
+    best = max(task.score(x, [0, s], w) for s in range(1, 300))
+    assert task.score(x, task.decode(x, w), w) == pytest.approx(best, rel=1e-9)
