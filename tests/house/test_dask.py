@@ -163,3 +163,22 @@ def test_importing_the_api_does_not_import_dask():
     code = ("import sys, aligner.api, aligner.cli; "
             "assert not {'dask', 'distributed'} & set(sys.modules), sorted(m for m in sys.modules if 'dask' in m)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_tasks_hold_chunks_and_a_failing_item_is_run_alone(scheduler):
+    """Several items per task (in order), and an item that fails takes none of its chunk's
+    other items with it: the chunk runs again one item per task."""
+    import math
+
+    from aligner.runtime.distributed import DaskPool, dask_chunksize
+
+    assert dask_chunksize(40, 2) == 5 and dask_chunksize(3, 2) == 1 and dask_chunksize(10_000, 4) == 16
+    items = [float(i * i) for i in range(40)]
+    items[13] = -1.0  # math.sqrt fails on it
+    lost = []
+    with DaskPool(scheduler) as pool:
+        out = list(pool.map(math.sqrt, items, lambda item, message: lost.append((item, message)) or "lost"))
+        chunk_tasks = pool.tasks - 5  # the failing item's chunk of 5 ran again, one item per task
+    assert out[:13] == [float(i) for i in range(13)] and out[14:] == [float(i) for i in range(14, 40)]
+    assert out[13] == "lost" and lost[0][0] == -1.0 and "ValueError" in lost[0][1]
+    assert chunk_tasks < len(items) / 3

@@ -8,7 +8,10 @@ without an address). Both have the same ``map(fn, items, on_lost)``: results in 
 
 Tasks carry plain values (paths as strings, settings), never a loaded model: the workers read the
 corpus and the model from the file system they share with the client, and write their outputs
-there atomically. Each worker process loads the model and warms the numba decoders once, on its
+there atomically. A task holds a chunk of several items (:func:`dask_chunksize`: a few chunks per
+worker, smaller towards the end of a batch), so the scheduler's and the client's cost per task is
+spread over several files; a chunk that fails is run again one item per task, so one bad item
+never takes its neighbours with it. Each worker process loads the model and warms the numba decoders once, on its
 first task or when the pool starts (:func:`_set_up_worker`, a cache keyed by the initializer and
 its arguments, the model path among them). A worker killed mid-task (``kill -9``, the
 out-of-memory killer) loses nothing: the scheduler gives its tasks to another worker; a task
@@ -25,7 +28,7 @@ import os
 import secrets
 from typing import Callable, Iterable, Iterator, Optional
 
-from aligner.runtime.batch import LOST_MESSAGE, WorkerPool
+from aligner.runtime.batch import LOST_MESSAGE, WorkerPool, _chunk_sizes, _run_chunk
 from aligner.errors import AlignerError
 
 ENGINES = ("local", "dask")
@@ -35,6 +38,9 @@ MISSING_DASK = 'the Dask engine needs the dask extra: pip install "aligner[dask]
 
 #: seconds to wait for the scheduler to answer before giving up
 CONNECT_TIMEOUT_S = 20
+#: the most items one Dask task holds, and the chunks each worker should get at least
+MAX_DASK_CHUNK = 16
+CHUNKS_PER_WORKER = 4
 
 
 def resolve_engine(engine: Optional[str], scheduler: Optional[str]) -> str:
@@ -64,13 +70,21 @@ def open_pool(engine: str, scheduler: Optional[str], jobs: int, initializer=None
 
     ``engine``: ``local`` (a :class:`WorkerPool` of ``jobs`` processes, ``chunksize`` items per
     submission) or ``dask`` (a :class:`DaskPool` on ``scheduler``, or on a local cluster of
-    ``jobs`` single-threaded worker processes when ``scheduler`` is None; one task per item).
+    ``jobs`` single-threaded worker processes when ``scheduler`` is None; ``chunksize`` items per
+    task, or with the default of 1 as many as :func:`dask_chunksize` gives for its workers).
     ``initializer(*initargs)`` sets up each worker process; for Dask its arguments must be plain
     values (strings, numbers) and it must be importable by name on the workers.
     """
     if engine == "dask":
-        return DaskPool(scheduler, jobs, initializer, initargs)
+        return DaskPool(scheduler, jobs, initializer, initargs, chunksize=None if chunksize == 1 else chunksize)
     return WorkerPool(jobs, initializer, initargs, chunksize=chunksize)
+
+
+def dask_chunksize(n_items: int, n_workers: int) -> int:
+    """Items per Dask task for a batch of ``n_items`` on ``n_workers`` workers: enough tasks that
+    every worker gets :data:`CHUNKS_PER_WORKER` of them (load balance, and a lost worker costs
+    little), at most :data:`MAX_DASK_CHUNK` items each."""
+    return max(1, min(MAX_DASK_CHUNK, n_items // (CHUNKS_PER_WORKER * max(1, n_workers))))
 
 
 # -- on the workers ----------------------------------------------------------------------------
@@ -89,10 +103,11 @@ def _set_up_worker(initializer, initargs: tuple) -> None:
         _WORKERS_SET_UP.add(key)
 
 
-def _run_task(fn, item, initializer, initargs: tuple):
-    """One Dask task: the worker set up (once), then ``fn(item)``."""
+def _run_task(fn, chunk, initializer, initargs: tuple, chunk_fn=None):
+    """One Dask task: the worker set up (once), then ``[fn(item) for item in chunk]`` (or
+    ``chunk_fn(chunk)``, which returns the same list)."""
     _set_up_worker(initializer, initargs)
-    return fn(item)
+    return _run_chunk(fn, chunk, chunk_fn)
 
 
 def _warm_worker(initializer, initargs: tuple) -> int:
@@ -109,14 +124,20 @@ class DaskPool:
     ``scheduler``: a running scheduler's address (``tcp://HOST:PORT``), or None to start a local
     cluster of ``jobs`` worker processes, one thread each, closed again on exit. On entry every
     worker already connected is set up (model loaded, decoders warmed) by a start-up task.
+    ``chunksize``: items per task (None: :func:`dask_chunksize` of the batch and the workers
+    connected when it starts).
     """
 
-    def __init__(self, scheduler: Optional[str], jobs: int = 1, initializer=None, initargs: tuple = ()):
+    def __init__(self, scheduler: Optional[str], jobs: int = 1, initializer=None, initargs: tuple = (),
+                 chunksize: Optional[int] = None):
         self.scheduler, self.jobs = scheduler, max(1, int(jobs))
         self.initializer, self.initargs = initializer, tuple(initargs)
+        self.chunksize = None if chunksize is None else max(1, int(chunksize))
         self.client = None
         self.cluster = None
         self.lost = 0  #: items reported through on_lost
+        self.tasks = 0  #: tasks submitted by :meth:`map` (chunks, and items run again alone)
+        self.n_workers = self.jobs  #: workers connected at the start (a running scheduler's own)
 
     def __enter__(self) -> "DaskPool":
         distributed = import_distributed()
@@ -135,12 +156,16 @@ class DaskPool:
         self._warm_workers()
         return self
 
+    def _workers(self) -> list:
+        return list(self.client.scheduler_info(n_workers=-1)["workers"]) if _takes_n_workers(self.client) \
+            else list(self.client.scheduler_info()["workers"])
+
     def _warm_workers(self) -> None:
         """Set up every worker connected now, each by a task pinned to it (not in the event loop)."""
+        workers = self._workers()
+        self.n_workers = max(1, len(workers))
         if self.initializer is None:
             return
-        workers = list(self.client.scheduler_info(n_workers=-1)["workers"]) if _takes_n_workers(self.client) \
-            else list(self.client.scheduler_info()["workers"])
         futures = [self.client.submit(_warm_worker, self.initializer, self.initargs, workers=[w],
                                       allow_other_workers=False, pure=False, key=f"aligner-warm-up-{_token()}")
                    for w in workers]
@@ -159,41 +184,58 @@ class DaskPool:
             self.cluster = None
 
     def map(self, fn: Callable, items: Iterable, on_lost: Callable, chunk_fn: Optional[Callable] = None) -> Iterator:
-        """``fn(item)`` for every item, one task each, in input order; ``on_lost(item, message)``
-        stands in for the result of an item Dask gave up on (its workers kept dying, or the
-        cluster went away). ``chunk_fn`` (:meth:`WorkerPool.map`'s) is not used: one task per item."""
+        """``fn(item)`` for every item, in input order, a chunk of items per task (``chunk_fn(chunk)``,
+        if given, returns ``[fn(item) for item in chunk]`` at once, as for :meth:`WorkerPool.map`).
+        A chunk whose task fails (its workers kept dying, or an error escaped) runs again one item
+        per task; ``on_lost(item, message)`` stands in for the result of an item Dask gave up on
+        alone."""
         from distributed import as_completed
 
         items = list(items)
+        size = self.chunksize or dask_chunksize(len(items), self.n_workers)
+        chunks = _chunk_sizes(len(items), size, self.n_workers)
         batch = _token()
-        futures = [self.client.submit(_run_task, fn, item, self.initializer, self.initargs, pure=False,
-                                      key=f"aligner-{batch}-{i}") for i, item in enumerate(items)]
-        index_of = {future.key: i for i, future in enumerate(futures)}
-        done: dict = {}
+        pending: dict = {}  # future key -> (first index, chunk, future) of the tasks not yet done
+
+        def submit(first: int, chunk: list, name: str):
+            future = self.client.submit(_run_task, fn, chunk, self.initializer, self.initargs, chunk_fn, pure=False,
+                                        key=f"aligner-{batch}-{name}")
+            pending[future.key] = (first, chunk, future)
+            self.tasks += 1
+            return future
+
+        futures = [submit(first, items[first:first + n], str(first)) for first, n in chunks]
+        done: dict = {}  # first index -> results of its chunk
         next_index = 0
+        queue = as_completed(futures, loop=self.client.loop)
         try:
-            for future in as_completed(futures, loop=self.client.loop):
-                i = index_of[future.key]
-                done[i] = self._result(future, items[i], on_lost)
+            for future in queue:
+                first, chunk, _ = pending.pop(future.key)
+                try:
+                    done[first] = future.result()
+                except Exception as exc:
+                    if len(chunk) > 1:  # find the item that fails: each alone
+                        for k, item in enumerate(chunk):
+                            queue.add(submit(first + k, [item], f"{first + k}-alone"))
+                    else:
+                        done[first] = [self._lost(exc, chunk[0], on_lost)]
                 future.release()
                 while next_index in done:
-                    yield done.pop(next_index)
-                    next_index += 1
+                    results = done.pop(next_index)
+                    yield from results
+                    next_index += len(results)
         finally:
-            for future in futures:
+            for _, _, future in list(pending.values()):
                 if not future.done():
                     future.cancel()
 
-    def _result(self, future, item, on_lost):
-        try:
-            return future.result()
-        except Exception as exc:
-            from distributed import KilledWorker
+    def _lost(self, exc: Exception, item, on_lost):
+        from distributed import KilledWorker
 
-            self.lost += 1
-            if isinstance(exc, KilledWorker):
-                return on_lost(item, LOST_MESSAGE)
-            return on_lost(item, f"Dask could not run it ({type(exc).__name__}: {exc})")
+        self.lost += 1
+        if isinstance(exc, KilledWorker):
+            return on_lost(item, LOST_MESSAGE)
+        return on_lost(item, f"Dask could not run it ({type(exc).__name__}: {exc})")
 
 
 def _token() -> str:
