@@ -89,9 +89,13 @@ def worker_model() -> Optional[AlignmentModel]:
 def worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None) -> None:
     """Set this process's model (a loaded one, or the bundle at a path) and warm the decoder,
     unless it already has that model (inherited by fork); optionally cap BLAS threads (with
-    several worker processes, one BLAS thread each avoids oversubscribing the cores)."""
+    several worker processes, one BLAS thread each avoids oversubscribing the cores) and then
+    keep the heap's top (:func:`~aligner.runtime.heap.keep_heap_top`)."""
     global _WORKER_MODEL, _WORKER_MODEL_PATH
-    if blas_threads is not None:
+    if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
+        from aligner.runtime.heap import keep_heap_top
+
+        keep_heap_top()
         cap_worker_threads(blas_threads)
     from aligner.io import exports  # noqa: F401  the writers: imported before workers fork, not in each
     if isinstance(model, AlignmentModel):

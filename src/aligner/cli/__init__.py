@@ -17,7 +17,9 @@ calls ``main()``: :meth:`AlignerGroup.__call__`), and not when a test calls it t
   their matrix products are small, and OpenBLAS's second thread spun beside the work instead
   of helping (``aligner vowels`` on one cut: 1.2 s -> 0.8 s of wall time on a busy 2-core
   machine; worker processes of ``--jobs N`` were already limited to one thread each).
-  Training keeps BLAS's threads;
+  Training keeps BLAS's threads. The same commands keep the top of their heap
+  (:func:`~aligner.runtime.heap.keep_heap_top`; forked workers inherit it), so the arrays each
+  recording allocates and frees do not fault fresh pages in every time;
 - runs ``aligner align`` (one recording) without the cyclic garbage collector
   (:data:`NO_GC`): its passes over the ~120 000 objects that importing numpy, numba and the
   model creates cost about 50 ms (8 % of the command) and free next to nothing; one alignment's
@@ -42,6 +44,7 @@ from aligner.cli.plot import plot
 from aligner.cli.train import train
 from aligner.cli.train_vowels import train_vowels
 from aligner.cli.vowels import vowels
+from aligner.runtime.heap import keep_heap_top
 
 
 def _lighten_numba_start_up() -> None:
@@ -158,6 +161,7 @@ class AlignerGroup(click.Group):
         if self.as_program and command is not None:  # a command is about to run
             if command.name in ONE_BLAS_THREAD:
                 _one_blas_thread()  # before numpy loads
+                keep_heap_top()  # recordings' arrays come and go: no page faults for each (forks inherit it)
             if command.name in NO_GC:
                 import gc
 

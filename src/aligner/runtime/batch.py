@@ -22,6 +22,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Iterator, Optional
 
 from aligner.runtime import blas
+from aligner.runtime.heap import WORKER_HEAP_TOP_PAD, keep_heap_top  # noqa: F401  (re-exported)
 
 #: what a lost item's record says
 LOST_MESSAGE = ("its worker process died (killed, or out of memory) while working on it; "
@@ -41,28 +42,6 @@ def _die_with_parent() -> None:
             os._exit(1)
     except (OSError, AttributeError):
         pass  # not Linux: no parent-death signal
-
-
-#: glibc's ``mallopt`` parameter number of ``M_TOP_PAD``
-_M_TOP_PAD = -2
-#: bytes a worker's heap keeps above its top allocation (:func:`keep_heap_top`)
-WORKER_HEAP_TOP_PAD = 64 * 1024 * 1024
-
-
-def keep_heap_top(pad: int = WORKER_HEAP_TOP_PAD) -> bool:
-    """Ask glibc's allocator to grow the heap by ``pad`` bytes more than it needs and to keep
-    that much free memory at its top instead of giving it back (``mallopt(M_TOP_PAD)``);
-    True if it took. For workers that allocate and free arrays of a few hundred kilobytes
-    per item: with the default pad the heap is trimmed and regrown around them, and every
-    regrowth faults fresh pages in (hundreds of page faults per short recording). The memory
-    kept is bounded by ``pad``. Not glibc (or no ``mallopt``): nothing changes, False."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        return bool(libc.mallopt(_M_TOP_PAD, int(pad)))
-    except (OSError, AttributeError, TypeError):
-        return False
 
 
 def _initialise(initializer, initargs) -> None:

@@ -426,7 +426,7 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
     the two models' classifiers are the same (:func:`~aligner.vowels.fused.same_classifier`)."""
     global _WORKER_VOWEL_MODEL
     if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
-        from aligner.runtime.batch import keep_heap_top
+        from aligner.runtime.heap import keep_heap_top
 
         keep_heap_top()
         cap_worker_threads(blas_threads)
