@@ -75,6 +75,9 @@ CORPUS_TRANSCRIPTS = {"auto": (".phn", ".lab", ".txt", ".textgrid"), "phones": (
                       "words": (".lab", ".txt", ".textgrid")}
 
 
+#: the most files one submission to a local worker holds (fewer towards the end of a batch)
+LOCAL_CHUNK_FILES = 8
+
 _WORKER_MODEL: Optional[AlignmentModel] = None
 
 
@@ -262,7 +265,10 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
             words_dictionary(_WORKER_MODEL, dictionary, language)  # likewise the dictionary and the word decoder
             warm_up_words(_WORKER_MODEL)
         tasks, initializer, initargs = jobs_list, worker_init, (model_ref, 1)
-    with open_pool(engine, scheduler, jobs, initializer, initargs, chunksize=1) as pool:
+    # a few files per submission: the parent's cost per task (pickling, queues) spread over them;
+    # Dask sizes its own tasks (dask_chunksize)
+    chunksize = 1 if engine == "dask" else max(1, min(LOCAL_CHUNK_FILES, len(tasks) // (8 * jobs)))
+    with open_pool(engine, scheduler, jobs, initializer, initargs, chunksize=chunksize) as pool:
         report.startup_seconds = time.perf_counter() - t0
         t1 = time.perf_counter()
         lost = lambda job, why: (str(job[0]), f"{job[0]}: {why}", 0.0, {}, None, None)  # noqa: E731

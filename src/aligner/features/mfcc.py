@@ -16,6 +16,7 @@ from numba import njit
 
 from aligner.errors import FeatureError
 from aligner.features.mel import htk_mel_filterbank
+from aligner.features.numeric import _pairwise_sum
 from aligner.frames import (  # noqa: F401  (re-exported: the front end's frame conventions)
     BOUNDARY_OFFSET, FRAME_SHIFT, SAMPLE_RATE, WINDOW, boundary_time, n_frames, phone_start_times,
     time_to_boundary_frame)
@@ -102,20 +103,76 @@ def _warp_spectrum(power: np.ndarray, warp: float, sample_rate: int) -> np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def _emphasise(seg, first, n, window, buf):
-    """Fill ``buf`` (n, N_FFT) float64 with the pre-emphasised, windowed frames of ``seg`` and
-    zero padding: ``buf[t, j] = (x_j - PREEMPHASIS * x_{j-1}) * window[j]`` for the WINDOW
-    samples ``x`` of frame t (``seg[FRAME_SHIFT t:]``; ``x_{-1}`` is the sample before the
-    frame, ``first`` for frame 0), 0 for ``j >= WINDOW``."""
-    for t in range(n):
-        base = FRAME_SHIFT * t
-        prev = first if t == 0 else seg[base - 1]
-        row = buf[t]
-        row[0] = (seg[base] - PREEMPHASIS * prev) * window[0]
-        for j in range(1, WINDOW):
-            row[j] = (seg[base + j] - PREEMPHASIS * seg[base + j - 1]) * window[j]
-        for j in range(WINDOW, row.shape[0]):
+def _mfcc_frame_rows(y, starts, prevs, window, preemphasis, buf, energy):
+    """The per-frame work of :func:`_static_features` for arbitrary 10 ms
+    frames of float64 ``y``: row r is the ``len(window)`` samples from ``starts[r]``;
+    ``energy[r]`` their sum of squares (numpy's pairwise order, as ``np.sum`` of the squared
+    frame), ``buf[r]`` (N_FFT,) the frame pre-emphasised (``prevs[r]``: the sample taken as the
+    one before its first) and windowed, then zero padded."""
+    n = window.shape[0]
+    sq = np.empty(n)
+    for r in range(starts.shape[0]):
+        s = starts[r]
+        for j in range(n):
+            v = y[s + j]
+            sq[j] = v * v
+        energy[r] = _pairwise_sum(sq, 0, n, 1)
+        row = buf[r]
+        row[0] = (y[s] - preemphasis * prevs[r]) * window[0]
+        for j in range(1, n):
+            row[j] = (y[s + j] - preemphasis * y[s + j - 1]) * window[j]
+        for j in range(n, row.shape[0]):
             row[j] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _mfcc_normalised(static, std_floor, out):
+    """The tail of :func:`mfcc_features` for one block of (T, 14) float64
+    ``static`` features: the columns, their HTK deltas and delta-deltas (+-2 frames, edges
+    repeated), each column standardised over the T frames, into ``out`` (T, 42) float32, in
+    numpy's order of operations (deltas ``0 + 1 (x[t+1] - x[t-1])``, then ``+ 2 (x[t+2] -
+    x[t-2])``, divided by 10; column means and variances summed frame by frame, as numpy sums
+    along axis 0; a column of standard deviation below ``std_floor`` becomes 0)."""
+    T, D = static.shape
+    feats = np.empty((T, 3 * D))
+    for t in range(T):
+        for i in range(D):
+            feats[t, i] = static[t, i]
+    for part in range(1, 3):
+        src = (part - 1) * D
+        dst = part * D
+        for t in range(T):
+            for i in range(D):
+                d = 0.0
+                for k in range(1, 3):
+                    a = feats[min(t + k, T - 1), src + i]
+                    b = feats[max(t - k, 0), src + i]
+                    d = d + k * (a - b)
+                feats[t, dst + i] = d / 10.0
+    n = 3 * D
+    mean = np.empty(n)
+    scale = np.empty(n)
+    zero = np.zeros(n, np.bool_)
+    for i in range(n):
+        s = feats[0, i]
+        for t in range(1, T):
+            s += feats[t, i]
+        m = s / T
+        mean[i] = m
+        d = feats[0, i] - m
+        v = d * d
+        for t in range(1, T):
+            d = feats[t, i] - m
+            v += d * d
+        std = np.sqrt(v / T)
+        zero[i] = std < std_floor
+        scale[i] = std if (std >= std_floor or np.isnan(std)) else std_floor  # np.maximum(std, floor)
+    for t in range(T):
+        for i in range(n):
+            if zero[i]:
+                out[t, i] = np.float32(0.0)
+            else:
+                out[t, i] = np.float32((feats[t, i] - mean[i]) / scale[i])
 
 
 def _static_features(y: np.ndarray, a: int, b: int, warp: float, sample_rate: int) -> np.ndarray:
@@ -124,18 +181,17 @@ def _static_features(y: np.ndarray, a: int, b: int, warp: float, sample_rate: in
     if not np.all(np.isfinite(seg)):
         raise FeatureError("audio holds NaN or infinite samples")
     n = b - a
-    # (n, 400) view of the raw frames; frame t = samples [160 t, 160 t + 400)
-    frames = np.lib.stride_tricks.sliding_window_view(seg, WINDOW)[::FRAME_SHIFT][:n]
-
-    # one (n, N_FFT) float64 work buffer, its last N_FFT - WINDOW columns the FFT's zero padding
+    # one (n, N_FFT) float64 work buffer, its last N_FFT - WINDOW columns the FFT's zero padding,
+    # filled in one pass with the frames' energies (the sample before a frame is its previous
+    # sample; the first frame's, the one before the block, if any)
     buf = np.empty((n, N_FFT))
-    emph = buf[:, :WINDOW]
-    np.square(frames, out=emph)
-    log_energy = np.log(np.maximum(np.sum(emph, axis=1), _POWER_FLOOR))
-
-    # pre-emphasis within each frame (the first sample uses the one before it, if any)
-    first = frames[0, 0] if a == 0 else float(y[FRAME_SHIFT * a - 1])
-    _emphasise(seg, float(first), n, _hamming(), buf)
+    energy = np.empty(n)
+    starts = FRAME_SHIFT * np.arange(n)
+    prevs = np.empty(n)
+    prevs[0] = seg[0] if a == 0 else float(y[FRAME_SHIFT * a - 1])
+    prevs[1:] = seg[starts[1:] - 1]
+    _mfcc_frame_rows(seg, starts, prevs, _hamming(), PREEMPHASIS, buf, energy)
+    log_energy = np.log(np.maximum(energy, _POWER_FLOOR))
 
     power = np.abs(np.fft.rfft(buf, axis=1))                            # (n, 257)
     power **= 2
@@ -233,15 +289,8 @@ def mfcc_features(audio: np.ndarray, sample_rate: int = SAMPLE_RATE, warp: float
         raise FeatureError("audio holds NaN or infinite samples")
     if T > NORMALISE_BLOCK_FRAMES:
         return _normalised_by_blocks(static)
-    d1 = _deltas(static)
-    d2 = _deltas(d1)
-    feats = np.hstack([static, d1, d2])
-    del static, d1, d2
-
-    mean = feats.mean(axis=0)
-    std = feats.std(axis=0)
-    feats -= mean  # in place: no second copy of a long recording's features
-    feats /= np.maximum(std, _STD_FLOOR)
-    # a column that is constant over the utterance (e.g. digital silence) becomes 0
-    feats[:, std < _STD_FLOOR] = 0.0
-    return feats.astype(np.float32)
+    # deltas, delta-deltas and per-column standardisation in one kernel (numpy's operations in
+    # numpy's order); a column that is constant over the utterance (e.g. digital silence) becomes 0
+    feats = np.empty((T, N_FEATURES), np.float32)
+    _mfcc_normalised(static, _STD_FLOOR, feats)
+    return feats

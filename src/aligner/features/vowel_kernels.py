@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligner.features.mfcc import _mfcc_frame_rows, _mfcc_normalised  # noqa: F401  (re-exported)
+from aligner.features.numeric import _pairwise_sum
 from aligner.frames import SAMPLE_RATE
 from aligner.frames import VOWEL_HOP as HOP
 
@@ -34,127 +36,6 @@ SHORT_WINDOW = 160
 PITCH_WINDOW = 640
 N_FFT = 512
 DELTA_WIDTH = 4  #: regression half-width of the MFCC deltas, frames
-
-_PAIRWISE_BLOCK = 128  #: numpy's pairwise summation sums blocks of up to this many values directly
-
-
-@njit(cache=True, nogil=True)
-def _block_sum(a, lo, n, step):
-    """``0.0 +`` the sum of ``a[lo], a[lo + step], ...`` (``n <= _PAIRWISE_BLOCK`` values) as numpy's
-    pairwise summation adds one block: under 8 values one by one, else 8 interleaved
-    accumulators combined as ``((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))``, then the
-    last ``n % 8`` values one by one."""
-    if n < 8:
-        res = 0.0
-        for i in range(n):
-            res += a[lo + i * step]
-        return res
-    r0, r1, r2, r3 = a[lo], a[lo + step], a[lo + 2 * step], a[lo + 3 * step]
-    r4, r5, r6, r7 = a[lo + 4 * step], a[lo + 5 * step], a[lo + 6 * step], a[lo + 7 * step]
-    m = n - n % 8
-    i = 8
-    while i < m:
-        k = lo + i * step
-        r0 += a[k]
-        r1 += a[k + step]
-        r2 += a[k + 2 * step]
-        r3 += a[k + 3 * step]
-        r4 += a[k + 4 * step]
-        r5 += a[k + 5 * step]
-        r6 += a[k + 6 * step]
-        r7 += a[k + 7 * step]
-        i += 8
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-    while i < n:
-        res += a[lo + i * step]
-        i += 1
-    return 0.0 + res
-
-
-@njit(cache=True, nogil=True)
-def _half(n):
-    """The first part of numpy's pairwise split of ``n`` values (``n // 2`` down to a multiple of 8)."""
-    h = n // 2
-    return h - h % 8
-
-
-@njit(cache=True, nogil=True)
-def _split_sum1(a, lo, n, step):
-    """:func:`_pairwise_sum` of a run whose parts are blocks (``n <= 2 _PAIRWISE_BLOCK`` or so)."""
-    if n <= _PAIRWISE_BLOCK:
-        return _block_sum(a, lo, n, step)
-    h = _half(n)
-    return _block_sum(a, lo, h, step) + _block_sum(a, lo + h * step, n - h, step)
-
-
-@njit(cache=True, nogil=True)
-def _split_sum2(a, lo, n, step):
-    """:func:`_pairwise_sum` two splits deep (``n`` up to about 4 _PAIRWISE_BLOCK)."""
-    if n <= _PAIRWISE_BLOCK:
-        return _block_sum(a, lo, n, step)
-    h = _half(n)
-    return _split_sum1(a, lo, h, step) + _split_sum1(a, lo + h * step, n - h, step)
-
-
-@njit(cache=True, nogil=True)
-def _split_sum3(a, lo, n, step):
-    """:func:`_pairwise_sum` three splits deep (``n`` up to about 8 _PAIRWISE_BLOCK)."""
-    if n <= _PAIRWISE_BLOCK:
-        return _block_sum(a, lo, n, step)
-    h = _half(n)
-    return _split_sum2(a, lo, h, step) + _split_sum2(a, lo + h * step, n - h, step)
-
-
-@njit(cache=True, nogil=True)
-def _pairwise_sum(a, lo, n, step):
-    """The sum of ``n`` float64 values ``a[lo + i * step]`` in the order of numpy's pairwise
-    summation (plus 0.0, the reduction's starting value): blocks of up to
-    :data:`_PAIRWISE_BLOCK` values by :func:`_block_sum`; a longer run is split in two (the
-    first part ``n // 2`` rounded down to a multiple of 8), each part summed so, and the two
-    added. No recursion (numba's cache does not load recursive functions safely): up to 6
-    blocks' worth (every frame window here) three splits unrolled; longer runs (z-scores over
-    a recording) by a stack of partial sums combined as the recursion would."""
-    if n <= 6 * _PAIRWISE_BLOCK:
-        return 0.0 + _split_sum3(a, lo, n, step)
-    # explicit stack: (start, length, state) where state 0 = not split yet, 1 = left done
-    starts = np.empty(64, np.int64)
-    lengths = np.empty(64, np.int64)
-    states = np.empty(64, np.int64)
-    lefts = np.empty(64, np.float64)
-    top = 0
-    starts[0], lengths[0], states[0] = 0, n, 0
-    result = 0.0
-    while top >= 0:
-        s0, n0 = starts[top], lengths[top]
-        if states[top] == 0:
-            if n0 <= _PAIRWISE_BLOCK:
-                value = _block_sum(a, lo + s0 * step, n0, step)
-                top -= 1
-                # hand the value to the parent
-                while True:
-                    if top < 0:
-                        result = value
-                        break
-                    if states[top] == 0:  # cannot happen: a parent is split before its children run
-                        break
-                    if states[top] == 1:  # left child done: keep it, run the right child
-                        lefts[top] = value
-                        states[top] = 2
-                        half = lengths[top] // 2
-                        half -= half % 8
-                        top += 1
-                        starts[top], lengths[top], states[top] = starts[top - 1] + half, lengths[top - 1] - half, 0
-                        break
-                    value = lefts[top] + value  # right child done: combine, pass up
-                    top -= 1
-            else:
-                states[top] = 1
-                half = n0 // 2
-                half -= half % 8
-                top += 1
-                starts[top], lengths[top], states[top] = s0, half, 0
-    return result
-
 
 @njit(cache=True, nogil=True)
 def _mean_std(v, n):
@@ -427,56 +308,6 @@ def _cepstral_columns(mfcc, std_floor, out):
 
 
 @njit(cache=True, nogil=True)
-def _mfcc_normalised(static, std_floor, out):
-    """The tail of :func:`~aligner.features.mfcc.mfcc_features` for one block of (T, 14) float64
-    ``static`` features: the columns, their HTK deltas and delta-deltas (+-2 frames, edges
-    repeated), each column standardised over the T frames, into ``out`` (T, 42) float32, in
-    numpy's order of operations (deltas ``0 + 1 (x[t+1] - x[t-1])``, then ``+ 2 (x[t+2] -
-    x[t-2])``, divided by 10; column means and variances summed frame by frame, as numpy sums
-    along axis 0; a column of standard deviation below ``std_floor`` becomes 0)."""
-    T, D = static.shape
-    feats = np.empty((T, 3 * D))
-    for t in range(T):
-        for i in range(D):
-            feats[t, i] = static[t, i]
-    for part in range(1, 3):
-        src = (part - 1) * D
-        dst = part * D
-        for t in range(T):
-            for i in range(D):
-                d = 0.0
-                for k in range(1, 3):
-                    a = feats[min(t + k, T - 1), src + i]
-                    b = feats[max(t - k, 0), src + i]
-                    d = d + k * (a - b)
-                feats[t, dst + i] = d / 10.0
-    n = 3 * D
-    mean = np.empty(n)
-    scale = np.empty(n)
-    zero = np.zeros(n, np.bool_)
-    for i in range(n):
-        s = feats[0, i]
-        for t in range(1, T):
-            s += feats[t, i]
-        m = s / T
-        mean[i] = m
-        d = feats[0, i] - m
-        v = d * d
-        for t in range(1, T):
-            d = feats[t, i] - m
-            v += d * d
-        std = np.sqrt(v / T)
-        zero[i] = std < std_floor
-        scale[i] = std if (std >= std_floor or np.isnan(std)) else std_floor  # np.maximum(std, floor)
-    for t in range(T):
-        for i in range(n):
-            if zero[i]:
-                out[t, i] = np.float32(0.0)
-            else:
-                out[t, i] = np.float32((feats[t, i] - mean[i]) / scale[i])
-
-
-@njit(cache=True, nogil=True)
 def _posterior_columns(post, vowel_idx, nasal_idx, glide_idx, sil_idx, centres, out, col0):
     """Columns 9-13 from (Tc, n_classes) float64 posteriors ``post`` into ``out[:, col0:col0 + 5]``
     (T rows): per 10 ms frame the vowel maximum, the nasal, vowel and glide sums (class by
@@ -572,29 +403,6 @@ def _cut_signal_columns(y, cut_start, cut_len, offsets, rows, logs, log_flatness
         _columns_0_to_8(lg, lf, a0, a1, l2, v, y[cut_start[c]:cut_start[c] + cut_len[c]], T, floor, std_floor,
                         voicing_threshold, cut)
         _cepstral_columns(m, std_floor, cut)
-
-
-@njit(cache=True, nogil=True)
-def _mfcc_frame_rows(y, starts, prevs, window, preemphasis, buf, energy):
-    """The per-frame work of :func:`aligner.features.mfcc._static_features` for arbitrary 10 ms
-    frames of float64 ``y``: row r is the ``len(window)`` samples from ``starts[r]``;
-    ``energy[r]`` their sum of squares (numpy's pairwise order, as ``np.sum`` of the squared
-    frame), ``buf[r]`` (N_FFT,) the frame pre-emphasised (``prevs[r]``: the sample taken as the
-    one before its first) and windowed, then zero padded (:func:`aligner.features.mfcc._emphasise`)."""
-    n = window.shape[0]
-    sq = np.empty(n)
-    for r in range(starts.shape[0]):
-        s = starts[r]
-        for j in range(n):
-            v = y[s + j]
-            sq[j] = v * v
-        energy[r] = _pairwise_sum(sq, 0, n, 1)
-        row = buf[r]
-        row[0] = (y[s] - preemphasis * prevs[r]) * window[0]
-        for j in range(1, n):
-            row[j] = (y[s + j] - preemphasis * y[s + j - 1]) * window[j]
-        for j in range(n, row.shape[0]):
-            row[j] = 0.0
 
 
 @njit(cache=True, nogil=True)
