@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -117,8 +118,9 @@ def main(argv=None) -> int:
     ap.add_argument("--copies", type=int, default=None, help="copies of the corpus [4 x cores, at least 6]")
     ap.add_argument("--repeats", type=int, default=3, help="runs per setting; the median is reported")
     ap.add_argument("--no-dask", action="store_true", help="only the local pool")
+    ap.add_argument("--dask-jobs", default=None, help="comma-separated worker counts of the Dask runs [as --jobs]")
     ap.add_argument("--program", default=None,
-                    help="the aligner command [the console script beside this Python, else 'python -m aligner.cli']")
+                    help="the aligner command [the console script beside this Python, else python -m aligner]")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                     help="an environment variable for the aligner processes (repeatable)")
     ap.add_argument("--json", type=Path, default=None, help="also write the rows here")
@@ -128,13 +130,14 @@ def main(argv=None) -> int:
     jobs = [int(j) for j in args.jobs.split(",")] if args.jobs else default_jobs(cores)
     copies = args.copies or max(6, 4 * cores)
     script = Path(sys.executable).with_name("aligner")
-    program = args.program.split() if args.program else ([str(script)] if script.exists()
-                                                          else [sys.executable, "-m", "aligner.cli"])
+    program = shlex.split(args.program) if args.program else ([str(script)] if script.exists()
+                                                          else [sys.executable, "-m", "aligner"])
     env = dict(os.environ)
     for item in args.env:
         key, _, value = item.partition("=")
         env[key] = value
     dask = not args.no_dask
+    dask_jobs = [int(j) for j in args.dask_jobs.split(",")] if args.dask_jobs else jobs
     if dask:
         try:
             import distributed  # noqa: F401
@@ -152,11 +155,13 @@ def main(argv=None) -> int:
         for j in jobs:
             row = {"jobs": j, "load": load()}
             for engine in ("local", "dask") if dask else ("local",):
+                if engine == "dask" and j not in dask_jobs:
+                    continue
                 runs = [run_once(program, corpus, Path(tmp) / "out", j, engine, env) for _ in range(args.repeats)]
                 row[engine] = statistics.median(runs)
                 row[f"{engine}_runs"] = runs
             rows.append(row)
-            print(f"  jobs {j:3d}: local {row['local']:7.0f}x" + (f", dask {row['dask']:7.0f}x" if dask else "")
+            print(f"  jobs {j:3d}: local {row['local']:7.0f}x" + (f", dask {row['dask']:7.0f}x" if "dask" in row else "")
                   + f" (load {row['load']:.2f})", flush=True)
 
     base = rows[0]["local"] if rows and rows[0]["jobs"] == 1 else None
@@ -168,7 +173,7 @@ def main(argv=None) -> int:
         up = row["local"] / base if base else float("nan")
         line = f"| {row['jobs']} | {row['local']:.0f}x | {up:.2f}x | {up / row['jobs']:.2f} |"
         if dask:
-            line += f" {row['dask']:.0f}x | {row['dask'] / row['local']:.2f} |"
+            line += (f" {row['dask']:.0f}x | {row['dask'] / row['local']:.2f} |" if "dask" in row else " - | - |")
         print(line + f" {row['load']:.2f} |")
     if args.json:
         args.json.write_text(json.dumps({"cores": cores, "seconds": seconds, "files": files, "rows": rows}, indent=1))

