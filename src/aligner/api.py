@@ -19,22 +19,51 @@ vowels in :mod:`aligner.vowels.pipeline`; worker processes, BLAS threads and Das
 from __future__ import annotations
 
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
-from aligner.alignment.adaptation.corpus import AdaptReport
-from aligner.alignment.corpus import (CORPUS_TRANSCRIPTS, CorpusReport, FileReview, OovReport, align_corpus,
-                                      find_oovs)
-from aligner.alignment.evaluation.phones import AlignmentScores, evaluate_directories
-from aligner.alignment.model import AlignmentModel
-from aligner.alignment.pipeline import (PHONE_TIER, STREAM_SECONDS, TIER_OVERRUN_TOLERANCE, Alignment, align,
-                                        align_file, align_file_reviewed, align_phones_reviewed, align_transcript,
-                                        align_words, check_output_not_input, load_dictionary, load_model,
-                                        output_path, warm_up, warm_up_words)
 from aligner.errors import AlignerError
-from aligner.io.textgrids import Interval
-from aligner.vowels.pipeline import (VOWEL_CSV_ALIGNED_FIELDS, VOWEL_CSV_FIELDS, VOWEL_CSV_TIER_FIELDS,
-                                     VOWEL_RESUME_MESSAGE, VOWEL_TIER, VOWEL_TRANSCRIPTS, VowelRecord, VowelReport,
-                                     load_vowel_model, measure_vowels, vowel_transcript, vowels_csv, warm_up_vowels)
+
+#: the names this module re-exports, by the module that defines them: each module is imported when
+#: one of its names is first used (PEP 562), so ``aligner align`` on one file imports the pipeline of
+#: one recording and not the corpus, adaptation, evaluation and vowel pipelines
+_EXPORTS = {
+    "aligner.alignment.adaptation.corpus": ("AdaptReport",),
+    "aligner.alignment.corpus": ("CORPUS_TRANSCRIPTS", "CorpusReport", "FileReview", "OovReport", "align_corpus",
+                                 "find_oovs"),
+    "aligner.alignment.evaluation.phones": ("AlignmentScores", "evaluate_directories"),
+    "aligner.alignment.model": ("AlignmentModel",),
+    "aligner.alignment.pipeline": ("PHONE_TIER", "STREAM_SECONDS", "TIER_OVERRUN_TOLERANCE", "Alignment", "align",
+                                   "align_file", "align_file_reviewed", "align_phones_reviewed", "align_transcript",
+                                   "align_words", "check_output_not_input", "load_dictionary", "load_model",
+                                   "output_path", "warm_up", "warm_up_words"),
+    "aligner.io.textgrids": ("Interval",),
+    "aligner.vowels.pipeline": ("VOWEL_CSV_ALIGNED_FIELDS", "VOWEL_CSV_FIELDS", "VOWEL_CSV_TIER_FIELDS",
+                                "VOWEL_RESUME_MESSAGE", "VOWEL_TIER", "VOWEL_TRANSCRIPTS", "VowelRecord",
+                                "VowelReport", "load_vowel_model", "measure_vowels", "vowel_transcript", "vowels_csv",
+                                "warm_up_vowels"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+if TYPE_CHECKING:  # the types of this module's own signatures, for type checkers
+    from aligner.alignment.adaptation.corpus import AdaptReport
+    from aligner.alignment.evaluation.phones import AlignmentScores
+    from aligner.alignment.model import AlignmentModel
+
+
+def __getattr__(name: str):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'aligner.api' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # once
+    return value
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_MODULE_OF))
+
 
 __all__ = [
     # one recording
@@ -136,6 +165,8 @@ def evaluate(ref_dir, hyp_dir, allow_missing: bool = False) -> Evaluation:
     reference or with other phones, and (unless ``allow_missing``) references without a
     hypothesis; see :mod:`aligner.alignment.evaluation.phones`.
     """
+    from aligner.alignment.evaluation.phones import evaluate_directories
+
     return Evaluation(*evaluate_directories(ref_dir, hyp_dir, allow_missing))
 
 

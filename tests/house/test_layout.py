@@ -19,7 +19,7 @@ PACKAGE = Path(aligner.__file__).resolve().parent
 #: longest name here that holds it
 FLOORS = {"errors": 0, "frames": 0, "runtime": 0, "learn": 0, "_models": 0,
           "io": 1, "features": 1, "phones": 1, "words": 2, "alignment": 3, "plotting": 3, "vowels": 4,
-          "api": 5, "cli": 6,
+          "api": 5, "cli": 6, "__main__": 7,
           # the aligner's rooms: decoders first, their review and scoring above them, the model,
           # pipelines and training above those, adaptation (which drives all of them) on top
           "alignment.decoding": 3.0, "alignment.review": 3.1, "alignment.evaluation": 3.1,
