@@ -143,8 +143,13 @@ class DaskPool:
         distributed = import_distributed()
         try:
             if self.scheduler is None:
-                self.cluster = distributed.LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
-                                                        dashboard_address=None)
+                import dask
+
+                # no dashboard, so no use for the workers' statistical profiler: its stack samples
+                # every 10 ms take the GIL from the task thread
+                with dask.config.set({"distributed.worker.profile.enabled": False}):
+                    self.cluster = distributed.LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
+                                                            dashboard_address=None)
                 self.client = distributed.Client(self.cluster, set_as_default=False)
             else:
                 self.client = distributed.Client(self.scheduler, timeout=f"{CONNECT_TIMEOUT_S}s",
