@@ -101,6 +101,12 @@ def _set_up_worker(initializer, initargs: tuple) -> None:
     if key not in _WORKERS_SET_UP:
         initializer(*initargs)
         _WORKERS_SET_UP.add(key)
+        # what the worker holds now (Dask's machinery, numba, the model) lives as long as it does:
+        # out of the cyclic collector's passes, which would otherwise walk it every few files
+        # (a local pool's workers are forked from a parent that froze it the same way)
+        import gc
+
+        gc.freeze()
 
 
 def _run_task(fn, chunk, initializer, initargs: tuple, chunk_fn=None):
