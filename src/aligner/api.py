@@ -143,7 +143,7 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
           classifier_params: Optional[dict] = None, n_folds: int = 4, n_val_speakers: int = 2,
           progress=None, epoch_callback=None, phones_tier: Optional[str] = None, phone_classes=None,
           phone_code: str = "auto", min_class_tokens: Optional[int] = None, on_inventory=None,
-          augment=None, front_band_hz=None) -> AlignmentModel:
+          augment=None, front_band_hz=None, failed: Optional[list] = None) -> AlignmentModel:
     """Train an alignment model on a corpus of hand-aligned phones and save it to ``out_dir``.
 
     TIMIT ``.phn`` in a standard phone set train a 39-class model; TextGrids (tier
@@ -158,6 +158,9 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     ``front_band_hz``: a phone-line model, hearing every recording (in training and when it
     aligns) through this band (Hz), e.g. :data:`aligner.features.band.PHONE_BAND_HZ`: the band
     expert of a multi-condition bundle (``benchmarks.alignment.fit_condition_expert --band-expert``).
+    ``failed``: a list that receives ``(utterance, one-line message)`` of every file left out (no
+    phones tier, an empty tier, phones that do not fit the audio, unreadable audio); None: such a
+    file stops the training with its error.
     """
     from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
     from aligner.features.augment import AugmentationRecipe
@@ -172,10 +175,16 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
         from aligner.features.augment import require_room_simulator
         require_room_simulator()  # a missing extra fails before any audio is read
     corpus = read_training_corpus(corpus_dir, phones_tier, phone_classes, phone_code, min_class_tokens)
+    if corpus.failed and failed is None:
+        raise AlignerError(corpus.failed[0][1])
+    if failed is not None:
+        failed.extend(corpus.failed)
     if corpus.choice is not None and on_inventory is not None:
         on_inventory(corpus.choice)
     data = load_utterances(corpus.utterances, progress, phone_set=corpus.phone_set, tier=corpus.tier,
-                           augment=augment, front_band_hz=front_band_hz)
+                           augment=augment, front_band_hz=front_band_hz, failed=failed)
+    if not data:
+        raise AlignerError(f"{corpus_dir}: no utterance could be read ({failed[-1][1]})")
     model, _ = train_alignment_model(data, trainer, trainer_params, classifier_params, n_folds,
                                      n_val_speakers, progress=progress, epoch_callback=epoch_callback,
                                      phone_set=corpus.phone_set)

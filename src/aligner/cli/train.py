@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from aligner.cli.common import echo, run
+from aligner.cli.common import echo, exit_if_failed, run
 
 
 @click.command("train")
@@ -89,8 +89,10 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
         if classifier_kind != "network":
             raise click.UsageError("--networks needs --classifier network")
         classifier["networks"] = networks
+    failed: list = []
     model = run(api.train, corpus_dir, out_dir, trainer, params, classifier, folds, 2, progress, epoch,
                 phones_tier=phones_tier, phone_classes=phone_classes, phone_code=phone_code,
                 min_class_tokens=min_class_tokens, on_inventory=inventory, augment=augment,
-                front_band_hz=PHONE_BAND_HZ if phone_line else None)
+                front_band_hz=PHONE_BAND_HZ if phone_line else None, failed=failed)
     echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")
+    exit_if_failed([(utt, message) for utt, message in failed], "files left out of the training")

@@ -54,8 +54,6 @@ from aligner.io.corpus import find_utterances
 MIN_ADAPT_SECONDS = 20.0
 #: recordings (or TextGrid intervals) shorter than this (samples: 100 ms) are left out
 MIN_RECORDING_SAMPLES = SAMPLE_RATE // 10
-#: the reference TextGrid tier holding hand-aligned phones (else the first interval tier)
-REFERENCE_TIER = "phones"
 #: a reference TextGrid may end this far past its recording (seconds) before it is refused
 REFERENCE_OVERRUN_S = TIER_OVERRUN_TOLERANCE
 
@@ -121,7 +119,7 @@ def _reference_path(references: Path, name: str, by_stem: dict) -> Optional[Path
 def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel] = None,
                    language_phones=None) -> list:
     """Hand-aligned phones ``[(start_s, end_s, symbol), ...]`` of a reference TextGrid covering a
-    recording of ``duration_s`` seconds: its ``phones`` tier (or its first interval tier), blank
+    recording of ``duration_s`` seconds: its ``phones`` (or ``phone``) tier, else its first interval tier; blank
     intervals read as silence of the phones' own set. For a ``model`` trained on its own phones
     the symbols must be the model's (blank intervals: its silence). ``language_phones``: the
     symbols are a language's IPA phones (as ``align-corpus --language`` writes its phones
@@ -131,14 +129,14 @@ def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel
     intervals, intervals past the audio or a symbol of no phone set (not of the model's, or
     with no mapping)."""
     from aligner.phones.inventory import EMPTY_LABEL_SYMBOL, normalize_symbol
-    from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
+    from aligner.io.textgrids import find_phones_tier, interval_tier, load_textgrid, tier_names
     from aligner.phones.sets import detect_phone_set
 
     grid = load_textgrid(path)
     names = tier_names(grid, interval=True)
     if not names:
         raise TranscriptError(f"{path}: no interval tier with reference phones")
-    tier = REFERENCE_TIER if REFERENCE_TIER in names else names[0]
+    tier = find_phones_tier(names, path, fallback="first")
     intervals = sorted(interval_tier(grid, path, tier))
     labelled = [(s, e, lab.strip()) for s, e, lab in intervals if lab.strip()]
     if not labelled:
