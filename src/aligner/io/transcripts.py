@@ -120,7 +120,7 @@ def read_transcript(
     symbols = [s for s, _ in pairs]
     if not symbols:
         raise TranscriptError(f"{name}: transcript is empty (no phone symbols)")
-    if not isinstance(phone_set, PhoneSet):
+    if isinstance(phone_set, str):
         phone_set = get_phone_set(phone_set, symbols, name)
     phone_set.validate(symbols, name, lines=[line for _, line in pairs] if from_file else None)
     return symbols, phone_set

@@ -372,3 +372,58 @@ def composition_matrix(segments: Sequence[Segment]) -> np.ndarray:
     """(len(segments), :data:`COMPOSITION_DIMS`) float32 rows of :func:`composition_vector`."""
     return np.stack([composition_vector(s) for s in segments]) if segments else np.zeros((0, COMPOSITION_DIMS),
                                                                                         np.float32)
+
+
+class OpenPhoneSet:
+    """The phone set of a code (:data:`CODES`: ``ipa``, ``xsampa``): every symbol the code reads
+    (:func:`read_phone`), silence labels included. It reads and checks transcripts; the classes come
+    from the model that aligns them (the universal model's view of the transcript's phones, or an
+    English or own-phone model's closest phones by features)."""
+
+    def __init__(self, code: str):
+        if code not in CODES:
+            raise ValueError(f"unknown phone code {code!r}; choose from {', '.join(CODES)}")
+        self.name = self.code = code
+        self.description = {"ipa": "any phone in IPA", "xsampa": "any phone in X-SAMPA"}[code]
+
+    def __repr__(self) -> str:
+        return f"OpenPhoneSet({self.code!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OpenPhoneSet) and other.code == self.code
+
+    def __hash__(self) -> int:
+        return hash(("OpenPhoneSet", self.code))
+
+    def read(self, symbol: str) -> Segment:
+        """``symbol`` read in this code (:class:`IpaError` when it cannot be)."""
+        return read_phone(symbol, self.code)
+
+    def normalize(self, symbol: str) -> str | None:
+        """``symbol`` stripped and in Unicode NFC if the code reads it, else None."""
+        try:
+            self.read(symbol)
+        except IpaError:
+            return None
+        return unicodedata.normalize("NFC", symbol.strip())
+
+    def __contains__(self, symbol: object) -> bool:
+        return isinstance(symbol, str) and self.normalize(symbol) is not None
+
+    def first_unknown(self, symbols: Sequence[str]) -> int | None:
+        for i, s in enumerate(symbols):
+            if s not in self:
+                return i
+        return None
+
+    def validate(self, symbols: Sequence[str], source: str, lines: Sequence[int] | None = None) -> None:
+        """Raise :class:`TranscriptError` (one line naming ``source``, the symbol, its position and
+        line, and why) if ``symbols`` is empty or holds a symbol the code cannot read."""
+        if not symbols:
+            raise TranscriptError(f"{source}: transcript is empty (no phone symbols)")
+        for i, s in enumerate(symbols):
+            try:
+                self.read(s)
+            except IpaError as exc:
+                where = f"symbol {i + 1} of {len(symbols)}" + (f", line {lines[i]}" if lines is not None else "")
+                raise TranscriptError(f"{source}: {exc} ({where})") from None
