@@ -24,6 +24,7 @@ on folds 2-4 and validated on fold 1: ``--test-fold 1 --exclude-folds 0``). Mode
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -55,6 +56,37 @@ def load_all(out: Path, progress=None) -> list:
     for utt, message in failed:
         print(f"left out: {message}", file=sys.stderr)
     return data
+
+
+class ScorerCache:
+    """Frame scorers kept on disk (``DIR/<languages left out>.npz``), for designs that share them:
+    the :func:`~aligner.alignment.universal_training.train_universal_model` ``scorers`` mapping."""
+
+    def __init__(self, directory: Path):
+        self.directory = Path(directory)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / (("without-" + key.replace(" ", "-")) if key else "all") / "scorer.npz"
+
+    def get(self, key: str):
+        from aligner.features.composed_network import ComposedNetwork
+
+        path = self._path(key)
+        if not path.is_file():
+            return None
+        with np.load(path, allow_pickle=False) as arrays:
+            return ComposedNetwork.from_arrays(dict(arrays))
+
+    def __setitem__(self, key: str, net) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, **net.to_arrays())
+
+
+def scorer_key(settings) -> str:
+    """A name of the settings the frame scorers depend on (and the data: the training languages)."""
+    return (f"h{settings.hidden}-a{settings.alpha:g}-e{settings.epochs}-f{settings.max_train_frames}-"
+            f"s{settings.seed}-w{'_'.join(f'{w:g}' for w in settings.warps)}-k{settings.n_folds}")
 
 
 def align_universal(model, samples, symbols):
@@ -148,8 +180,12 @@ def main(argv=None):
                     if data is None:
                         data = load_all(args.out)
                     train = [d for d in data if d.group in train_langs or (d.group == TIMIT_GROUP and not args.no_timit)]
+                    langs = "-".join(sorted({d.group for d in train}))
+                    cache = ScorerCache(args.out / "scorers" / scorer_key(settings)
+                                        / hashlib.sha1(langs.encode()).hexdigest()[:12])
                     model = train_universal_model(train, settings, progress=lambda s, a, b: print(
-                        f"  {s} {a}/{b} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True))
+                        f"  {s} {a}/{b} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True),
+                        scorers=cache)
                     model.training["test_languages"] = folds[k]
                     model.save(path)
                 align = lambda samples, symbols, m=model: align_universal(m, samples, symbols)  # noqa: E731

@@ -202,3 +202,28 @@ def test_train_universal_from_the_command_line_names_left_out_files(universal, t
     assert (tmp_path / "m" / "manifest.json").is_file()
     code, output = run("train", copy, tmp_path / "m2", "--universal", "--phone-classes", copy / "xaa" / "xaa-1.wav")
     assert code == 2 and "--universal" in output
+
+
+def test_vowels_from_ipa_phones(universal, tmp_path):
+    corpus, path = universal
+    wav = corpus / "xaa" / "xaa-3.wav"
+    out = tmp_path / "vowels.csv"
+    code, output = run("vowels", wav, "--transcript", "m a s i", "--phone-set", "ipa", "--alignment-model", path,
+                       "--no-fuse", "-o", out)
+    assert code == 0, output
+    rows = out.read_text(encoding="utf-8").splitlines()
+    assert [r.split(",")[5] for r in rows[1:]] == ["a", "i"]  # the vowels, by their features
+
+
+def test_a_languages_words_go_through_the_universal_model_unmapped(universal, tmp_path):
+    pytest.importorskip("gruut")
+    pytest.importorskip("gruut_lang_es")
+    corpus, path = universal
+    out = tmp_path / "es.TextGrid"
+    code, output = run("align", corpus / "xcc" / "xcc-2.wav", "mesa", "--language", "es", "--model", path, "-o", out)
+    assert code == 0, output
+    assert "phones aligned as model phones" not in output  # no mapping: the G2P's own IPA is aligned
+    from aligner.io.textgrids import read_interval_tier
+
+    assert [iv.label for iv in read_interval_tier(out, "words") if iv.label] == ["mesa"]
+    assert [iv.label for iv in read_interval_tier(out, "phones") if iv.label] == ["m", "e", "s", "a"]

@@ -199,9 +199,12 @@ def decoding_inputs(model: UniversalModel, data: list) -> tuple:
 
 
 def train_universal_model(data: list, settings: UniversalSettings | None = None, progress: Progress = None,
-                          epoch_callback=None) -> UniversalModel:
+                          epoch_callback=None, scorers=None) -> UniversalModel:
     """A :class:`UniversalModel` trained on ``data`` (:class:`UniversalUtterance` of several languages;
-    module docstring)."""
+    module docstring). ``scorers``: a mapping (e.g. a dict, or a cache on disk) consulted and filled
+    with the frame scorers, keyed by the languages each was trained without (``""``: the final
+    one), so that designs differing only after the scorers (the prior, the background phones, the
+    weights' trainer) share them; None: trained here."""
     settings = settings or UniversalSettings()
     start = time.perf_counter()
     durations, prior = phone_statistics(data)
@@ -214,7 +217,12 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
     oof_inputs, oof_scores, oof_views = [None] * len(data), [None] * len(data), [None] * len(data)
     for f, held in enumerate(folds):
         train = [d for d in data if d.group not in held]
-        net = fit_scorer(train, settings, seed_offset=1 + f)
+        key = " ".join(held)
+        net = None if scorers is None else scorers.get(key)
+        if net is None:
+            net = fit_scorer(train, settings, seed_offset=1 + f)
+            if scorers is not None:
+                scorers[key] = net
         model = _model(net, durations, prior, settings, INITIAL_WEIGHTS, background)
         idx = [i for i, d in enumerate(data) if d.group in held]
         inputs, scores, views = decoding_inputs(model, [data[i] for i in idx])
@@ -222,7 +230,11 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
             oof_inputs[i], oof_scores[i], oof_views[i] = x, s, v
         if progress:
             progress("scorer folds", f + 1, n_folds)
-    network = fit_scorer(data, settings)
+    network = None if scorers is None else scorers.get("")
+    if network is None:
+        network = fit_scorer(data, settings)
+        if scorers is not None:
+            scorers[""] = network
     if progress:
         progress("final scorer", 1, 1)
     # the 7 weights, early-stopped on validation languages
