@@ -122,3 +122,20 @@ def language_files(lang: str, root: Path = VOXANGELES) -> list:
     """``[(wav, TextGrid)]`` of one language, sorted."""
     return [(w, w.with_suffix(".TextGrid")) for w in sorted((Path(root) / lang).glob("*.wav"))
             if w.with_suffix(".TextGrid").is_file()]
+
+
+def main(argv=None):
+    """``python -m benchmarks.languages.corpus OUT``: the training corpus of the shipped universal
+    model: ``OUT/<language>`` linked to each of the 40 languages, ``OUT/timit`` the TIMIT sample in
+    IPA (written under ``OUT-timit-ipa``); then ``aligner train --universal OUT models/universal``."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=main.__doc__.split("\n\n")[0])
+    p.add_argument("out", type=Path)
+    args = p.parse_args(argv)
+    timit = write_timit_ipa(args.out.with_name(args.out.name + "-timit-ipa"))
+    print(combined_corpus(args.out, languages(), timit))
+
+
+if __name__ == "__main__":
+    main()

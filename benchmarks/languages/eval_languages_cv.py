@@ -86,7 +86,8 @@ class ScorerCache:
 def scorer_key(settings) -> str:
     """A name of the settings the frame scorers depend on (and the data: the training languages)."""
     return (f"h{settings.hidden}-a{settings.alpha:g}-e{settings.epochs}-f{settings.max_train_frames}-"
-            f"s{settings.seed}-w{'_'.join(f'{w:g}' for w in settings.warps)}-k{settings.n_folds}")
+            f"s{settings.seed}-w{'_'.join(f'{w:g}' for w in settings.warps)}-k{settings.n_folds}"
+            + (f"-r{settings.residual_alpha:g}" if settings.residual_alpha else ""))
 
 
 def align_universal(model, samples, symbols):
@@ -115,6 +116,30 @@ def mapped_aligner(model, english: bool):
         return model.align(samples, mapped, pset)
 
     return align
+
+
+def adapt_each_language(model, langs, rounds: int, settings: dict, per_language: bool) -> list:
+    """The score pairs of each language of ``langs`` aligned by ``model``'s view of its phones adapted
+    on its own recordings (their hand-labelled phones, silences included, never their times;
+    :func:`aligner.alignment.adaptation.rounds.adapt_model`, as ``aligner adapt --phone-set ipa``)."""
+    from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model
+    from aligner.alignment.evaluation.phones import score_alignments
+    from aligner.io.audio import load_audio
+
+    out = []
+    for lang in langs:
+        files = [(wav, *reference(grid), load_audio(wav)) for wav, grid in language_files(lang)]
+        base = model.view(sorted({s for _, _, symbols, _ in files for s in symbols}))
+        recordings = [Recording(samples, symbols, lang, wav.name, "phones", "model")
+                      for wav, _, symbols, samples in files]
+        adapted, _ = adapt_model(base, recordings, rounds, AdaptSettings(**settings))
+        pairs = [(starts, np.array([iv.start_s for iv in adapted.align(samples, symbols, adapted.phone_set)]))
+                 for _, starts, symbols, samples in files]
+        out += pairs
+        if per_language:
+            s = score_alignments(pairs)
+            print(f"   {lang} adapted: {s.within_ms[20]:.1f} % within 20 ms, mean {s.mean_ms:.1f} ms")
+    return out
 
 
 def score_files(align, files: list) -> tuple:
@@ -148,6 +173,10 @@ def main(argv=None):
     p.add_argument("--tag", default="", help="name of this design's models (OUT/universal/fold<k>-<tag>)")
     p.add_argument("--no-timit", action="store_true", help="train the universal model on the languages alone")
     p.add_argument("--per-language", action="store_true")
+    p.add_argument("--adapt-rounds", type=int, default=0,
+                   help="then adapt the universal model to each test language on its own recordings (their phones, "
+                        "not their times), as aligner adapt --phone-set ipa does, and score again")
+    p.add_argument("--adapt-settings", default="{}", help="AdaptSettings fields, JSON")
     args = p.parse_args(argv)
 
     from aligner.alignment.evaluation.phones import score_alignments
@@ -168,7 +197,7 @@ def main(argv=None):
         name = f"fold{k}" + (f"-x{''.join(map(str, excluded))}" if excluded else "")
         files = [f for lang in folds[k] for f in language_files(lang)]
         print(f"== test fold {k}: {', '.join(folds[k])} ({len(files)} files); training on {len(train_langs)} "
-              f"languages{'' if args.no_timit else ' + TIMIT'}", flush=True)
+              f"languages (the universal model{' without' if args.no_timit else ' with'} TIMIT)", flush=True)
         for system in systems:
             t0 = time.perf_counter()
             if system == "universal":
@@ -212,10 +241,16 @@ def main(argv=None):
                     s = score_alignments(lp)
                     print(f"   {lang}: {s.within_ms[20]:.1f} % within 20 ms, mean {s.mean_ms:.1f} ms "
                           f"({s.n_boundaries} boundaries)")
+            if system == "universal" and args.adapt_rounds > 0:
+                adapted_pairs = adapt_each_language(model, folds[k], args.adapt_rounds,
+                                                    json.loads(args.adapt_settings), args.per_language)
+                totals.setdefault("universal adapted", []).extend(adapted_pairs)
+                print(f"-- universal adapted to each test language ({args.adapt_rounds} rounds, no times)\n"
+                      f"{score_alignments(adapted_pairs).format()}", flush=True)
     if len(tests) > 1:
         print("== all test folds")
-        for system in systems:
-            print(f"-- {system}\n{score_alignments(totals[system]).format()}")
+        for system, pairs in totals.items():
+            print(f"-- {system}\n{score_alignments(pairs).format()}")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ import numpy as np
 
 from aligner.alignment.decoding.refinement import BoundaryRefiner
 from aligner.alignment.decoding.task import FEATURE_NAMES
-from aligner.alignment.model import MAX_PHONE_FRAMES, MAX_SILENCE_FRAMES, AlignmentModel, DurationStats
+from aligner.alignment.model import MAX_PHONE_FRAMES, AlignmentModel, DurationStats
 from aligner.errors import ModelError, TranscriptError
 from aligner.features.composed_network import ComposedNetwork
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE
@@ -50,6 +50,9 @@ SILENCE_CLASS = "sil"
 DURATION_PRIOR_TOKENS = 5.0
 #: views kept per model (each shares the network's units; its output layer is (units, its phones))
 VIEW_CACHE_SIZE = 64
+#: longest silence a view's decoder considers (frames): field recordings hold longer pauses than
+#: read sentences (up to 2.4 s in the 40 languages), and a recording must fit its transcript
+UNIVERSAL_MAX_SILENCE_FRAMES = 300
 
 
 def _ridge(X: np.ndarray, t: np.ndarray, w: np.ndarray, alpha: float) -> np.ndarray:
@@ -63,17 +66,19 @@ def _ridge(X: np.ndarray, t: np.ndarray, w: np.ndarray, alpha: float) -> np.ndar
 
 @dataclass
 class FeatureDurations:
-    """Phone durations (frames) by phonological features.
+    """Phone durations (frames) by phonological features and position.
 
-    ``classes`` (C,) the training phones' canonical IPA (``sil`` for silence), with their token
-    ``counts``, ``mean``, ``std`` and longest ``longest`` (frames) in training; ``mean_coef`` (D,) a
-    ridge regression of a phone's mean duration on its composition vector, ``spread`` (7,) the
-    typical std / mean of each broad class (:data:`~aligner.phones.ipa.BROAD_ORDER`).
-    A phone's statistics (:meth:`predict`): ``(n mean_c + k pred) / (n + k)`` for a training phone
-    of n tokens (k = :data:`DURATION_PRIOR_TOKENS`), the prediction ``pred`` for an unseen one; the
-    std alike from ``spread``; the longest length the decoder tries is twice the longest seen
-    (or predicted: mean + 4 std), at least 15 frames, at most :data:`MAX_PHONE_FRAMES`
-    (:data:`MAX_SILENCE_FRAMES` for silence).
+    ``classes`` (C,) the training phones' canonical IPA (``sil`` for silence); per position (row 0:
+    within the utterance; row 1: before a pause or at the end, where phones lengthen, and for
+    silence the utterance's edges rather than a pause) their token ``counts``, ``mean``, ``std`` and
+    ``longest`` (frames), each (2, C); ``mean_coef`` (D + 1,) a ridge regression of a phone's mean
+    duration on its composition vector and the position; ``spread`` (2, 7) the typical std / mean of
+    each broad class (:data:`~aligner.phones.ipa.BROAD_ORDER`) per position.
+    A phone's statistics (:meth:`predict`): ``(n mean + k pred) / (n + k)`` for a training phone of
+    n tokens in that position (k = :data:`DURATION_PRIOR_TOKENS`), the prediction ``pred`` for an
+    unseen one; the std alike from ``spread``; the longest length the decoder tries is twice the
+    longest seen (or predicted: mean + 4 std), at least 15 frames, at most :data:`MAX_PHONE_FRAMES`
+    (:data:`UNIVERSAL_MAX_SILENCE_FRAMES` for silence).
     """
 
     classes: tuple
@@ -90,46 +95,62 @@ class FeatureDurations:
 
     @classmethod
     def fit(cls, lengths_by_class: dict, alpha: float = 3.0) -> "FeatureDurations":
-        """From ``{canonical IPA: list of lengths in frames}`` of the training tokens."""
-        classes = tuple(sorted(lengths_by_class))
-        if SILENCE_CLASS not in lengths_by_class:
+        """From ``{(canonical IPA, before a pause): list of lengths in frames}`` of the training tokens."""
+        classes = tuple(sorted({c for c, _ in lengths_by_class}))
+        if SILENCE_CLASS not in classes:
             raise ValueError("duration statistics need the training data's silences")
-        lengths = [np.asarray(lengths_by_class[c], float) for c in classes]
-        counts = np.array([len(v) for v in lengths], float)
-        mean = np.array([v.mean() for v in lengths])
-        std = np.array([v.std() if len(v) > 1 else 0.0 for v in lengths])
-        longest = np.array([v.max() for v in lengths])
+        C = len(classes)
+        counts, mean, std, longest = (np.zeros((2, C)) for _ in range(4))
+        for (c, final), v in lengths_by_class.items():
+            v = np.asarray(v, float)
+            j, r = classes.index(c), int(bool(final))
+            counts[r, j], mean[r, j], longest[r, j] = len(v), v.mean(), v.max()
+            std[r, j] = v.std() if len(v) > 1 else 0.0
         segments = [read_ipa(c) for c in classes]
         Phi = composition_matrix(segments).astype(np.float64)
-        mean_coef = _ridge(Phi, mean, counts, alpha)
-        spread = np.zeros(len(BROAD_ORDER))
+        X = np.vstack([np.hstack([Phi, np.zeros((C, 1))]), np.hstack([Phi, np.ones((C, 1))])])
+        seen = counts.ravel() > 0
+        mean_coef = _ridge(X[seen], mean.ravel()[seen], counts.ravel()[seen], alpha)
+        spread = np.full((2, len(BROAD_ORDER)), 0.4)
         broad = np.array([BROAD_ORDER.index(broad_class(s)) for s in segments])
-        for b in range(len(BROAD_ORDER)):
-            rows = (broad == b) & (counts > 1)
-            spread[b] = (np.sum(counts[rows] * std[rows] / mean[rows]) / counts[rows].sum()) if rows.any() else 0.4
+        for r in range(2):
+            for b in range(len(BROAD_ORDER)):
+                rows = (broad == b) & (counts[r] > 1)
+                if rows.any():
+                    spread[r, b] = np.sum(counts[r, rows] * std[r, rows] / mean[r, rows]) / counts[r, rows].sum()
         return cls(classes, counts, mean, std, longest, mean_coef, spread)
 
-    def predict(self, segments: Sequence[Segment]) -> tuple:
-        """``(mean, std, max_frames)``, each (K,), of phones ``segments`` (module docstring)."""
+    def predict(self, segments: Sequence[Segment], final: bool = False) -> tuple:
+        """``(mean, std, max_frames)``, each (K,), of phones ``segments`` within an utterance or
+        (``final``) before a pause (module docstring)."""
         Phi = composition_matrix(list(segments)).astype(np.float64)
-        pred = np.maximum(Phi @ self.mean_coef, 2.0)
+        r = int(bool(final))
+        pred = np.maximum(np.hstack([Phi, np.full((len(Phi), 1), float(r))]) @ self.mean_coef, 2.0)
         k = DURATION_PRIOR_TOKENS
         mean, std, mx = np.empty(len(segments)), np.empty(len(segments)), np.empty(len(segments), np.int64)
         for i, seg in enumerate(segments):
             b = BROAD_ORDER.index(broad_class(seg))
-            pred_std = self.spread[b] * pred[i]
+            pred_std = self.spread[r, b] * pred[i]
             j = self._index.get(SILENCE_CLASS if seg.silence else seg.ipa)
-            cap = MAX_SILENCE_FRAMES if seg.silence else MAX_PHONE_FRAMES
-            if j is None:
+            cap = UNIVERSAL_MAX_SILENCE_FRAMES if seg.silence else MAX_PHONE_FRAMES
+            n = 0.0 if j is None else self.counts[r, j]
+            if n == 0:
                 mean[i], std[i] = pred[i], pred_std
                 longest = pred[i] + 4 * pred_std
             else:
-                n = self.counts[j]
-                mean[i] = (n * self.mean[j] + k * pred[i]) / (n + k)
-                std[i] = (n * self.std[j] + k * pred_std) / (n + k)
-                longest = max(self.longest[j], pred[i] + 4 * pred_std)
+                mean[i] = (n * self.mean[r, j] + k * pred[i]) / (n + k)
+                std[i] = (n * self.std[r, j] + k * pred_std) / (n + k)
+                longest = max(self.longest[r, j], pred[i] + 4 * pred_std)
             mx[i] = int(np.clip(2 * longest, 15, cap))
         return np.maximum(mean, 1.0), np.maximum(std, 1.0), mx
+
+    def stats(self, segments: Sequence[Segment], silence_class: int) -> DurationStats:
+        """The :class:`~aligner.alignment.model.DurationStats` of a view's classes ``segments``
+        (within an utterance, and before a pause), silence the class ``silence_class``."""
+        mean, std, mx = self.predict(segments, False)
+        f_mean, f_std, f_mx = self.predict(segments, True)
+        return DurationStats(mean, std, mx, final_mean=f_mean, final_std=f_std, final_max_frames=f_mx,
+                             silence_class=silence_class)
 
     def to_arrays(self) -> dict:
         return {"counts": self.counts, "mean": self.mean, "std": self.std, "longest": self.longest,
@@ -140,10 +161,10 @@ class FeatureDurations:
         out = cls(tuple(classes), *(np.asarray(d[k], float) for k in ("counts", "mean", "std", "longest",
                                                                        "mean_coef", "spread")))
         C = len(out.classes)
-        if not (out.counts.shape == out.mean.shape == out.std.shape == out.longest.shape == (C,)
-                and out.mean_coef.shape == (COMPOSITION_DIMS,) and out.spread.shape == (len(BROAD_ORDER),)):
+        if not (out.counts.shape == out.mean.shape == out.std.shape == out.longest.shape == (2, C)
+                and out.mean_coef.shape == (COMPOSITION_DIMS + 1,) and out.spread.shape == (2, len(BROAD_ORDER))):
             raise ValueError("duration statistics have the wrong shapes")
-        if not all(np.all(np.isfinite(a)) for a in out.to_arrays().values()) or np.any(out.mean <= 0):
+        if not all(np.all(np.isfinite(a)) for a in out.to_arrays().values()) or np.any(out.mean < 0):
             raise ValueError("duration statistics hold invalid values")
         return out
 
@@ -229,9 +250,12 @@ class UniversalModel:
         inventory = PhoneInventory(names, [broad_class(seg) for seg in class_segments])
         Phi = composition_matrix(class_segments)
         log_prior = None if self.prior is None else self.prior.predict(class_segments)
-        classifier = self.network.frame_classifier(Phi, log_prior)
-        mean, std, mx = self.durations.predict(class_segments)
-        durations = DurationStats(mean, std, mx)
+        residual_index = None
+        if self.network.class_names:
+            own = {c: i for i, c in enumerate(self.network.class_names)}
+            residual_index = np.array([own.get(c, -1) for c in names], np.int64)
+        classifier = self.network.frame_classifier(Phi, log_prior, residual_index)
+        durations = self.durations.stats(class_segments, len(names) - 1)
         phone_symbols = {s: (SILENCE_CLASS if seg.silence else seg.ipa) for s, seg in zip(written, segments)}
         refiner = copy.copy(self.refiner) if self.refiner is not None else None  # its own broad classes
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,

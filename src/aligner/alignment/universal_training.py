@@ -48,14 +48,19 @@ Progress = Optional[Callable[[str, int, int], None]]
 @dataclass
 class UniversalSettings:
     """The design of a universal model's training (defaults chosen on validation languages,
-    docs/results.md): the scorer's ``hidden`` units, L2 ``alpha``, at most ``epochs``, trained on
+    docs/results.md): the scorer's ``hidden`` units, L2 ``alpha`` (``residual_alpha`` > 0: each
+    training phone also a logit of its own, :class:`~aligner.features.composed_network.ComposedNetwork`),
+    at most ``epochs``, trained on
     at most ``max_train_frames`` frames; ``warps``: VTLP copies of every recording for the scorer;
     ``prior``: divide the scores by each phone's prior; ``background``: how many of the commonest
     training phones every view also scores; ``n_folds`` language folds of the out-of-fold scores;
-    ``n_val_groups`` languages of the weights' early stopping; ``trainer`` and its parameters."""
+    ``n_val_groups`` languages of the weights' early stopping; the boundary refiner's largest shift
+    ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``trainer`` and
+    its parameters."""
 
     hidden: int = 512
     alpha: float = 3.0
+    residual_alpha: float = 0.0
     epochs: int = 40
     max_train_frames: int = 200_000
     warps: tuple = DEFAULT_WARPS
@@ -63,13 +68,16 @@ class UniversalSettings:
     background: int = 0
     n_folds: int = 3
     n_val_groups: int = 4
+    refiner_max_shift_ms: float = 10.0
+    refiner_clip_ms: float = 15.0
     trainer: str = "orbit"
     trainer_params: dict = field(default_factory=dict)
     seed: int = 0
 
     def network(self, seed_offset: int = 0) -> ComposedNetwork:
         return ComposedNetwork(hidden=self.hidden, alpha=self.alpha, epochs=self.epochs,
-                               max_train_frames=self.max_train_frames, seed=self.seed + seed_offset)
+                               max_train_frames=self.max_train_frames, seed=self.seed + seed_offset,
+                               residual_alpha=self.residual_alpha)
 
 
 @dataclass
@@ -145,12 +153,18 @@ def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None
 
 
 def phone_statistics(data: list) -> tuple:
-    """``(FeatureDurations, PhonePrior)`` of the reference alignments of ``data``."""
+    """``(FeatureDurations, PhonePrior)`` of the reference alignments of ``data`` (each token's
+    length by its phone and whether a pause, or the end, follows it)."""
     lengths: dict = {}
     frames: dict = {}
     for d in data:
-        for p, n in zip(d.phones, d.lengths):
-            lengths.setdefault(p, []).append(int(n))
+        K = len(d.phones)
+        for k, (p, n) in enumerate(zip(d.phones, d.lengths)):
+            if p == SILENCE_CLASS:
+                final = k == 0 or k == K - 1  # an utterance's edge, not a pause
+            else:
+                final = k == K - 1 or d.phones[k + 1] == SILENCE_CLASS  # before a pause: lengthened
+            lengths.setdefault((p, final), []).append(int(n))
             frames[p] = frames.get(p, 0) + int(n)
     return FeatureDurations.fit(lengths), PhonePrior.fit(frames)
 
@@ -167,7 +181,7 @@ def fit_scorer(data: list, settings: UniversalSettings, seed_offset: int = 0, pr
             frames.append(f)
             labels.append(frame_labels)
             groups.append(d.group)
-    return settings.network(seed_offset).fit(frames, labels, Phi, groups, progress=progress)
+    return settings.network(seed_offset).fit(frames, labels, Phi, groups, progress=progress, class_names=classes)
 
 
 def group_folds(groups, n_folds: int, seed: int = 0) -> list:
@@ -255,7 +269,8 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
         features.append(boundary_features(s, d.frames, x.phone_classes, y, x.dur_mean, x.dur_std,
                                           v.inventory.broad_indices))
         shifts.append(1000.0 * (d.starts_s[1:] - phone_start_times(y)[1:]))
-    refiner = BoundaryRefiner().fit(features, shifts)
+    refiner = BoundaryRefiner(target_clip_ms=settings.refiner_clip_ms,
+                              max_shift_ms=settings.refiner_max_shift_ms).fit(features, shifts)
     model = _model(network, durations, prior, settings, weights, background)
     model.refiner = refiner
     model.training = {

@@ -37,7 +37,9 @@ from aligner.runtime import blas
 
 FORMAT_VERSION = 1
 _HYPER = ("context", "hidden", "alpha", "epochs", "seed", "max_train_frames", "batch", "learning_rate",
-          "calibration_fraction", "n_features", "patience")
+          "calibration_fraction", "n_features", "patience", "residual_alpha")
+#: settings that files saved before them lack (their defaults then)
+_OPTIONAL = ("residual_alpha",)
 _LEARNED = ("mean", "inv_std", "hidden_weights", "hidden_bias", "projection", "projection_bias", "temperature")
 
 
@@ -54,12 +56,15 @@ class ComposedNetwork:
     frames is trained on); ``batch`` frames per step; ``learning_rate`` of Adam;
     ``calibration_fraction`` of the groups held out for early stopping and the temperature;
     ``n_features`` per frame (42); ``patience``: epochs without a lower held-out loss before
-    training stops.
+    training stops; ``residual_alpha`` > 0: every training class also gets a logit of its own
+    (a column on the ReLU units, L2 penalty ``residual_alpha``) added to its composed logit, which
+    a class scored later uses when it is one of them (:meth:`frame_classifier` ``residual_index``).
     """
 
     def __init__(self, context: int = 4, hidden: int = 512, alpha: float = 3.0, epochs: int = 40, seed: int = 0,
                  max_train_frames: int = 200_000, batch: int = 256, learning_rate: float = 1e-3,
-                 calibration_fraction: float = 0.2, n_features: int = 42, patience: int = 5):
+                 calibration_fraction: float = 0.2, n_features: int = 42, patience: int = 5,
+                 residual_alpha: float = 0.0):
         self.context = int(context)
         self.hidden = int(hidden)
         self.alpha = float(alpha)
@@ -71,6 +76,13 @@ class ComposedNetwork:
         self.calibration_fraction = float(calibration_fraction)
         self.n_features = int(n_features)
         self.patience = int(patience)
+        self.residual_alpha = float(residual_alpha)
+        #: with ``residual_alpha > 0``: (hidden, C) weights and (C,) biases of each *training* class's
+        #: own logit, added to its composed one (L2 penalty ``residual_alpha``); (0, 0) and (0,) without
+        self.residual_weights = np.zeros((0, 0), np.float32)
+        self.residual_bias = np.zeros(0, np.float32)
+        #: names of the training classes (the rows of the training descriptions), when given to :meth:`fit`
+        self.class_names: tuple = ()
         if self.hidden < 1 or self.epochs < 1 or self.batch < 1 or self.alpha < 0:
             raise ValueError("hidden, epochs and batch must be >= 1 and alpha >= 0")
         self._fitted = False
@@ -89,12 +101,16 @@ class ComposedNetwork:
 
     # ------------------------------------------------------------------ fit
     def fit(self, frames_list: Sequence[np.ndarray], labels_list: Sequence[np.ndarray], descriptions: np.ndarray,
-            groups: Optional[Sequence] = None, progress=None) -> "ComposedNetwork":
+            groups: Optional[Sequence] = None, progress=None, class_names: Sequence[str] = ()) -> "ComposedNetwork":
         """Train on utterances: ``frames_list[i]`` (T_i, 42) frames, ``labels_list[i]`` (T_i,) int
         class of each frame (a row of ``descriptions``, (C, D) float); ``groups[i]`` a key shared by
         utterances held out together (a language, a recording and its copies). ``progress(epoch,
-        held-out loss)`` after each epoch."""
+        held-out loss)`` after each epoch. ``class_names``: a name per row of ``descriptions``, kept
+        (:attr:`class_names`) so that a later class can find its own logit (``residual_alpha``)."""
         t0 = time.perf_counter()
+        self.class_names = tuple(str(c) for c in class_names)
+        if self.class_names and len(self.class_names) != len(descriptions):
+            raise ValueError(f"{len(self.class_names)} class names for {len(descriptions)} descriptions")
         with blas.limit(1):  # minibatch products: one BLAS thread is several times faster than two on a busy machine
             self._fit(frames_list, labels_list, np.asarray(descriptions, np.float32), groups, progress)
         self.train_seconds_ = time.perf_counter() - t0
@@ -141,6 +157,9 @@ class ComposedNetwork:
         params = [rng.normal(0, np.sqrt(2.0 / d), (d, m)).astype(np.float32), np.zeros(m, np.float32),
                   rng.normal(0, np.sqrt(1.0 / m), (m, D)).astype(np.float32) * np.float32(0.5),
                   np.zeros(D, np.float32)]
+        residual = self.residual_alpha > 0
+        if residual:
+            params += [np.zeros((m, C), np.float32), np.zeros(C, np.float32)]
         moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
         beta1, beta2, eps, step = 0.9, 0.999, 1e-8, 0
         b1, b2, c1, c2, e32 = (np.float32(v) for v in (beta1, beta2, 1 - beta1, 1 - beta2, eps))
@@ -158,6 +177,9 @@ class ComposedNetwork:
                 np.maximum(H, 0, out=H)
                 E = H @ params[2] + params[3]
                 Z = E @ PhiT
+                if residual:
+                    Z += H @ params[4]
+                    Z += params[5]
                 Z -= Z.max(axis=1, keepdims=True)
                 np.exp(Z, out=Z)
                 Z /= Z.sum(axis=1, keepdims=True)
@@ -167,6 +189,11 @@ class ComposedNetwork:
                 gV = H.T @ dE
                 gv = dE.sum(axis=0)
                 dH = dE @ params[2].T
+                if residual:
+                    gR = H.T @ Z
+                    gr = Z.sum(axis=0)
+                    dH += Z @ params[4].T
+                    gR += np.float32(self.residual_alpha / nb) * params[4]
                 dH *= H > 0
                 gW = xb.T @ dH
                 gb = dH.sum(axis=0)
@@ -174,7 +201,8 @@ class ComposedNetwork:
                 gV += np.float32(self.alpha / nb) * params[2]
                 step += 1
                 lr = np.float32(self.learning_rate * np.sqrt(1 - beta2 ** step) / (1 - beta1 ** step))
-                for p, g, (mo, ve) in zip(params, (gW, gb, gV, gv), moments):  # Adam, in place, float32
+                grads = (gW, gb, gV, gv, gR, gr) if residual else (gW, gb, gV, gv)
+                for p, g, (mo, ve) in zip(params, grads, moments):  # Adam, in place, float32
                     mo *= b1
                     g1 = g * c1
                     mo += g1
@@ -202,7 +230,9 @@ class ComposedNetwork:
                 stale += 1
                 if stale >= self.patience:
                     break
-        self.hidden_weights, self.hidden_bias, self.projection, self.projection_bias = best
+        self.hidden_weights, self.hidden_bias, self.projection, self.projection_bias = best[:4]
+        if residual:
+            self.residual_weights, self.residual_bias = best[4], best[5]
         calib_X, calib_y = (Xva, yva) if len(Xva) else (Xtr, ytr)
         self.temperature = np.float32(self._fit_temperature(calib_X, calib_y, PhiT))
         self._fitted = True
@@ -213,7 +243,10 @@ class ComposedNetwork:
             H = X[a:a + 8192] @ params[0]
             H += params[1]
             np.maximum(H, 0, out=H)
-            out.append((H @ params[2] + params[3]) @ PhiT)
+            z = (H @ params[2] + params[3]) @ PhiT
+            if len(params) > 4:
+                z += H @ params[4] + params[5]
+            out.append(z)
         return np.vstack(out)
 
     def _loss(self, X, y, params, PhiT) -> float:
@@ -223,8 +256,10 @@ class ComposedNetwork:
     def _fit_temperature(self, X, y, PhiT) -> float:
         import scipy.optimize  # training only
 
-        z = self._logits(X, (self.hidden_weights, self.hidden_bias, self.projection, self.projection_bias),
-                         PhiT).astype(np.float64)
+        params = (self.hidden_weights, self.hidden_bias, self.projection, self.projection_bias)
+        if self.residual_weights.size:
+            params += (self.residual_weights, self.residual_bias)
+        z = self._logits(X, params, PhiT).astype(np.float64)
         idx = np.arange(len(y))
         res = scipy.optimize.minimize_scalar(lambda la: -_log_softmax(np.exp(la) * z)[idx, y].mean(),
                                              bounds=(-3.0, 3.0), method="bounded")
@@ -236,10 +271,13 @@ class ComposedNetwork:
         clf = self.frame_classifier(np.eye(self.n_descriptions, dtype=np.float32))
         return clf.decision_function(frames)
 
-    def frame_classifier(self, descriptions: np.ndarray, log_prior: np.ndarray | None = None) -> FrameClassifier:
+    def frame_classifier(self, descriptions: np.ndarray, log_prior: np.ndarray | None = None,
+                         residual_index: np.ndarray | None = None) -> FrameClassifier:
         """A :class:`FrameClassifier` of the classes described by ``descriptions`` (C', D): its
         ``scores`` are ``log softmax(temperature * logits)`` over those classes, minus ``log_prior``
-        (C',) when given (then a scaled likelihood, as the English model's)."""
+        (C',) when given (then a scaled likelihood, as the English model's). ``residual_index`` (C',):
+        each class's training class (a row of the training descriptions; -1 for none), whose own
+        logit a network trained with ``residual_alpha`` adds."""
         if not self._fitted:
             raise ModelError("the composed network is not trained")
         Phi = np.asarray(descriptions, np.float32)
@@ -250,8 +288,15 @@ class ComposedNetwork:
             base = self.__dict__["_base"] = FrameClassifier.from_arrays(self._classifier_arrays(Phi, log_prior))
         clf = copy.copy(base)  # the standardisation and the ReLU units shared, the output layer its own
         clf.n_classes = Phi.shape[0]
-        clf.weights = flush_subnormals((self.projection @ Phi.T).astype(np.float32))
-        clf.bias = flush_subnormals((self.projection_bias @ Phi.T).astype(np.float32))
+        weights = (self.projection @ Phi.T).astype(np.float32)
+        bias = (self.projection_bias @ Phi.T).astype(np.float32)
+        if residual_index is not None and self.residual_weights.size:
+            index = np.asarray(residual_index, np.int64).reshape(Phi.shape[0])
+            known = np.flatnonzero((index >= 0) & (index < self.residual_weights.shape[1]))
+            weights[:, known] += self.residual_weights[:, index[known]]
+            bias[known] += self.residual_bias[index[known]]
+        clf.weights = flush_subnormals(weights)
+        clf.bias = flush_subnormals(bias)
         clf.prior_division = log_prior is not None
         clf.log_prior = (np.zeros(Phi.shape[0], np.float32) if log_prior is None
                          else np.asarray(log_prior, np.float32).reshape(Phi.shape[0]))
@@ -289,18 +334,23 @@ class ComposedNetwork:
             out[k] = np.array(v, np.int64 if isinstance(v, int) else np.float64)
         for k in _LEARNED:
             out[k] = np.array(getattr(self, k), np.float32)
+        if self.residual_weights.size:
+            out["residual_weights"] = self.residual_weights
+            out["residual_bias"] = self.residual_bias
+        if self.class_names:
+            out["class_names"] = np.array(self.class_names, dtype=str)
         return out
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> "ComposedNetwork":
-        missing = [k for k in ("format_version",) + _HYPER + _LEARNED if k not in arrays]
+        missing = [k for k in ("format_version",) + _HYPER + _LEARNED if k not in arrays and k not in _OPTIONAL]
         if missing:
             raise ModelError(f"the composed network arrays lack {', '.join(missing)}")
         if int(np.asarray(arrays["format_version"])) != FORMAT_VERSION:
             raise ModelError(f"composed network format {int(np.asarray(arrays['format_version']))}; this aligner "
                              f"reads {FORMAT_VERSION}")
         try:
-            net = cls(**{k: np.asarray(arrays[k]).item() for k in _HYPER})
+            net = cls(**{k: np.asarray(arrays[k]).item() for k in _HYPER if k in arrays})
         except (TypeError, ValueError) as exc:
             raise ModelError(f"the composed network's settings are malformed: {exc}") from None
         for k in _LEARNED:
@@ -309,6 +359,18 @@ class ComposedNetwork:
         d = net.n_features * (2 * net.context + 1)
         m = net.hidden
         D = net.projection.shape[1] if net.projection.ndim == 2 else -1
+        if "class_names" in arrays:
+            names = np.asarray(arrays["class_names"])
+            if names.ndim != 1 or names.dtype.kind != "U":
+                raise ModelError("the composed network's class names must be a list of strings")
+            net.class_names = tuple(str(n) for n in names)
+        if "residual_weights" in arrays:
+            net.residual_weights = flush_subnormals(np.array(arrays["residual_weights"], np.float32))
+            net.residual_bias = np.array(arrays.get("residual_bias", np.zeros(0)), np.float32)
+            C = net.residual_weights.shape[1] if net.residual_weights.ndim == 2 else -1
+            if net.residual_weights.shape != (m, C) or net.residual_bias.shape != (C,) or len(net.class_names) != C or not (
+                    np.all(np.isfinite(net.residual_weights)) and np.all(np.isfinite(net.residual_bias))):
+                raise ModelError("the composed network's residual logits have the wrong shapes or non-finite values")
         expected = {"mean": (d,), "inv_std": (d,), "hidden_weights": (d, m), "hidden_bias": (m,),
                     "projection": (m, D), "projection_bias": (D,), "temperature": ()}
         for k, shape in expected.items():
