@@ -95,7 +95,7 @@ def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float |
 def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None, rounds: int = 3,
           kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
           message=None, engine: Optional[str] = None, scheduler: Optional[str] = None,
-          language: Optional[str] = None, phone_map=None) -> AdaptReport:
+          language: Optional[str] = None, phone_map=None, phone_set: str = "auto") -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
     ``rounds`` rounds aligns the corpus and re-estimates the model on it, pulled toward the base
@@ -108,13 +108,15 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
     ``language`` (e.g. ``"es"``), ``phone_map`` (a file or dict overriding the feature mapping):
     the words are in a language the model never heard, read as ``align_corpus(...,
     language=...)`` reads them, and ``references`` hold the language's IPA phones, read through the
-    same mapping; align with the adapted model through the same ``language``.
+    same mapping; align with the adapted model through the same ``language``. ``phone_set``
+    ``ipa``/``xsampa`` (or a ``language``): the shipped universal model is the default base, adapted
+    through its view of the corpus's phones into a model of them.
     Returns an :class:`AdaptReport`; see :func:`aligner.alignment.adaptation.corpus.adapt_corpus`."""
     from aligner.alignment.adaptation.corpus import adapt_corpus
 
     return adapt_corpus(corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir, jobs,
                         settings, progress, message, engine=engine, scheduler=scheduler, language=language,
-                        phone_map=phone_map)
+                        phone_map=phone_map, phone_set=phone_set)
 
 
 # -- evaluation and training ------------------------------------------------------------------
@@ -174,7 +176,7 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
           classifier_params: Optional[dict] = None, n_folds: int = 4, n_val_speakers: int = 2,
           progress=None, epoch_callback=None, phones_tier: Optional[str] = None, phone_classes=None,
           phone_code: str = "auto", min_class_tokens: Optional[int] = None, on_inventory=None,
-          augment=None, front_band_hz=None) -> AlignmentModel:
+          augment=None, front_band_hz=None, failed: Optional[list] = None, universal: bool = False):
     """Train an alignment model on a corpus of hand-aligned phones and save it to ``out_dir``.
 
     TIMIT ``.phn`` in a standard phone set train a 39-class model; TextGrids (tier
@@ -189,7 +191,19 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     ``front_band_hz``: a phone-line model, hearing every recording (in training and when it
     aligns) through this band (Hz), e.g. :data:`aligner.features.band.PHONE_BAND_HZ`: the band
     expert of a multi-condition bundle (``benchmarks.alignment.fit_condition_expert --band-expert``).
+    ``failed``: a list that receives ``(utterance, one-line message)`` of every file left out (no
+    phones tier, an empty tier, phones that do not fit the audio, unreadable audio); None: such a
+    file stops the training with its error.
+
+    ``universal``: train a :class:`~aligner.alignment.universal.UniversalModel` instead (TextGrids
+    of IPA phones, or X-SAMPA with ``phone_code="xsampa"``; one folder per language;
+    :mod:`aligner.alignment.universal_training`), which aligns any IPA phone;
+    ``classifier_params`` then set :class:`~aligner.alignment.universal_training.UniversalSettings`
+    fields, ``n_folds`` its language folds.
     """
+    if universal:
+        return _train_universal(corpus_dir, out_dir, trainer, trainer_params, classifier_params, n_folds, progress,
+                                epoch_callback, phones_tier, phone_code, failed)
     from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
     from aligner.features.augment import AugmentationRecipe
     from aligner.features.band import check_band
@@ -203,10 +217,16 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
         from aligner.features.augment import require_room_simulator
         require_room_simulator()  # a missing extra fails before any audio is read
     corpus = read_training_corpus(corpus_dir, phones_tier, phone_classes, phone_code, min_class_tokens)
+    if corpus.failed and failed is None:
+        raise AlignerError(corpus.failed[0][1])
+    if failed is not None:
+        failed.extend(corpus.failed)
     if corpus.choice is not None and on_inventory is not None:
         on_inventory(corpus.choice)
     data = load_utterances(corpus.utterances, progress, phone_set=corpus.phone_set, tier=corpus.tier,
-                           augment=augment, front_band_hz=front_band_hz)
+                           augment=augment, front_band_hz=front_band_hz, failed=failed)
+    if not data:
+        raise AlignerError(f"{corpus_dir}: no utterance could be read ({failed[-1][1]})")
     model, _ = train_alignment_model(data, trainer, trainer_params, classifier_params, n_folds,
                                      n_val_speakers, progress=progress, epoch_callback=epoch_callback,
                                      phone_set=corpus.phone_set)
@@ -217,6 +237,21 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     if corpus.choice is not None:
         model.training["phone_classes"] = corpus.choice.describe()
         model.training["folded_symbols"] = dict(sorted(corpus.choice.folded.items()))
+    model.save(out_dir)
+    return model
+
+
+def _train_universal(corpus_dir, out_dir, trainer, trainer_params, settings, n_folds, progress, epoch_callback,
+                     phones_tier, phone_code, failed):
+    """:func:`train` with ``universal``: a universal model of a TextGrid corpus, saved to ``out_dir``."""
+    from aligner.alignment.universal_training import (UniversalSettings, read_universal_corpus,
+                                                      train_universal_model)
+
+    code = "ipa" if phone_code in ("auto", None) else phone_code
+    data = read_universal_corpus(corpus_dir, code, phones_tier, progress=progress, failed=failed)
+    fields = dict(settings or {}, n_folds=n_folds, trainer=trainer, trainer_params=dict(trainer_params or {}))
+    model = train_universal_model(data, UniversalSettings(**fields), progress, epoch_callback)
+    model.training["corpus"] = str(corpus_dir)
     model.save(out_dir)
     return model
 

@@ -24,7 +24,8 @@ FLOORS = {"errors": 0, "frames": 0, "runtime": 0, "learn": 0, "_models": 0,
           # pipelines and training above those, adaptation (which drives all of them) on top
           "alignment.decoding": 3.0, "alignment.review": 3.1, "alignment.evaluation": 3.1,
           "alignment.model": 3.2, "alignment.conditions": 3.2, "alignment.pipeline": 3.2,
-          "alignment.corpus": 3.2, "alignment.training": 3.2, "alignment.distillation": 3.2, "alignment.adaptation": 3.3}
+          "alignment.corpus": 3.2, "alignment.training": 3.2, "alignment.distillation": 3.2,
+          "alignment.universal": 3.2, "alignment.universal_training": 3.2, "alignment.adaptation": 3.3}
 #: the most modules one folder may hold, and the most lines one file
 MAX_MODULES_PER_FOLDER = 12
 MAX_LINES = 1000

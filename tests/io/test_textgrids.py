@@ -276,3 +276,66 @@ def test_timit_phn_roundtrips_through_a_textgrid(tmp_path):
     tg_boundaries, tg_labels = read_alignment(grid)
     assert tg_labels == labels
     np.testing.assert_allclose(tg_boundaries, boundaries, atol=1e-5)  # textgrid rounds to 10 us
+
+
+# --- Praat's encodings, the short format, the phones tier by name -------------------------------
+
+_LONG = ('File type = "ooTextFile"\nObject class = "TextGrid"\n\nxmin = 0\nxmax = 1\ntiers? <exists>\nsize = 2\n'
+         'item []:\n    item [1]:\n        class = "IntervalTier"\n        name = "word"\n        xmin = 0\n'
+         '        xmax = 1\n        intervals: size = 1\n        intervals [1]:\n            xmin = 0\n'
+         '            xmax = 1\n            text = "aʤa"\n    item [2]:\n        class = "IntervalTier"\n'
+         '        name = "phone"\n        xmin = 0\n        xmax = 1\n        intervals: size = 3\n'
+         '        intervals [1]:\n            xmin = 0\n            xmax = 0.3\n            text = ""\n'
+         '        intervals [2]:\n            xmin = 0.3\n            xmax = 0.6\n            text = "d͡ʒ"\n'
+         '        intervals [3]:\n            xmin = 0.6\n            xmax = 1\n            text = "ʃʲ"\n')
+_SHORT = ('File type = "ooTextFile"\nObject class = "TextGrid"\n\n0\n1\n<exists>\n1\n"IntervalTier"\n"phones"\n'
+          '0\n1\n3\n0\n0.3\n""\n0.3\n0.6\n"d͡ʒ"\n0.6\n1\n"ʃʲ"\n')
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-8-sig", "utf-16-le-bom", "utf-16-be-bom", "utf-16-le"])
+@pytest.mark.parametrize("text", [_LONG, _SHORT], ids=["long", "short"])
+def test_every_textgrid_reader_takes_praats_encodings(tmp_path, encoding, text):
+    from aligner.io.transcripts import read_reference_phones
+
+    path = tmp_path / "utt.TextGrid"
+    if encoding.endswith("-bom"):
+        codec = encoding[:-4]
+        bom = "\ufeff".encode(codec)
+        path.write_bytes(bom + text.encode(codec))
+    else:
+        path.write_bytes(text.encode(encoding))
+    starts, ends, labels = read_reference_phones(path)
+    np.testing.assert_allclose(starts, [0.0, 0.3, 0.6])
+    assert labels == ["", "d͡ʒ", "ʃʲ"]
+    boundaries, labels = read_alignment(path)  # aligner evaluate's reader
+    np.testing.assert_allclose(boundaries, [0.3, 0.6])
+    assert labels == ["d͡ʒ", "ʃʲ"]
+
+
+def test_the_phones_tier_is_found_by_name_or_named(tmp_path):
+    from aligner.io.transcripts import read_reference_phones
+
+    path = tmp_path / "utt.TextGrid"
+    write_textgrid(path, [("Words", [(0.0, 1.0, "ab")]), ("Phones", [(0.0, 0.5, "a"), (0.5, 1.0, "b")]),
+                          ("ipa", [(0.0, 0.4, "ɐ"), (0.4, 1.0, "β")])], xmax=1.0)
+    assert read_reference_phones(path)[2] == ["a", "b"]
+    assert read_reference_phones(path, "ipa")[2] == ["ɐ", "β"]
+    with pytest.raises(TranscriptError) as err:
+        read_reference_phones(path, "segments")
+    assert str(err.value) == f"{path}: tier 'segments' not found (interval tiers: 'Words', 'Phones', 'ipa')"
+    write_textgrid(path, [("words", [(0.0, 1.0, "ab")]), ("segs", [(0.0, 1.0, "a")])], xmax=1.0)
+    with pytest.raises(TranscriptError) as err:
+        read_reference_phones(path)
+    assert str(err.value) == (f"{path}: no phones tier (interval tiers: 'words', 'segs'); name it with "
+                              "--phones-tier")
+    write_textgrid(path, [("phones", [])], xmax=1.0)
+    with pytest.raises(TranscriptError, match=r"^\S+: tier 'phones' holds no labelled intervals$"):
+        read_reference_phones(path)
+
+
+def test_a_textgrid_that_is_no_text_is_one_line(tmp_path):
+    path = tmp_path / "utt.TextGrid"
+    path.write_bytes(b"\xfe\xff\xd8\x00\x00")  # a UTF-16 mark, then half a surrogate pair
+    with pytest.raises(TranscriptError) as err:
+        read_alignment(path)
+    assert str(err.value).startswith(f"{path}: not a readable Praat TextGrid") and "\n" not in str(err.value)

@@ -329,3 +329,36 @@ def test_train_cli_names_the_file_for_a_missing_tier_or_an_unreadable_symbol(tmp
     assert not (tmp_path / "m").exists()
     code, out = run("train", "--help")
     assert "--phones-tier" in out and "--phone-classes" in out and "--phone-code" in out
+
+
+def test_a_training_corpus_leaves_out_bad_files_and_names_each(tmp_path):
+    """An empty phones tier, a file without one, phones running past the audio: each file is left
+    out with a one-line message naming it, the others are read (a UTF-16 TextGrid among them)."""
+    import soundfile as sf
+    from aligner.alignment.training import load_utterances, read_training_corpus
+
+    pytest.importorskip("panphon")
+    corpus = tmp_path / "corpus" / "xyz"
+    corpus.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    good = [(0.0, 0.2, ""), (0.2, 0.5, "a"), (0.5, 0.7, "t'"), (0.7, 1.0, "")]
+    for name, tiers in {"good": [("words", [(0.2, 0.7, "at")]), ("phones", good)],
+                        "empty": [("phones", [])],
+                        "no-tier": [("words", [(0.0, 1.0, "a")]), ("segments", [(0.0, 1.0, "a")])],
+                        "too-long": [("phones", good + [(1.0, 2.0, "a")])]}.items():
+        sf.write(corpus / f"{name}.wav", (0.1 * rng.standard_normal(16000)).astype(np.float32), 16000)
+        write_textgrid(corpus / f"{name}.TextGrid", [(n, [Interval(*iv) for iv in ivs]) for n, ivs in tiers],
+                       max(iv[1] for _, ivs in tiers for iv in ivs) if any(ivs for _, ivs in tiers) else 1.0)
+    grid = corpus / "good.TextGrid"
+    grid.write_bytes("\ufeff".encode("utf-16-be") + grid.read_text(encoding="utf-8").encode("utf-16-be"))
+    read = read_training_corpus(tmp_path / "corpus", min_class_tokens=1)
+    left_out = {u.name: message for u, message in read.failed}
+    assert set(left_out) == {"xyz/empty", "xyz/no-tier"}
+    assert all("\n" not in m for m in left_out.values())
+    assert "holds no labelled intervals" in left_out["xyz/empty"] and "no phones tier" in left_out["xyz/no-tier"]
+    failed: list = []
+    data = load_utterances(read.utterances, warps=(), phone_set=read.phone_set, tier=read.tier, failed=failed)
+    assert [d.name for d in data] == ["xyz/good"] and data[0].symbols == ["sil", "a", "t'", "sil"]
+    assert [(u.name, "past the end of" in m) for u, m in failed] == [("xyz/too-long", True)]
+    with pytest.raises(TranscriptError, match="past the end of"):
+        load_utterances(read.utterances, warps=(), phone_set=read.phone_set, tier=read.tier)

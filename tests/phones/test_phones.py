@@ -102,8 +102,9 @@ def test_get_phone_set():
     assert isinstance(get_phone_set("timit61"), PhoneSet)
     assert get_phone_set("ARPAbet").name == "arpabet"
     assert get_phone_set("auto", ["SH", "IY1"]).name == "arpabet"
-    with pytest.raises(TranscriptError, match="unknown phone set 'ipa'"):
-        get_phone_set("ipa")
+    with pytest.raises(TranscriptError, match="unknown phone set 'klingon'"):
+        get_phone_set("klingon")
+    assert get_phone_set("IPA").code == "ipa" and get_phone_set("xsampa").code == "xsampa"  # any phone in them
 
 
 # --- auto detection -----------------------------------------------------------------------

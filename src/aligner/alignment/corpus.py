@@ -18,9 +18,11 @@ from typing import Callable, NamedTuple, Optional
 
 from aligner.alignment.model import AlignmentModel
 from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, check_phone_map,
-                                        load_dictionary, load_model, warm_up, warm_up_words, words_dictionary)
+                                        load_dictionary, load_model, phone_code, wants_universal, warm_up,
+                                        warm_up_words, words_dictionary)
+from aligner.alignment.universal import UniversalModel
 from aligner.errors import AlignerError
-from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
+from aligner.io.bundles import ALIGNMENT_KIND, UNIVERSAL_KIND, default_model_dir
 from aligner.io.corpus import find_audio_files, find_utterances
 from aligner.runtime.batch import output_is_complete
 from aligner.runtime.blas import cap_worker_threads
@@ -78,7 +80,7 @@ CORPUS_TRANSCRIPTS = {"auto": (".phn", ".lab", ".txt", ".textgrid"), "phones": (
 #: the most files one submission to a local worker holds (fewer towards the end of a batch)
 LOCAL_CHUNK_FILES = 8
 
-_WORKER_MODEL: Optional[AlignmentModel] = None
+_WORKER_MODEL: "AlignmentModel | UniversalModel | None" = None
 
 
 _WORKER_MODEL_PATH: Optional[str] = None
@@ -101,13 +103,13 @@ def worker_init(model: str | AlignmentModel, blas_threads: Optional[int] = None)
         keep_heap_top()
         cap_worker_threads(blas_threads)
     from aligner.io import exports  # noqa: F401  the writers: imported before workers fork, not in each
-    if isinstance(model, AlignmentModel):
+    if isinstance(model, (AlignmentModel, UniversalModel)):
         if _WORKER_MODEL is not model:
             _WORKER_MODEL, _WORKER_MODEL_PATH = model, None
             warm_up(model)
             _warm_up_sphere_repair()
     elif _WORKER_MODEL is None or _WORKER_MODEL_PATH != model:
-        _WORKER_MODEL = AlignmentModel.load(model)
+        _WORKER_MODEL = load_model(model)
         _WORKER_MODEL_PATH = model
         warm_up(_WORKER_MODEL)
         _warm_up_sphere_repair()
@@ -123,9 +125,9 @@ def _warm_up_sphere_repair() -> None:
 
 def _align_one(job) -> tuple:
     """Align one corpus file: ``(audio, error or None, seconds of audio, oovs)``; never raises."""
-    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers, plot_png, language, phone_map = job
+    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers, plot_png, language, phone_map, phone_set = job
     try:
-        _, result = _align_and_write(audio, transcript, out, _WORKER_MODEL, "auto", None, kind, fmt,
+        _, result = _align_and_write(audio, transcript, out, _WORKER_MODEL, phone_set, None, kind, fmt,
                                      dictionary, oov, confidence_tiers, language, phone_map)
         review = FileReview(*result.review(), result.transcript_match, result.transcript_flagged)
     except AlignerError as exc:
@@ -162,15 +164,16 @@ _WORDS_WARM: set = set()
 
 
 def _corpus_worker_init(model_path: Optional[str], blas_threads: Optional[int], dictionary: Optional[str],
-                        words: bool, language: Optional[str] = None) -> None:
+                        words: bool, language: Optional[str] = None, phone_set: str = "auto") -> None:
     """Set up a Dask worker for a corpus: the model at ``model_path`` (None: the worker's own
     shipped model) loaded and its decoder warmed (:func:`worker_init`), and, for word
     transcripts (``words``), the pronouncing dictionary (CMU plus the one at ``dictionary``)
     loaded and the word decoder warmed, once per process and model."""
-    model_path = model_path or str(default_model_dir(ALIGNMENT_KIND).resolve())
+    universal = wants_universal(phone_set, language)
+    model_path = model_path or str(default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND).resolve())
     worker_init(model_path, blas_threads)
     if words:
-        words_dictionary(_WORKER_MODEL, dictionary, language)
+        words_dictionary(_WORKER_MODEL, dictionary, language, phone_code(phone_set))
         if model_path not in _WORDS_WARM:
             warm_up_words(_WORKER_MODEL)
             _WORDS_WARM.add(model_path)
@@ -181,7 +184,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  fmt: str = "textgrid", dictionary=None, oov: str = "g2p", engine: Optional[str] = None,
                  scheduler: Optional[str] = None, resume: bool = False,
                  confidence_tiers: bool = False, plot_dir=None, language: Optional[str] = None,
-                 phone_map=None) -> CorpusReport:
+                 phone_map=None, phone_set: str = "auto") -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's corpus layout (flat, or one folder per speaker; ``.lab``, ``.txt``
@@ -207,7 +210,10 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     ``plot_dir/<relative path>.png`` (the first 60 s of longer recordings; needs the ``plot``
     extra); a picture that cannot be drawn is listed in ``report.plot_problems``.
     ``language``, ``phone_map``: words in a language the model never heard
-    (:func:`~aligner.alignment.pipeline.align_words`).
+    (:func:`~aligner.alignment.pipeline.align_words`). ``phone_set``: of phone transcripts
+    (``auto``, ``timit61``, ``timit39``, ``arpabet``; ``ipa`` or ``xsampa``: a phone transcript per
+    file, a ``.lab``/``.txt`` of phones or a TextGrid's phones tier, aligned by the shipped
+    universal model unless ``model`` says otherwise, as is a ``language``'s words).
     """
     from aligner.io.exports import SUFFIXES
 
@@ -217,11 +223,13 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     if kind not in CORPUS_TRANSCRIPTS:
         raise ValueError(f"kind must be one of {', '.join(CORPUS_TRANSCRIPTS)}, got {kind!r}")
     engine = resolve_engine(engine, scheduler)
-    check_dask_settings(engine, scheduler, jobs, model, AlignmentModel)
+    check_dask_settings(engine, scheduler, jobs, model, (AlignmentModel, UniversalModel))
     check_phone_map(language, phone_map)
     t0 = time.perf_counter()
-    model_ref = model if isinstance(model, AlignmentModel) else str(
-        (Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())
+    universal = wants_universal(phone_set, language)
+    model_ref = model if isinstance(model, (AlignmentModel, UniversalModel)) else str(
+        (Path(model) if model is not None else default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND)
+         ).resolve())
     utterances = find_utterances(corpus_dir, CORPUS_TRANSCRIPTS[kind])
     with_transcript = {u.audio for u in utterances}
     report = CorpusReport(skipped=[p for p in find_audio_files(corpus_dir) if p not in with_transcript])
@@ -245,24 +253,26 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
             continue
         png = None if plot_dir is None else Path(plot_dir) / (u.name + ".png")
         jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov, confidence_tiers, png, language,
-                          phone_map))
+                          phone_map, phone_set))
     jobs = max(1, min(jobs, len(jobs_list) or 1))
-    words = any(Path(job[1]).suffix.lower() != ".phn" for job in jobs_list)
+    ipa_phones = wants_universal(phone_set) and language is None and dictionary is None and kind != "words"
+    words = not ipa_phones and any(Path(job[1]).suffix.lower() != ".phn" for job in jobs_list)
     given = [None] * len(jobs_list)  # per task, its absolute paths -> as given (Dask messages)
     if engine == "dask":
         if words:  # a damaged model, dictionary or language: one error here, not one per file on the workers
-            words_dictionary(load_model(model_ref), dictionary, language)
+            words_dictionary(load_model(model_ref), dictionary, language, phone_code(phone_set))
         else:
             load_model(model_ref)
         given = [absolute_paths(job[:3] + (dictionary,)) for job in jobs_list]
-        tasks = [(dask_path(a), dask_path(t), dask_path(o), k, f, dask_path(d), v, c, dask_path(p), lang, dask_path(pm))
-                 for a, t, o, k, f, d, v, c, p, lang, pm in jobs_list]
+        tasks = [(dask_path(a), dask_path(t), dask_path(o), k, f, dask_path(d), v, c, dask_path(p), lang, dask_path(pm),
+                  ps) for a, t, o, k, f, d, v, c, p, lang, pm, ps in jobs_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
-        initializer, initargs = _corpus_worker_init, (dask_model, 1, dask_path(dictionary), words, language)
+        initializer, initargs = _corpus_worker_init, (dask_model, 1, dask_path(dictionary), words, language,
+                                                      phone_set)
     else:
         worker_init(model_ref)  # load and warm here: forked workers inherit both
-        if words:
-            words_dictionary(_WORKER_MODEL, dictionary, language)  # likewise the dictionary and the word decoder
+        if words:  # likewise the dictionary and the word decoder
+            words_dictionary(_WORKER_MODEL, dictionary, language, phone_code(phone_set))
             warm_up_words(_WORKER_MODEL)
         tasks, initializer, initargs = jobs_list, worker_init, (model_ref, 1)
     # a few files per submission: the parent's cost per task (pickling, queues) spread over them;

@@ -65,6 +65,12 @@ class DurationStats:
     ``symbol_max_frames`` (S,)). The class of silence holds TIMIT's utterance-edge silence
     ``h#``, pauses, stop closures and glottal stops alike; their own statistics keep a 30 ms
     closure from being given the spread of a 1 s pause.
+
+    Optionally (the universal model's views, :mod:`aligner.alignment.universal`), per class the
+    statistics of a phone *before a pause* (``final_mean``, ``final_std``, ``final_max_frames``
+    (C,); empty: none): a phone followed by a phone of class ``silence_class``, or ending the
+    sequence, takes them (phones are longer there: final lengthening), and so does a silence at
+    either end of the sequence (an utterance's edge, not a pause within it).
     """
 
     mean: np.ndarray
@@ -74,6 +80,10 @@ class DurationStats:
     symbol_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
     symbol_std: np.ndarray = field(default_factory=lambda: np.zeros(0))
     symbol_max_frames: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    final_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    final_std: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    final_max_frames: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    silence_class: int = -1
 
     @classmethod
     def fit(cls, lengths_by_class: list, n_classes: int = len(CLASSES39),
@@ -121,6 +131,14 @@ class DurationStats:
         them, its class's otherwise."""
         classes = np.asarray(classes, np.int64)
         mean, std, mx = self.mean[classes], self.std[classes], self.max_frames[classes]  # copies
+        if len(self.final_mean) and len(classes):
+            silent = classes == self.silence_class
+            final = np.append(silent[1:], True) & ~silent  # before a pause, or last
+            final |= silent & (np.arange(len(classes)) % max(len(classes) - 1, 1) == 0)  # the edges' silences
+            if symbols is not None and len(classes) == 1 and silent[0]:
+                final[0] = str(symbols[0]).strip().lower() not in ("pau", "sp")  # a pause between words
+            c = classes[final]
+            mean[final], std[final], mx[final] = self.final_mean[c], self.final_std[c], self.final_max_frames[c]
         if symbols is not None and len(self.symbols):
             index, rows_of = self._symbol_index()
             rows = np.fromiter((rows_of[sym] if sym in rows_of else rows_of.setdefault(
@@ -141,9 +159,13 @@ class DurationStats:
         return cached[1], cached[2]
 
     def to_arrays(self) -> dict:
-        return {"mean": self.mean, "std": self.std, "max_frames": self.max_frames,
-                "symbols": np.asarray(self.symbols, "<U8"), "symbol_mean": self.symbol_mean,
-                "symbol_std": self.symbol_std, "symbol_max_frames": self.symbol_max_frames}
+        out = {"mean": self.mean, "std": self.std, "max_frames": self.max_frames,
+               "symbols": np.asarray(self.symbols, "<U8"), "symbol_mean": self.symbol_mean,
+               "symbol_std": self.symbol_std, "symbol_max_frames": self.symbol_max_frames}
+        if len(self.final_mean):  # (bundles without them keep their layout)
+            out.update(final_mean=self.final_mean, final_std=self.final_std, final_max_frames=self.final_max_frames,
+                       silence_class=np.int64(self.silence_class))
+        return out
 
     @classmethod
     def from_arrays(cls, d: dict):
@@ -151,6 +173,16 @@ class DurationStats:
                   np.asarray(d["max_frames"], np.int64), np.asarray(d["symbols"]).astype("<U8"),
                   np.asarray(d["symbol_mean"], float), np.asarray(d["symbol_std"], float),
                   np.asarray(d["symbol_max_frames"], np.int64))
+        if "final_mean" in d:
+            out.final_mean = np.asarray(d["final_mean"], float)
+            out.final_std = np.asarray(d["final_std"], float)
+            out.final_max_frames = np.asarray(d["final_max_frames"], np.int64)
+            out.silence_class = int(np.asarray(d["silence_class"]))
+            C = len(out.mean)
+            if not (out.final_mean.shape == out.final_std.shape == out.final_max_frames.shape == (C,)
+                    and 0 <= out.silence_class < C and np.all(np.isfinite(out.final_mean))
+                    and np.all(out.final_std > 0) and np.all(out.final_max_frames >= 1)):
+                raise ValueError("before-pause duration statistics have the wrong shapes or invalid values")
         n = len(out.symbols)
         if not (out.symbols.ndim == 1 and out.symbol_mean.shape == out.symbol_std.shape
                 == out.symbol_max_frames.shape == (n,)):

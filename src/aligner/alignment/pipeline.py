@@ -22,12 +22,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel
+from aligner.alignment.universal import SILENCE_CLASS, UniversalModel
 from aligner.errors import AlignerError, AlignmentError, TranscriptError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import load_audio, samples_at_model_rate
-from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
+from aligner.io.bundles import ALIGNMENT_KIND, UNIVERSAL_KIND, bundle_kind, default_model_dir
 from aligner.io.textgrids import Interval
 from aligner.io.transcripts import read_transcript
+from aligner.phones.sets import OPEN_PHONE_SET_NAMES
 
 
 PHONE_TIER = "phones"
@@ -38,16 +40,35 @@ TIER_OVERRUN_TOLERANCE = 0.05
 
 
 @lru_cache(maxsize=4)
-def _load_model_cached(path: str) -> AlignmentModel:
+def _load_model_cached(path: str):
+    if bundle_kind(path) == UNIVERSAL_KIND:
+        return UniversalModel.load(path)
     return AlignmentModel.load(path)
 
 
-def load_model(model: str | os.PathLike | AlignmentModel | None = None) -> AlignmentModel:
-    """An :class:`AlignmentModel`: ``model`` itself, the bundle at that path, or the shipped default."""
-    if isinstance(model, AlignmentModel):
+def load_model(model: str | os.PathLike | AlignmentModel | UniversalModel | None = None,
+               universal: bool = False):
+    """An :class:`AlignmentModel` or a :class:`~aligner.alignment.universal.UniversalModel`:
+    ``model`` itself, the bundle at that path (either kind), or the shipped default: the
+    English model, or with ``universal`` the universal one (:func:`wants_universal`)."""
+    if isinstance(model, (AlignmentModel, UniversalModel)):
         return model
-    path = Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND)
+    path = Path(model) if model is not None else default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND)
     return _load_model_cached(str(path.resolve()))
+
+
+def wants_universal(phone_set, language: str | None = None) -> bool:
+    """Whether the shipped universal model is the default: phones in IPA or X-SAMPA
+    (``phone_set`` ``ipa``/``xsampa``) or words of a ``language`` read by its G2P. English words
+    and TIMIT, ARPAbet or 39-class phones keep the English model."""
+    return (isinstance(phone_set, str) and phone_set.strip().lower() in OPEN_PHONE_SET_NAMES) or language is not None
+
+
+def phone_code(phone_set) -> str:
+    """The IPA code (``ipa`` or ``xsampa``) a transcript for the universal model is read in:
+    ``phone_set`` when it is one, else ``ipa``."""
+    key = phone_set.strip().lower() if isinstance(phone_set, str) else getattr(phone_set, "code", "ipa")
+    return key if key in OPEN_PHONE_SET_NAMES else "ipa"
 
 
 #: a recording longer than this (seconds) is read from its file block by block, not loaded whole
@@ -146,7 +167,7 @@ def align_phones_reviewed(audio, phones, model=None, phone_set: str = "auto", na
     """:func:`align` as an :class:`Alignment` (one ``phones`` tier) with its review: every
     phone start's confidence and the transcript check, when the model has them. ``on_scored``:
     as for :func:`align_transcript`."""
-    m = load_model(model)
+    m = load_model(model, wants_universal(phone_set))
     intervals, conf, match = _align_phones(m, audio, phones, phone_set, name, split_stops, sr, review=True,
                                            on_scored=on_scored)
     confidences = {} if conf is None else {PHONE_TIER: [float(c) for c in conf]}
@@ -163,12 +184,14 @@ def align(audio, phones, model=None, phone_set: str = "auto", name: str | None =
     ``model``: an :class:`AlignmentModel`, a model directory, or None for the shipped model.
     ``phones``: a transcript path (TIMIT ``.phn``
     or whitespace-separated symbols), an inline string of symbols, or a list of symbols.
-    ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``. ``split_stops``: decode
+    ``phone_set``: ``auto``, ``timit61``, ``timit39`` or ``arpabet``; or ``ipa`` or ``xsampa``
+    (any phone, by default through the shipped universal model; :func:`align_ipa_phones`). ``split_stops``: decode
     each stop/affricate as TIMIT closure + release and merge them back into the one input
     symbol (:mod:`aligner.alignment.decoding.stop_closures`); None = automatic (for ``arpabet`` and ``timit39``,
     whose stops include their closure; not for ``timit61``, which writes closures).
     """
-    return _align_phones(load_model(model), audio, phones, phone_set, name, split_stops, sr, review=False)[0]
+    return _align_phones(load_model(model, wants_universal(phone_set)), audio, phones, phone_set, name, split_stops,
+                         sr, review=False)[0]
 
 
 def model_reading(m: AlignmentModel, phone_set):
@@ -193,6 +216,8 @@ def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops
     The transcript must fit the audio (checked from a file's header before its samples are
     read); an alignment error names the recording. ``on_scored``: as for
     :func:`align_transcript` (a recording read whole, not one streamed from its file)."""
+    if isinstance(m, UniversalModel) or wants_universal(phone_set):
+        return align_ipa_phones(m, audio, phones, phone_code(phone_set), name, split_stops, sr, review, on_scored)
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, model_reading(m, phone_set))
@@ -212,6 +237,108 @@ def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops
         raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
 
 
+def read_ipa_transcript(phones, code: str = "ipa") -> tuple:
+    """``(symbols, labels, source)`` of a phone transcript in IPA or X-SAMPA (``code``): a list of
+    symbols, an inline string, a ``.lab``/``.txt`` of whitespace-separated phones, or a TextGrid
+    whose phones tier (``phones`` or ``phone``, else its only interval tier) holds one phone per
+    interval (an empty interval is a silence, ``sil``). ``labels``: what the output tier writes
+    for each (the user's own symbols; an empty interval stays empty). Each symbol is checked:
+    one that the code cannot read is a one-line error naming it and the file."""
+    from aligner.phones.ipa import OpenPhoneSet
+
+    pset = OpenPhoneSet(code)
+    if isinstance(phones, (list, tuple)):
+        phones = " ".join(phones)
+    if isinstance(phones, (str, os.PathLike)) and os.path.exists(phones) and Path(phones).suffix.lower() == ".textgrid":
+        from aligner.io.transcripts import read_reference_phones
+
+        _, _, labels = read_reference_phones(phones)
+        labels = [lab.strip() for lab in labels]
+        symbols = [lab or SILENCE_CLASS for lab in labels]
+        source = str(phones)
+        pset.validate(symbols, source)
+        return symbols, labels, source
+    symbols, _ = read_transcript(phones, pset)
+    source = str(phones) if isinstance(phones, os.PathLike) or os.path.exists(str(phones)) else "transcript"
+    return list(symbols), list(symbols), source
+
+
+def with_edge_silences(symbols: list, labels: list) -> tuple:
+    """``(symbols, labels, added)``: a silence before the first phone and after the last unless
+    the transcript begins or ends with one (recordings begin and end in silence; the DP gives each
+    phone a frame at least, so an added silence where there is none costs that frame); ``added``
+    (K,) bool marks them, whose output label is empty."""
+    from aligner.phones.ipa import is_silence_symbol
+
+    head = [] if is_silence_symbol(symbols[0]) else [SILENCE_CLASS]
+    tail = [] if is_silence_symbol(symbols[-1]) else [SILENCE_CLASS]
+    added = [True] * len(head) + [False] * len(symbols) + [True] * len(tail)
+    return head + list(symbols) + tail, [""] * len(head) + list(labels) + [""] * len(tail), added
+
+
+def closest_model_phones(m: AlignmentModel, symbols: list, code: str = "ipa") -> tuple:
+    """``(model symbols, phone set)``: each IPA (or X-SAMPA) phone of ``symbols`` as the closest
+    phone of an English or own-phone model ``m`` by features
+    (:func:`~aligner.phones.languages.phone_mapping`), silences as its silence."""
+    from aligner.phones.ipa import read_phone
+    from aligner.phones.languages import phone_mapping
+    from aligner.phones.sets import get_phone_set
+
+    segments = [read_phone(s, code) for s in symbols]
+    if m.phone_set is None:
+        mapping = phone_mapping(sorted({seg.ipa for seg in segments if not seg.silence}), m)
+        return [SILENCE_CLASS if seg.silence else mapping[seg.ipa].upper() for seg in segments], \
+            get_phone_set("arpabet")
+    own = m.phone_set
+    silence = next(s for s in own.symbols if own.class_of(s) == m.inventory.silence)
+    # a phone of the model's own (an adapted universal model's phones are the language's), as written
+    # or in another spelling of the same IPA; else the closest by features
+    same: dict = {}
+    for s in own.symbols:
+        try:
+            same.setdefault(read_phone(s, code).ipa, s)
+        except AlignerError:
+            continue
+    todo = sorted({seg.ipa for sym, seg in zip(symbols, segments)
+                   if not seg.silence and own.normalize(sym) is None and seg.ipa not in same})
+    mapping = phone_mapping(todo, m) if todo else {}
+    return [silence if seg.silence else own.normalize(sym) or same.get(seg.ipa) or mapping[seg.ipa]
+            for sym, seg in zip(symbols, segments)], own
+
+
+def align_ipa_phones(m, audio, phones, code: str = "ipa", name: str | None = None, split_stops: bool | None = None,
+                     sr: int | None = None, review: bool = True, on_scored=None) -> tuple:
+    """``(intervals, confidences or None, transcript match or None)`` of a recording and its
+    phones in IPA or X-SAMPA (``code``; :func:`read_ipa_transcript`), a silence added at either
+    end where the transcript has none (:func:`with_edge_silences`). A universal model ``m``
+    aligns the view of exactly these phones; an English or own-phone model their closest
+    phones (:func:`closest_model_phones`). The intervals carry the transcript's own symbols
+    (an added or empty silence an empty label)."""
+    symbols, labels, source = read_ipa_transcript(phones, code)
+    symbols, labels, _ = with_edge_silences(symbols, labels)
+    if isinstance(m, UniversalModel):
+        decoder = m.view(symbols, code, source)
+        decoded, pset = symbols, decoder.phone_set
+    else:
+        decoder = m
+        decoded, pset = closest_model_phones(m, symbols, code)
+    if name is None and isinstance(audio, (str, os.PathLike)):
+        name = str(audio)
+    try:
+        _check_fits_header(decoder, audio, decoded, pset, split_stops, name)
+        samples, name = _samples_any_length(audio, sr, name)
+        hand_on = None
+        if on_scored is not None and isinstance(samples, np.ndarray):
+            def hand_on(frames, model, scores):
+                on_scored(ScoredRecording(samples, frames, model, scores))
+        intervals, conf, match = decoder.align_with_review(samples, decoded, pset, name=name, split_stops=split_stops,
+                                                           review=review, on_scored=hand_on)
+    except AlignmentError as exc:
+        msg = str(exc)
+        raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
+    return [iv._replace(label=lab) for iv, lab in zip(intervals, labels)], conf, match
+
+
 @lru_cache(maxsize=4)
 def _dictionary_cached(user: str | None):
     from aligner.words.dictionary import load_dictionary
@@ -226,16 +353,23 @@ def _own_dictionary_cached(path: str, phone_set):
     return read_user_dictionary(path, phone_set)
 
 
-def words_dictionary(m: AlignmentModel, dictionary, language: str | None = None):
+def words_dictionary(m, dictionary, language: str | None = None, code: str = "ipa"):
     """The dictionary words for model ``m`` are looked up in: None for ``language`` (its G2P reads
     them; an unknown language raises here), the model's own-phone ``dictionary`` for a model
-    trained on its own phones (None without one), else CMU with ``dictionary`` on top
-    (:func:`load_dictionary`). Loaded once per process and kept (a corpus's files share it)."""
+    trained on its own phones (None without one), for the universal model a ``dictionary`` of
+    IPA (or X-SAMPA: ``code``) pronunciations in MFA's format, else CMU with ``dictionary`` on
+    top (:func:`load_dictionary`). Loaded once per process and kept (a corpus's files share it)."""
     if language is not None:
         from aligner.phones.languages import check_language
 
         check_language(language)
         return None
+    if isinstance(m, UniversalModel):
+        from aligner.phones.ipa import OpenPhoneSet
+
+        if isinstance(dictionary, (str, os.PathLike)):
+            return _own_dictionary_cached(str(Path(dictionary).resolve()), OpenPhoneSet(code))
+        return dictionary
     if m.phone_set is not None:
         if isinstance(dictionary, (str, os.PathLike)):
             return _own_dictionary_cached(str(Path(dictionary).resolve()), m.phone_set)
@@ -333,7 +467,8 @@ def check_phone_map(language: str | None, phone_map) -> None:
 
 def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
                 name: str | None = None, tier: str | None = None, language: str | None = None,
-                phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> Alignment:
+                phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None,
+                phone_set: str = "auto") -> Alignment:
     """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
     ``words`` and ``phones`` tiers (MFA's names and order).
 
@@ -354,6 +489,10 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     ``on_scored``: as for :func:`align_transcript` (called when the words were aligned over the
     whole recording in one piece: not for a TextGrid's intervals, nor a recording streamed from
     its file).
+
+    With a ``language`` or ``phone_set`` ``ipa``/``xsampa`` the shipped universal model is the
+    default; it reads the G2P's IPA phones as they are (no mapping), or the IPA (X-SAMPA)
+    pronunciations of ``dictionary``, and aligns the view of the words' phones.
     """
     from aligner.alignment.decoding.words import align_words_scored
     from aligner.errors import TranscriptError
@@ -365,13 +504,20 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     if oov not in ("g2p", "error"):
         raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
     check_phone_map(language, phone_map)
-    m = load_model(model)
-    if m.phone_set is not None and language is None:
+    code = phone_code(phone_set)
+    m = load_model(model, wants_universal(phone_set, language))
+    universal = isinstance(m, UniversalModel)
+    if universal and language is None:
+        if dictionary is None:
+            raise TranscriptError(f"{name or audio}: the universal model reads words through --language CODE (a G2P) "
+                                  "or a --dictionary of IPA pronunciations")
+        oov = "error"  # the shipped G2P writes English ARPAbet, not IPA
+    elif not universal and m.phone_set is not None and language is None:
         if dictionary is None:
             raise TranscriptError(f"{name or audio}: this model was trained on its own phones ({m.phone_set.description}): "
                                   "word transcripts need a --dictionary in those phones, or --language CODE for a G2P")
         oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
-    words_dict = words_dictionary(m, dictionary, language)
+    words_dict = words_dictionary(m, dictionary, language, code)
     if language is not None and isinstance(phone_map, (str, os.PathLike)):
         from aligner.phones.languages import read_phone_map
 
@@ -406,16 +552,20 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         if language is None:
             tokens = normalize_transcript(seg.text, words_dict)
             labels, prons = _pronunciations(tokens, words_dict, oov, where, oovs)
+        elif universal:
+            labels, prons = _language_ipa(seg.text, language, ipa_of, where)
         else:
             labels, prons = _language_pronunciations(m, seg.text, language, phone_map, mapping, ipa_of, where)
-        _check_words_fit(m, prons, end - start, label)
-        work.append((seg, start, end, label, labels, prons))
+        dm = m.view([p for alternatives in prons for pron in alternatives for p in pron], code, where) \
+            if universal else m
+        _check_words_fit(dm, prons, end - start, label)
+        work.append((seg, start, end, label, labels, prons, dm))
     if samples is None:
         samples, name = _samples_any_length(audio, sr, name)
-    for seg, start, end, label, labels, prons in work:
+    for seg, start, end, label, labels, prons, dm in work:
         a, b = int(round(start * SAMPLE_RATE)), int(round(end * SAMPLE_RATE))
         cut = samples if (a, b) == (0, len(samples)) else samples[a:b]  # a whole long file stays on disk
-        decoder, scores, frames = m.scored(None, cut)
+        decoder, scores, frames = dm.scored(None, cut)
         if (on_scored is not None and len(work) == 1 and a == 0 and isinstance(samples, np.ndarray)
                 and n_frames(len(cut)) == n_frames(len(samples))):  # the recording's frames, all of them
             scored = ScoredRecording(samples, frames, decoder, scores)
@@ -426,7 +576,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
         result = result.shifted(start)
-        if language is not None:
+        if language is not None and not universal:
             result.phones = _relabel_phones(result.words, result.phones, ipa_of)
         by_speaker[seg.speaker][0].extend(result.words)
         by_speaker[seg.speaker][1].extend(result.phones)
@@ -439,13 +589,15 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     for speaker, (words, phones) in by_speaker.items():
         tiers += [(tier_name("words", speaker), words), (tier_name("phones", speaker), phones)]
         word_conf, phone_conf = conf_by_speaker[speaker]
-        if m.confidence is not None and len(word_conf) == len(words) and len(phone_conf) == len(phones):
+        if getattr(m, "confidence", None) is not None and len(word_conf) == len(words) and \
+                len(phone_conf) == len(phones):
             confidences[tier_name("words", speaker)] = word_conf
             confidences[tier_name("phones", speaker)] = phone_conf
     match = min(matches) if matches else None
     if scored is not None:
         on_scored(scored)
-    return Alignment(tiers, duration, oovs, confidences, match, _flagged(m, match), phone_map=mapping)
+    return Alignment(tiers, duration, oovs, confidences, match, not universal and _flagged(m, match),
+                     phone_map=mapping)
 
 
 def map_language_phones(m: AlignmentModel, phones, overrides, mapping: dict) -> dict:
@@ -473,6 +625,18 @@ def _language_pronunciations(m: AlignmentModel, text: str, language: str, overri
     map_language_phones(m, [p for w in words for p in ipa_of[w]], overrides, mapping)
     spell = str.upper if m.phone_set is None else str  # ARPAbet upper case; a model's own phones as written
     return words, [[tuple(spell(mapping[p]) for p in ipa_of[w])] for w in words]
+
+
+def _language_ipa(text: str, language: str, ipa_of: dict, where: str) -> tuple[list, list]:
+    """Labels and (one) pronunciation of each word of ``text`` in ``language``: the G2P's IPA
+    phones as they are (kept in ``ipa_of``), for the universal model."""
+    from aligner.phones.languages import language_pronunciations, language_words
+
+    words = language_words(text)
+    if not words:
+        raise TranscriptError(f"{where}: transcript has no words to align")
+    ipa_of.update(language_pronunciations([w for w in words if w not in ipa_of], language))
+    return words, [[tuple(ipa_of[w])] for w in words]
 
 
 def _relabel_phones(words: list, phones: list, ipa_of: dict) -> list:
@@ -509,14 +673,22 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
     from aligner.io.transcripts import transcript_kind
 
     check_phone_map(language, phone_map)
-    model = load_model(model)
+    if language is not None:  # an unknown language, or its missing pack: before any model is loaded
+        from aligner.phones.languages import check_language
+
+        check_language(language)
+    model = load_model(model, wants_universal(phone_set, language))
+    universal = isinstance(model, UniversalModel)
     if language is not None:
         kind = "words"  # a language's words, through its G2P
+    elif kind == "auto" and (universal or wants_universal(phone_set)):
+        # phones in IPA (a TextGrid's phones tier too); words need an IPA dictionary
+        kind = "words" if dictionary is not None else "phones"
     elif kind == "auto" and model.phone_set is not None and dictionary is None:
         kind = "phones"  # a model of its own phones reads phone transcripts in its symbols (words need a dictionary)
     if transcript_kind(transcript, kind) == "words":
         return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name, language=language,
-                           phone_map=phone_map, on_scored=on_scored)
+                           phone_map=phone_map, on_scored=on_scored, phone_set=phone_set)
     return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr,
                                  on_scored=on_scored)
 
@@ -592,6 +764,11 @@ def warm_up(model: AlignmentModel) -> None:
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
     from aligner.phones.sets import get_phone_set
 
+    if isinstance(model, UniversalModel):  # a view of one phone between silences
+        view = model.view([SILENCE_CLASS, "a"])
+        view.align_with_review(samples, [SILENCE_CLASS, "a", SILENCE_CLASS], view.phone_set, name="<warm-up>",
+                               review=False)
+        return
     if model.phone_set is None:
         symbols, pset = ["h#", "aa", "h#"], get_phone_set("timit61")
     else:  # the model's silence around one of its other phones
@@ -612,8 +789,9 @@ def warm_up_words(model: AlignmentModel) -> None:
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
     dictionary = None
-    if model.phone_set is not None:  # one word of one of the model's own phones
+    if isinstance(model, UniversalModel) or model.phone_set is not None:  # one word of one of its phones
         from aligner.words.dictionary import PronouncingDictionary
 
-        dictionary = PronouncingDictionary({"a": [_own_warm_up_symbols(model)[1]]})
+        phone = "a" if isinstance(model, UniversalModel) else _own_warm_up_symbols(model)[1]
+        dictionary = PronouncingDictionary({"a": [phone]})
     align_words(samples, "a", model, dictionary=dictionary, sr=SAMPLE_RATE, name="<warm-up>")

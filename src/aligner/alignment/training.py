@@ -149,15 +149,25 @@ def load_utterance(utt: Utterance, warps: tuple = (), phone_set: PhoneSet | None
 
 def load_utterances(utterances: list, progress: Progress = None, warps: tuple = DEFAULT_WARPS,
                     phone_set: PhoneSet | None = None, tier: str | None = None, augment=None,
-                    front_band_hz=None) -> list:
+                    front_band_hz=None, failed: Optional[list] = None) -> list:
     """Read every utterance, with its VTLP copies at ``warps`` for the classifier
     (``phone_set``, ``tier``: as for :func:`load_utterance`) and, with an ``augment``
     :class:`~aligner.features.augment.AugmentationRecipe`, its simulated-condition copies
-    (:func:`corpus_augmenter` over these utterances); ``front_band_hz`` as for :func:`load_utterance`."""
+    (:func:`corpus_augmenter` over these utterances); ``front_band_hz`` as for :func:`load_utterance`.
+    ``failed``: a list that receives ``(utterance, one-line message)`` of every utterance that
+    cannot be read (its audio, its phones, phones that do not fit it), which is then left out;
+    None: the first such utterance raises its :class:`~aligner.errors.AlignerError`."""
+    from aligner.errors import AlignerError
+
     augmenter = corpus_augmenter(utterances, augment) if augment is not None and augment.copies > 0 else None
     out = []
     for i, utt in enumerate(utterances):
-        out.append(load_utterance(utt, tuple(warps), phone_set, tier, augmenter, front_band_hz))
+        try:
+            out.append(load_utterance(utt, tuple(warps), phone_set, tier, augmenter, front_band_hz))
+        except AlignerError as exc:
+            if failed is None:
+                raise
+            failed.append((utt, str(exc)))
         if progress:
             progress("features", i + 1, len(utterances))
     return out
@@ -522,6 +532,9 @@ class TrainingCorpus:
     phone_set: Optional[PhoneSet] = None
     choice: object = None
     tier: Optional[str] = None
+    #: ``(utterance, one-line message)`` of the files left out: no phones tier, an empty tier, a
+    #: file that is no readable TextGrid
+    failed: list = field(default_factory=list)
 
 
 def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_classes=None,
@@ -534,7 +547,9 @@ def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_cl
     (a file path or a :func:`~aligner.phones.inventory.read_phone_classes` table) or a
     ``phone_code`` other than ``auto`` is given, train a model of the data's own phones
     (:func:`~aligner.phones.inventory.build_inventory`). Raises an
-    :class:`~aligner.errors.AlignerError` naming the corpus or the file at fault.
+    :class:`~aligner.errors.AlignerError` naming the corpus or the file at fault; a TextGrid
+    that cannot be read, has no phones tier or an empty one is left out and listed in
+    :attr:`TrainingCorpus.failed` (an error when no file is left).
     """
     from aligner.phones.inventory import (MIN_CLASS_TOKENS, build_inventory, count_symbols, normalize_symbol,
                                              read_phone_classes)
@@ -557,13 +572,21 @@ def read_training_corpus(corpus_dir, phones_tier: Optional[str] = None, phone_cl
             own = True  # symbols of no standard set: the data's own phones
     if not own:
         return TrainingCorpus(utterances)
-    where, label_lists = {}, []
+    where, label_lists, readable, failed = {}, [], [], []
     for u in utterances:
-        label_lists.append(read_reference_phones(u.transcript, phones_tier)[2])
+        try:
+            label_lists.append(read_reference_phones(u.transcript, phones_tier)[2])
+        except TranscriptError as exc:  # the file is left out, named; the others train
+            failed.append((u, str(exc)))
+            continue
+        readable.append(u)
         for s in label_lists[-1]:
             where.setdefault(normalize_symbol(s), str(u.transcript))
+    if not readable:
+        raise AlignerError(f"{corpus_dir}: no file's phones can be read ({failed[0][1]})")
     counts = count_symbols(label_lists)
     table = read_phone_classes(phone_classes) if isinstance(phone_classes, (str, os.PathLike)) else phone_classes
     choice = build_inventory(counts, phone_code, table,
                              MIN_CLASS_TOKENS if min_class_tokens is None else min_class_tokens, where)
-    return TrainingCorpus(utterances, model_phone_set(choice.inventory, choice.symbol_class), choice, phones_tier)
+    return TrainingCorpus(readable, model_phone_set(choice.inventory, choice.symbol_class), choice, phones_tier,
+                          failed)

@@ -28,7 +28,9 @@ class _StageBars:
 @click.command("adapt")
 @click.argument("corpus_dir", type=click.Path(file_okay=False))
 @click.argument("model_out", type=click.Path(file_okay=False))
-@click.option("--model", type=click.Path(file_okay=False), help="Base model directory [the shipped model].")
+@click.option("--model", type=click.Path(file_okay=False),
+              help="Base model directory [the shipped English model; for --phone-set ipa/xsampa or --language the "
+                   "shipped universal model].")
 @click.option("--transcript", "kind", type=click.Choice(["auto", "words", "phones"]), default="auto",
               show_default=True,
               help="Kind of transcript: words (orthographic, looked up in the dictionary) or phones (times in a "
@@ -48,6 +50,10 @@ class _StageBars:
                    "phones by features (as `align-corpus --language`); align with the adapted model the same way.")
 @click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
               help="With --language: 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
+@click.option("--phone-set", type=click.Choice(["auto", "ipa", "xsampa"]), default="auto", show_default=True,
+              help="ipa or xsampa: phone transcripts (a .lab/.txt of phones or a TextGrid's phones tier; or words "
+                   "with an IPA --dictionary) in any phones, the base the shipped universal model (unless --model): "
+                   "MODEL_OUT is a model of the language's own phones; align with it with --phone-set ipa.")
 @click.option("--rounds", type=click.IntRange(min=1, max=10), default=3, show_default=True,
               help="Align the corpus and re-estimate the model this many times.")
 @click.option("--output-dir", type=click.Path(file_okay=False),
@@ -62,8 +68,8 @@ class _StageBars:
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Run on this running Dask scheduler's workers. They must see the corpus, the model and "
                    "MODEL_OUT's folder at the same paths as here (a shared file system).")
-def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, language, phone_map, rounds, output_dir,
-          jobs, engine, scheduler):
+def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, language, phone_map, phone_set, rounds,
+          output_dir, jobs, engine, scheduler):
     """Adapt the alignment model to the recordings of CORPUS_DIR and save it to MODEL_OUT.
 
     CORPUS_DIR is any corpus align-corpus reads (Montreal Forced Aligner's layout with .lab,
@@ -92,7 +98,7 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, langu
     bars = _StageBars()
     report = run(api.adapt, corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir,
                  jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)), engine=engine,
-                 scheduler=scheduler, language=language, phone_map=phone_map)
+                 scheduler=scheduler, language=language, phone_map=phone_map, phone_set=phone_set)
     bars.close()
     if report.phone_map:
         echo(f"{language} phones aligned as model phones: "

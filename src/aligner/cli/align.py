@@ -13,7 +13,9 @@ from aligner.cli.options import phone_options, transcript_options
 @click.argument("transcript")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="File to write [AUDIO with .TextGrid, .json or .csv].")
-@click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
+@click.option("--model", type=click.Path(file_okay=False),
+              help="Model directory [the shipped English model; for --phone-set ipa/xsampa or --language the "
+                   "shipped universal model].")
 @click.option("--confidence-tier", is_flag=True,
               help="TextGrid: add a point tier per tier with each boundary's confidence (CSV and JSON "
                    "always carry it).")

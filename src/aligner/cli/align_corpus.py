@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
-from aligner.cli.options import cluster_options, transcript_options
+from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options, transcript_options
 
 
 @click.command("align-corpus")
@@ -13,7 +13,9 @@ from aligner.cli.options import cluster_options, transcript_options
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Worker processes (of the local pool, or of a local Dask cluster).")
-@click.option("--model", type=click.Path(file_okay=False), help="Model directory [the shipped model].")
+@click.option("--model", type=click.Path(file_okay=False),
+              help="Model directory [the shipped English model; for --phone-set ipa/xsampa or --language the "
+                   "shipped universal model].")
 @click.option("--plot-dir", type=click.Path(file_okay=False),
               help="Also draw each alignment's review picture (waveform, spectrogram, tiers, boundaries "
                    "coloured by confidence) to PLOT_DIR/<relative path>.png; pip install \"aligner[plot]\".")
@@ -25,10 +27,11 @@ from aligner.cli.options import cluster_options, transcript_options
                    "phones by features (as `aligner align --language`).")
 @click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
               help="With --language: 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
+@click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True, help=PHONE_SET_HELP)
 @transcript_options
 @cluster_options
-def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, language, phone_map, kind, fmt,
-                 dictionary, oov, engine, scheduler, resume):
+def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, language, phone_map, phone_set, kind,
+                 fmt, dictionary, oov, engine, scheduler, resume):
     """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
@@ -52,7 +55,7 @@ def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, la
     progress = LazyBar("aligning")
     report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov,
                  engine=engine, scheduler=scheduler, resume=resume, confidence_tiers=confidence_tier,
-                 plot_dir=plot_dir, language=language, phone_map=phone_map)
+                 plot_dir=plot_dir, language=language, phone_map=phone_map, phone_set=phone_set)
     progress.close()
     if report.resumed:
         echo(f"kept {len(report.resumed)} complete outputs of an earlier run (--resume)")

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import click
 
-PHONE_SETS = click.Choice(["auto", "timit61", "timit39", "arpabet"])
+PHONE_SETS = click.Choice(["auto", "timit61", "timit39", "arpabet", "ipa", "xsampa"])
+#: what --phone-set says, shared by the commands that take it
+PHONE_SET_HELP = ("Symbols of a phone transcript: TIMIT-61, the 39 Lee & Hon classes, ARPAbet (stress digits ignored); "
+                  "or any phone in IPA or X-SAMPA (diacritics, length, tie bars and tone read as features; a quoted "
+                  "string, a .lab/.txt of phones or a TextGrid's phones tier; with --dictionary, an IPA pronouncing "
+                  "dictionary in MFA's format): aligned by the shipped universal model unless --model names another, "
+                  "a silence added at either end where the transcript has none.")
 
 
 def transcript_options(command):
@@ -46,9 +52,7 @@ def cluster_options(command):
 def phone_options(command):
     """``--phone-set``, ``--split-stops``: how `aligner align` reads one phone transcript."""
     options = [
-        click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True,
-                     help="Symbols of a phone transcript: TIMIT-61, the 39 Lee & Hon classes, or ARPAbet "
-                          "(stress digits ignored)."),
+        click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True, help=PHONE_SET_HELP),
         click.option("--split-stops/--no-split-stops", default=None,
                      help="Decode each stop/affricate of a phone transcript as TIMIT closure + release, merged "
                           "back into its symbol [automatic: for ARPAbet and timit39, not TIMIT-61]."),

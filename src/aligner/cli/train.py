@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from aligner.cli.common import echo, run
+from aligner.cli.common import echo, exit_if_failed, run
 
 
 @click.command("train")
@@ -50,8 +50,13 @@ from aligner.cli.common import echo, run
               help="Train a phone-line model: every recording, in training and when the model aligns, is heard "
                    "through the 250-3600 Hz band a telephone keeps (the band expert of a multi-condition model; "
                    "pair it with a phone-line recipe such as recipes/conditions/phone-line.json).")
+@click.option("--universal", is_flag=True,
+              help="Train a universal model: TextGrids of IPA (or, with --phone-code xsampa, X-SAMPA) phones, one "
+                   "folder per language; its frame scores, durations and refiner work by phonological features, "
+                   "so it aligns any IPA phone, heard in training or not (--phone-set ipa). --folds: language "
+                   "folds of its out-of-fold scores [3]; --max-frames: frames its scorer trains on [200000].")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
-          min_class_tokens, augment, classifier_kind, max_frames, networks, phone_line):
+          min_class_tokens, augment, classifier_kind, max_frames, networks, phone_line, universal):
     """Train an alignment model on CORPUS_DIR into OUT_DIR.
 
     CORPUS_DIR holds audio with hand-aligned phones beside it: TIMIT .phn files (a 39-class
@@ -89,8 +94,26 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
         if classifier_kind != "network":
             raise click.UsageError("--networks needs --classifier network")
         classifier["networks"] = networks
+    failed: list = []
+    if universal:
+        if phone_code not in ("auto", "ipa", "xsampa"):
+            raise click.UsageError("--universal reads IPA or X-SAMPA phones (--phone-code ipa or xsampa)")
+        if phone_classes or min_class_tokens or augment or networks or phone_line or classifier_kind != "network":
+            raise click.UsageError("--universal composes its classes from phonological features: --phone-classes, "
+                                   "--min-class-tokens, --augment, --networks, --phone-line and --classifier do "
+                                   "not apply")
+        settings = {"seed": seed} if max_frames is None else {"seed": seed, "max_train_frames": max_frames}
+        model = run(api.train, corpus_dir, out_dir, trainer, params, settings,
+                    folds if click.get_current_context().get_parameter_source("folds").name != "DEFAULT" else 3,
+                    None, progress, epoch, phones_tier=phones_tier, phone_code=phone_code, failed=failed,
+                    universal=True)
+        echo(f"wrote {out_dir} (universal; {model.training['phones']} phones of {len(model.training['languages'])} "
+             f"languages; weights {', '.join(f'{v:.3g}' for v in model.weights)})")
+        exit_if_failed(failed, "files left out of the training")
+        return
     model = run(api.train, corpus_dir, out_dir, trainer, params, classifier, folds, 2, progress, epoch,
                 phones_tier=phones_tier, phone_classes=phone_classes, phone_code=phone_code,
                 min_class_tokens=min_class_tokens, on_inventory=inventory, augment=augment,
-                front_band_hz=PHONE_BAND_HZ if phone_line else None)
+                front_band_hz=PHONE_BAND_HZ if phone_line else None, failed=failed)
     echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")
+    exit_if_failed([(utt, message) for utt, message in failed], "files left out of the training")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
-from aligner.cli.options import cluster_options
+from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options
 
 
 @click.command("vowels")
@@ -36,10 +36,13 @@ from aligner.cli.options import cluster_options
               help="Align mode: re-measure each aligned vowel with the vowel model around its aligned interval "
                    "(mode fused); --no-fuse reports the aligned intervals (mode align), 2-3 times faster.")
 @click.option("--alignment-model", type=click.Path(file_okay=False),
-              help="Align mode: the alignment model directory (e.g. one made by aligner adapt) [the shipped one].")
+              help="Align mode: the alignment model directory (e.g. one made by aligner adapt) [the shipped English "
+                   "one; with --phone-set ipa/xsampa the shipped universal one].")
+@click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True,
+              help="Align mode: " + PHONE_SET_HELP + " Each phone is a vowel by its features.")
 @cluster_options
 def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, stressed_only, dictionary, tier, pad,
-           fuse, alignment_model, engine, scheduler, resume):
+           fuse, alignment_model, phone_set, engine, scheduler, resume):
     """Measure vowel onsets, offsets and durations: from a transcript when there is one, with
     the transcript-free vowel model otherwise.
 
@@ -65,7 +68,7 @@ def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, s
     report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress,
                  engine=engine, scheduler=scheduler, resume=resume, mode=mode, transcript=transcript,
                  words=word_list, stressed_only=stressed_only, dictionary=dictionary,
-                 alignment_model=alignment_model, fuse=fuse)
+                 alignment_model=alignment_model, fuse=fuse, phone_set=phone_set)
     progress.close()
     run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "

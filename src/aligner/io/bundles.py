@@ -38,8 +38,11 @@ FORMAT_VERSION = 1
 ALIGNMENT_KIND = "alignment"
 VOWEL_KIND = "vowels"
 G2P_KIND = "g2p"
+#: the universal aligner of any IPA phones (:mod:`aligner.alignment.universal`)
+UNIVERSAL_KIND = "universal-alignment"
 #: default bundle directory name per kind, inside the shipped ``models/`` folder
-DEFAULT_NAMES = {ALIGNMENT_KIND: "timit-alignment", VOWEL_KIND: "timit-vowels", G2P_KIND: "g2p-cmudict"}
+DEFAULT_NAMES = {ALIGNMENT_KIND: "timit-alignment", VOWEL_KIND: "timit-vowels", G2P_KIND: "g2p-cmudict",
+                 UNIVERSAL_KIND: "universal"}
 
 
 def _sha256(path: Path) -> str:
@@ -168,6 +171,24 @@ def add_to_bundle(directory, kind: str, arrays: dict, training_note: dict) -> Pa
     atomic_write_text(directory / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True) + "\n",
                       durable=True)
     return directory
+
+
+def bundle_kind(directory) -> str:
+    """The kind a bundle's manifest names (``alignment``, ``universal-alignment``, ...), read
+    without loading it; :class:`ModelError` naming the directory when it is no model bundle."""
+    directory = Path(directory)
+    manifest_path = directory / MANIFEST
+    if not directory.is_dir():
+        raise ModelError(f"{directory}: model directory not found")
+    if not manifest_path.is_file():
+        raise ModelError(f"{manifest_path}: missing; {directory} is not a model directory")
+    try:
+        kind = json.loads(manifest_path.read_text(encoding="utf-8"))["kind"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"{manifest_path}: corrupted manifest ({exc})") from None
+    if not isinstance(kind, str):
+        raise ModelError(f"{manifest_path}: corrupted manifest (kind {kind!r})")
+    return kind
 
 
 def load_bundle(directory, kind: str) -> tuple:

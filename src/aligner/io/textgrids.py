@@ -7,6 +7,7 @@ the other way round.
 
 from __future__ import annotations
 
+import codecs
 import importlib.util
 import math
 import os
@@ -31,7 +32,8 @@ else:
     _spec.loader.exec_module(_textgrid)
     del _spec
 
-__all__ = ["write_textgrid", "read_interval_tier", "TIME_TOLERANCE"]
+__all__ = ["write_textgrid", "read_interval_tier", "read_textgrid_text", "find_phones_tier", "PHONE_TIER_NAMES",
+           "TIME_TOLERANCE"]
 
 class Interval(NamedTuple):
     """One labelled interval of a tier, times in seconds."""
@@ -177,14 +179,79 @@ def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float, point_tie
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def load_textgrid(path: Path) -> _textgrid.TextGrid:
+#: the names a tier of phones goes by, compared stripped and in lower case (Praat's and MFA's
+#: ``phones``; some corpora write ``phone``)
+PHONE_TIER_NAMES = ("phones", "phone")
+
+
+def textgrid_encoding(raw: bytes) -> str:
+    """The text encoding of a TextGrid file's bytes ``raw``: ``utf-8-sig`` after a UTF-8
+    byte-order mark, ``utf-16`` after a UTF-16 one (either byte order; Praat saves any file with a
+    non-ASCII label so), ``utf-16-le``/``utf-16-be`` for UTF-16 without a mark (its ASCII header
+    then has a zero byte after or before every letter), else ``utf-8``."""
+    if raw.startswith(codecs.BOM_UTF8):
+        return "utf-8-sig"
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return "utf-16"
+    head = raw[:64]
+    if len(head) >= 8:
+        if head[1::2].count(0) == len(head) // 2:
+            return "utf-16-le"
+        if head[0::2].count(0) == (len(head) + 1) // 2:
+            return "utf-16-be"
+    return "utf-8"
+
+
+def _textgrid_bytes(path: Path) -> bytes:
     if not path.exists():
         raise TranscriptError(f"{path}: TextGrid not found")
     if path.is_dir():
         raise TranscriptError(f"{path}: is a directory, not a TextGrid")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(f"{path}: cannot read TextGrid ({exc.strerror or exc})") from None
+
+
+def read_textgrid_text(path: str | os.PathLike) -> str:
+    """The text of a TextGrid file in any of the encodings Praat writes (:func:`textgrid_encoding`),
+    its byte-order mark dropped; :class:`TranscriptError` naming the file when it is missing or
+    does not decode."""
+    path = Path(path)
+    raw = _textgrid_bytes(path)
+    encoding = textgrid_encoding(raw)
+    try:
+        return raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise TranscriptError(f"{path}: not a readable Praat TextGrid (not {encoding.replace('-sig', '')} text at "
+                              f"byte {exc.start})") from None
+
+
+def find_phones_tier(names: Sequence[str], path, tier: str | None = None, fallback: str = "only") -> str:
+    """The name, among a TextGrid's interval tiers ``names``, of its tier of phones: ``tier`` when
+    given, else the first named as :data:`PHONE_TIER_NAMES` say (any case), else by ``fallback``:
+    ``"only"`` the file's one interval tier, ``"first"`` its first interval tier; otherwise an error
+    that names the file, lists its tiers and points at ``--phones-tier``."""
+    if tier is not None:  # :func:`interval_tier` names the file and lists its tiers when it has no such tier
+        return tier
+    listed = ", ".join(map(repr, names)) or "none"
+    for wanted in PHONE_TIER_NAMES:
+        for name in names:
+            if name.strip().lower() == wanted:
+                return name
+    if names and (fallback == "first" or (fallback == "only" and len(names) == 1)):
+        return names[0]
+    raise TranscriptError(f"{path}: no phones tier (interval tiers: {listed}); name it with --phones-tier")
+
+
+def load_textgrid(path: Path) -> _textgrid.TextGrid:
+    """A TextGrid file parsed (long or short text format, in any encoding of
+    :func:`textgrid_encoding`); :class:`TranscriptError` naming the file when it cannot be."""
+    path = Path(path)
+    encoding = textgrid_encoding(_textgrid_bytes(path))
     grid = _textgrid.TextGrid()
     try:
-        grid.read(str(path))
+        grid.read(str(path), encoding=encoding)
     # The textgrid package signals malformed input with whatever its parser trips on
     # (TextGridError, ValueError, AttributeError, IndexError, EOFError, UnicodeError ...).
     except Exception as exc:  # noqa: BLE001

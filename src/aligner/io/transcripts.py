@@ -120,7 +120,7 @@ def read_transcript(
     symbols = [s for s, _ in pairs]
     if not symbols:
         raise TranscriptError(f"{name}: transcript is empty (no phone symbols)")
-    if not isinstance(phone_set, PhoneSet):
+    if isinstance(phone_set, str):
         phone_set = get_phone_set(phone_set, symbols, name)
     phone_set.validate(symbols, name, lines=[line for _, line in pairs] if from_file else None)
     return symbols, phone_set
@@ -298,14 +298,15 @@ def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> t
     """Phone start times (seconds) and labels of a reference or predicted alignment.
 
     ``path`` is a TIMIT ``.phn`` file (sample counts, divided by ``sample_rate``) or a Praat
-    TextGrid, whose ``phones`` tier is read (or, without one, its first interval tier). Intervals
+    TextGrid, whose tier of phones is read (``phones`` or ``phone``, any case; without one, its
+    first interval tier; :func:`~aligner.io.textgrids.find_phones_tier`). Intervals
     with an empty (or blank) label are gaps, not phones, and are skipped.
 
     Returns ``(boundaries_s, labels)``: a float64 array of each phone's start time in seconds,
     and the labels. Raises :class:`TranscriptError` naming the file when it cannot be read or
     holds no phones.
     """
-    from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
+    from aligner.io.textgrids import find_phones_tier, interval_tier, load_textgrid, tier_names
 
     path = Path(path)
     if path.suffix.lower() == ".phn":
@@ -316,7 +317,7 @@ def read_alignment(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> t
     names = tier_names(grid, interval=True)
     if not names:
         raise TranscriptError(f"{path}: TextGrid has no interval tier to read phones from")
-    tier_name = "phones" if "phones" in names else names[0]
+    tier_name = find_phones_tier(names, path, fallback="first")
     phones = [(start, label) for start, _, label in interval_tier(grid, path, tier_name) if label.strip()]
     if not phones:
         raise TranscriptError(f"{path}: tier {tier_name!r} holds no labelled intervals")
@@ -333,26 +334,23 @@ def read_reference_phones(path: str | os.PathLike, tier: str | None = None,
     of the file in order, empty labels included (silence, as MFA and Praat write it).
 
     ``path``: a TIMIT ``.phn`` (sample counts at ``sample_rate``) or a Praat TextGrid, whose
-    interval tier ``tier`` is read (None: ``phones``, else the only interval tier). Raises
+    interval tier ``tier`` is read (None: ``phones`` or ``phone``, any case, else the only
+    interval tier; :func:`~aligner.io.textgrids.find_phones_tier`), in any encoding Praat writes
+    (UTF-8 with or without a byte-order mark, UTF-16). Raises
     :class:`TranscriptError` naming the file (and tier) for a missing tier, a tier with no
     labelled interval, a zero-length interval, or intervals that overlap or leave a gap.
     """
-    from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
+    from aligner.io.textgrids import find_phones_tier, interval_tier, load_textgrid, read_textgrid_text, tier_names
 
     path = Path(path)
     if path.suffix.lower() == ".phn":
         starts, ends, labels = read_phn(path)
         return starts / float(sample_rate), ends / float(sample_rate), labels
     grid = load_textgrid(path)
-    if tier is None:
-        names = tier_names(grid, interval=True)
-        if "phones" in names or len(names) != 1:
-            tier = "phones"
-        else:
-            tier = names[0]
+    tier = find_phones_tier(tier_names(grid, interval=True), path, tier)
     intervals = interval_tier(grid, path, tier)
     where = f"{path}: tier {tier!r}"
-    text = read_text(path, "TextGrid", TranscriptError)
+    text = read_textgrid_text(path)
     for a, b, label in _ZERO_LENGTH.findall(text):  # the textgrid package drops these silently
         try:
             zero = float(a) == float(b)

@@ -118,7 +118,9 @@ def panphon_form(ipa: str) -> str:
 def ipa_features(ipa: str) -> list[dict]:
     """The phonological features (panphon's, each -1, 0 or +1) of each segment of an IPA string;
     an empty list unless panphon reads every letter of it (diacritics it does not know are
-    dropped; a letter or digit it does not know is not: ``p01`` is no ``p``)."""
+    dropped; a letter or digit it does not know is not: ``p01`` is no ``p``) or, failing that,
+    :func:`aligner.phones.ipa.read_ipa` does (an apostrophe or colon of a field transcription,
+    a combination of diacritics panphon has no row for)."""
     ft = _feature_table()
     base = panphon_form(ipa)
     if not ft.validate_word(base):
@@ -126,9 +128,22 @@ def ipa_features(ipa: str) -> list[dict]:
             ch for ch in unicodedata.normalize("NFD", base)
             if not unicodedata.combining(ch) and unicodedata.category(ch) != "Lm"))
         if not bare or not ft.validate_word(bare):
-            return []
+            return _read_features(ipa)
         base = bare
     return [dict(zip(ft.names, seg.numeric())) for seg in ft.word_fts(base)]
+
+
+def _read_features(symbol: str) -> list[dict]:
+    """The features of a symbol panphon does not read as it is written (field transcriptions'
+    ``j'``, ``m'ː``; combinations of diacritics it has no row for), by
+    :func:`aligner.phones.ipa.read_ipa`; an empty list when that cannot read it either."""
+    from aligner.phones.ipa import FEATURE_NAMES, IpaError, read_ipa
+
+    try:
+        segment = read_ipa(symbol)
+    except IpaError:
+        return []
+    return [dict(zip(FEATURE_NAMES, (int(v) for v in part))) for part in segment.parts]
 
 
 def broad_class_of_ipa(ipa: str) -> str | None:

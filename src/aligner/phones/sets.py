@@ -43,6 +43,7 @@ __all__ = [
     "TIMIT61_VOWELS",
     "TIMIT61_CLOSURES",
     "PHONE_SET_NAMES",
+    "OPEN_PHONE_SET_NAMES",
     "PhoneInventory",
     "TIMIT39_INVENTORY",
     "PhoneSet",
@@ -216,6 +217,9 @@ ARPABET_TO_39: dict[str, str] = {
 ARPABET_VOWELS = frozenset(p for p in ARPABET if BROAD_CLASS_OF[ARPABET_TO_39[p]] == "vowel")
 
 PHONE_SET_NAMES = ("timit61", "timit39", "arpabet")
+#: phone sets of any phone, read as features (:class:`~aligner.phones.ipa.OpenPhoneSet`): a
+#: transcript in them is aligned by the universal model, or through an English model's closest phones
+OPEN_PHONE_SET_NAMES = ("ipa", "xsampa")
 
 _TIMIT61_SET = frozenset(TIMIT61)
 _STRESSED_VOWEL = re.compile(r"^([a-z]+)[012]$")
@@ -338,12 +342,17 @@ def model_phone_set(inventory: PhoneInventory, to_class: Mapping[str, str], desc
 
 
 def get_phone_set(name: str, symbols: Sequence[str] | None = None, source: str = "transcript") -> PhoneSet:
-    """The phone set called ``name`` (``timit61``, ``timit39``, ``arpabet`` or ``auto``).
+    """The phone set called ``name`` (``timit61``, ``timit39``, ``arpabet``, ``auto``, or ``ipa``
+    and ``xsampa``: an :class:`~aligner.phones.ipa.OpenPhoneSet` of any phone in that code).
 
     ``auto`` needs ``symbols`` and returns :func:`detect_phone_set` of them. An unknown name
     raises :class:`TranscriptError`.
     """
     key = name.strip().lower()
+    if key in OPEN_PHONE_SET_NAMES:
+        from aligner.phones.ipa import OpenPhoneSet
+
+        return OpenPhoneSet(key)
     if key == "auto":
         if symbols is None:
             raise TypeError("get_phone_set('auto') needs the transcript's symbols to detect the set")
@@ -352,7 +361,7 @@ def get_phone_set(name: str, symbols: Sequence[str] | None = None, source: str =
         return _PHONE_SETS[key]
     except KeyError:
         raise TranscriptError(
-            f"unknown phone set {name!r}; choose one of {', '.join(PHONE_SET_NAMES)} or auto"
+            f"unknown phone set {name!r}; choose one of {', '.join(PHONE_SET_NAMES + OPEN_PHONE_SET_NAMES)} or auto"
         ) from None
 
 

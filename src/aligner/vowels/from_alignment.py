@@ -106,9 +106,19 @@ def aligned_vowels(tiers: Sequence[tuple[str, Sequence]], confidences: Optional[
 
 
 def broad_reader(model):
-    """``symbol -> broad class or None`` of an alignment model trained on its own phones, or None
-    for a 39-class model (whose TIMIT-61 and ARPAbet symbols the tables of
-    :mod:`aligner.phones.sets` know)."""
+    """``symbol -> broad class or None`` of an alignment model trained on its own phones or of the
+    universal model (each IPA phone by its features), or None for a 39-class model (whose TIMIT-61
+    and ARPAbet symbols the tables of :mod:`aligner.phones.sets` know)."""
+    if not hasattr(model, "phone_set"):  # the universal model: any IPA phone, a vowel by its features
+        from aligner.phones.ipa import IpaError, broad_class, read_ipa
+
+        def broad_of_ipa(symbol: str):
+            try:
+                return broad_class(read_ipa(symbol))
+            except IpaError:
+                return None
+
+        return broad_of_ipa
     pset = model.phone_set
     if pset is None:
         return None

@@ -23,11 +23,13 @@ import numpy as np
 
 from aligner.alignment.corpus import worker_init, worker_model
 from aligner.alignment.model import AlignmentModel
-from aligner.alignment.pipeline import TIER_OVERRUN_TOLERANCE, align_transcript, align_words, load_dictionary
+from aligner.alignment.pipeline import (TIER_OVERRUN_TOLERANCE, align_transcript, align_words, load_dictionary,
+                                        wants_universal)
+from aligner.alignment.universal import UniversalModel
 from aligner.errors import AlignerError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import load_audio
-from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
+from aligner.io.bundles import ALIGNMENT_KIND, UNIVERSAL_KIND, default_model_dir
 from aligner.io.textgrids import write_textgrid
 from aligner.runtime.blas import cap_worker_threads
 from aligner.runtime.distributed import (absolute_paths, as_given, check_dask_settings, dask_path, open_pool,
@@ -270,7 +272,7 @@ def _vowel_textgrid(textgrid, records, duration: float) -> Optional[Path]:
 
 
 def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_only, dictionary,
-                     fusion=None) -> tuple:
+                     fusion=None, phone_set: str = "auto") -> tuple:
     """Measure one file's vowels from its forced alignment (``mode="align"``): ``(records,
     failures, textgrid path or None)``; never raises on bad input. ``transcript``: a path or an
     inline text, or None for the transcript beside ``audio`` (a TextGrid's ``tier`` with one).
@@ -278,7 +280,8 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
     :func:`_user_alignment`), that alignment is used as it is. ``fusion``: a
     :class:`~aligner.vowels.fused.FusionSettings` (or a dict of them by transcript kind, ``words``
     and ``phones``; an alignment the user brings counts as ``words``) to re-measure the vowels
-    with this process's vowel model (:func:`_fuse_records`), or None to report them as aligned."""
+    with this process's vowel model (:func:`_fuse_records`), or None to report them as aligned.
+    ``phone_set``: of a phone transcript (``ipa``/``xsampa``: any phone, its vowels by their features)."""
     from aligner.io.corpus import speaker_of
     from aligner.vowels.from_alignment import aligned_vowels, broad_reader
 
@@ -294,7 +297,8 @@ def _measure_aligned(audio, name, tier, textgrid, transcript, words, stressed_on
             result = user if user is not None else align_words(audio, source, worker_model(), dictionary, tier=tier,
                                                                 on_scored=keep)
         else:
-            result = align_transcript(audio, source, worker_model(), dictionary=dictionary, on_scored=keep)
+            result = align_transcript(audio, source, worker_model(), dictionary=dictionary, on_scored=keep,
+                                      phone_set=phone_set)
         speaker = speaker_of(Path(audio))
         aligner_model = worker_model()
         broad_of = None if user is not None or aligner_model is None else broad_reader(aligner_model)
@@ -417,13 +421,14 @@ _WORKER_VOWEL_MODEL = None
 
 
 def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool = False,
-                       alignment_model=None, fused: bool = False) -> None:
+                       alignment_model=None, fused: bool = False, universal: bool = False) -> None:
     """Set this process's vowel model (a loaded one, the bundle at a path, or None for the shipped
     one) and warm its decoder, unless it already has that model; optionally cap BLAS threads.
     With ``aligned`` (files measured from their alignment), also the alignment model
     (:func:`~aligner.alignment.corpus.worker_init`; None: the shipped one) and the pronouncing
     dictionary; with ``fused`` too, the fusion's kernels (:func:`_warm_up_fusion`) and whether
-    the two models' classifiers are the same (:func:`~aligner.vowels.fused.same_classifier`)."""
+    the two models' classifiers are the same (:func:`~aligner.vowels.fused.same_classifier`).
+    ``universal``: the shipped universal model is the default alignment model (phones in IPA)."""
     global _WORKER_VOWEL_MODEL
     if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
         from aligner.runtime.heap import keep_heap_top
@@ -439,10 +444,11 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
         _warm_up_fusion(model)
     if aligned:
         if alignment_model is None:
-            alignment_model = str(default_model_dir(ALIGNMENT_KIND).resolve())
+            alignment_model = str(default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND).resolve())
         worker_init(alignment_model)
-        load_dictionary()
-        if fused and worker_model() is not None:  # compared once here, not in the first file's time
+        if not isinstance(worker_model(), UniversalModel):
+            load_dictionary()
+        if fused and isinstance(worker_model(), AlignmentModel):  # compared once here, not in the first file's time
             from aligner.vowels.fused import same_classifier
 
             same_classifier(worker_model().classifier, model.classifier)
@@ -490,7 +496,7 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                    engine: Optional[str] = None, scheduler: Optional[str] = None,
                    resume: bool = False, mode: str = "auto", transcript=None, words=None,
                    stressed_only: bool = False, dictionary=None, alignment_model=None,
-                   fuse=True) -> VowelReport:
+                   fuse=True, phone_set: str = "auto") -> VowelReport:
     """Measure the vowel of every CVC recording in ``inputs`` (audio files or directories, recursive).
 
     Without ``tier`` each whole file is one search window. With ``tier``, the TextGrid beside each
@@ -524,6 +530,10 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     transcripts), a :class:`~aligner.vowels.fused.FusionSettings`, or False to report the
     aligned intervals.
     The transcript-free rows (mode ``model``) do not depend on it.
+
+    ``phone_set``: of phone transcripts (``auto``, ``timit61``, ``timit39``, ``arpabet``; ``ipa`` or
+    ``xsampa``: any phone, aligned by the shipped universal model unless ``alignment_model`` names
+    another, each phone a vowel by its features).
     """
     if resume:
         raise AlignerError(VOWEL_RESUME_MESSAGE)
@@ -559,32 +569,35 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
         if mode == "align" or (mode == "auto" and (transcript is not None or
                                                    (tier is None and vowel_transcript(Path(a)) is not None))):
             aligned = (transcript if transcript is None or not os.path.exists(str(transcript))
-                       else str(transcript), words, bool(stressed_only), dictionary, fuse)
+                       else str(transcript), words, bool(stressed_only), dictionary, fuse, phone_set)
         job_list.append((str(a), n, tier, float(pad), None if tg_dir is None else tg_dir / f"{stem}.TextGrid",
                          aligned))
     any_aligned = any(job[5] is not None for job in job_list)
     align_ref = None
+    universal = wants_universal(phone_set)
     if any_aligned:
-        align_ref = alignment_model if isinstance(alignment_model, AlignmentModel) else str(
-            (Path(alignment_model) if alignment_model is not None else default_model_dir(ALIGNMENT_KIND)).resolve())
+        align_ref = alignment_model if isinstance(alignment_model, (AlignmentModel, UniversalModel)) else str(
+            (Path(alignment_model) if alignment_model is not None
+             else default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND)).resolve())
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     given = [None] * len(job_list)  # per task, its absolute paths -> as given (Dask messages)
     if engine == "dask":
-        if isinstance(alignment_model, AlignmentModel):
+        if isinstance(alignment_model, (AlignmentModel, UniversalModel)):
             raise TypeError("the dask engine needs the alignment model as a directory path, not a loaded model")
         given = [absolute_paths((audio, textgrid)) for audio, _, _, _, textgrid, _ in job_list]
         tasks = [(dask_path(a), n, t, p, dask_path(g),
                   None if al is None else (al[0] if al[0] is None or not os.path.exists(al[0]) else dask_path(al[0]),
-                                           al[1], al[2], dask_path(al[3]), al[4]))
+                                           al[1], al[2], dask_path(al[3]), al[4], al[5]))
                  for a, n, t, p, g, al in job_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
         worker_align = None if alignment_model is None else dask_path(alignment_model)
-        initializer, initargs = _vowel_worker_init, (dask_model, 1, any_aligned, worker_align, fuse is not None)
-    else:
-        _vowel_worker_init(vowel_model, None, any_aligned, align_ref, fuse is not None)  # forked workers inherit all
+        initializer, initargs = _vowel_worker_init, (dask_model, 1, any_aligned, worker_align, fuse is not None,
+                                                     universal)
+    else:  # forked workers inherit all
+        _vowel_worker_init(vowel_model, None, any_aligned, align_ref, fuse is not None, universal)
         tasks, initializer, initargs = job_list, _vowel_worker_init, (vowel_model, 1, any_aligned, align_ref,
-                                                                      fuse is not None)
+                                                                      fuse is not None, universal)
     with open_pool(engine, scheduler, jobs, initializer, initargs,
                    chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as pool:
         report.startup_seconds = time.perf_counter() - t0

@@ -43,10 +43,12 @@ from aligner.alignment.corpus import CORPUS_TRANSCRIPTS, CorpusReport, align_cor
 from aligner.alignment.model import AlignmentModel
 from aligner.alignment.pipeline import (TIER_OVERRUN_TOLERANCE, _language_pronunciations, _pronunciations,
                                         check_phone_map, load_dictionary, load_model, map_language_phones,
-                                        model_reading, words_dictionary)
+                                        model_reading, phone_code, read_ipa_transcript, wants_universal,
+                                        with_edge_silences, words_dictionary)
+from aligner.alignment.universal import SILENCE_CLASS, UniversalModel
 from aligner.errors import AlignerError, ModelError, TranscriptError
 from aligner.frames import SAMPLE_RATE
-from aligner.io.bundles import ALIGNMENT_KIND, MANIFEST, default_model_dir
+from aligner.io.bundles import ALIGNMENT_KIND, MANIFEST, UNIVERSAL_KIND, default_model_dir
 from aligner.io.corpus import find_utterances
 
 #: the least speech (seconds, over the recordings that can be used) a corpus needs to adapt on:
@@ -54,8 +56,6 @@ from aligner.io.corpus import find_utterances
 MIN_ADAPT_SECONDS = 20.0
 #: recordings (or TextGrid intervals) shorter than this (samples: 100 ms) are left out
 MIN_RECORDING_SAMPLES = SAMPLE_RATE // 10
-#: the reference TextGrid tier holding hand-aligned phones (else the first interval tier)
-REFERENCE_TIER = "phones"
 #: a reference TextGrid may end this far past its recording (seconds) before it is refused
 REFERENCE_OVERRUN_S = TIER_OVERRUN_TOLERANCE
 
@@ -121,7 +121,7 @@ def _reference_path(references: Path, name: str, by_stem: dict) -> Optional[Path
 def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel] = None,
                    language_phones=None) -> list:
     """Hand-aligned phones ``[(start_s, end_s, symbol), ...]`` of a reference TextGrid covering a
-    recording of ``duration_s`` seconds: its ``phones`` tier (or its first interval tier), blank
+    recording of ``duration_s`` seconds: its ``phones`` (or ``phone``) tier, else its first interval tier; blank
     intervals read as silence of the phones' own set. For a ``model`` trained on its own phones
     the symbols must be the model's (blank intervals: its silence). ``language_phones``: the
     symbols are a language's IPA phones (as ``align-corpus --language`` writes its phones
@@ -131,14 +131,14 @@ def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel
     intervals, intervals past the audio or a symbol of no phone set (not of the model's, or
     with no mapping)."""
     from aligner.phones.inventory import EMPTY_LABEL_SYMBOL, normalize_symbol
-    from aligner.io.textgrids import interval_tier, load_textgrid, tier_names
+    from aligner.io.textgrids import find_phones_tier, interval_tier, load_textgrid, tier_names
     from aligner.phones.sets import detect_phone_set
 
     grid = load_textgrid(path)
     names = tier_names(grid, interval=True)
     if not names:
         raise TranscriptError(f"{path}: no interval tier with reference phones")
-    tier = REFERENCE_TIER if REFERENCE_TIER in names else names[0]
+    tier = find_phones_tier(names, path, fallback="first")
     intervals = sorted(interval_tier(grid, path, tier))
     labelled = [(s, e, lab.strip()) for s, e, lab in intervals if lab.strip()]
     if not labelled:
@@ -204,7 +204,7 @@ def read_reference(path: Path, duration_s: float, model: Optional[AlignmentModel
 def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = "g2p", references=None,
                     progress: Optional[Callable[[int, int], None]] = None, model: Optional[AlignmentModel] = None,
                     language: Optional[str] = None, phone_map: Optional[dict] = None,
-                    mapping: Optional[dict] = None) -> tuple:
+                    mapping: Optional[dict] = None, ipa_code: Optional[str] = None) -> tuple:
     """``(recordings, failed, oovs)`` of a corpus: one :class:`~aligner.alignment.adaptation.rounds.Recording`
     per audio file with a transcript beside it (per non-empty interval of a TextGrid
     transcript), its speaker from its folder; ``failed`` lists ``(path, message)`` of files that
@@ -217,7 +217,11 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
     words through a ``dictionary`` in its phones (unknown words an error); with ``language``,
     every transcript is words, each word's pronunciation its G2P's IPA phones as the model's
     closest phones (``phone_map``: ``{language phone: model phone}`` overrides), and ``mapping``
-    (a dict, if given) is filled with each language phone met and the model phone it became."""
+    (a dict, if given) is filled with each language phone met and the model phone it became.
+    ``ipa_code`` (``ipa``, ``xsampa``): ``model`` is a universal model's view of the corpus's
+    phones (:func:`universal_corpus_view`); phone transcripts (a ``.lab``/``.txt`` or a TextGrid's
+    phones tier) are read in that code, a silence added at either end where they have none, as
+    ``aligner align --phone-set ipa`` reads them."""
     from aligner.alignment.adaptation.rounds import Recording
     from aligner.io.audio import load_audio
     from aligner.io.transcripts import read_transcript, read_word_segments, transcript_kind
@@ -262,7 +266,13 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
                 raise AlignerError(f"{utt.audio}: {1000 * duration:.0f} ms is too short to align")
             ref_path = None if references is None else _reference_path(references, utt.name, by_stem)
             reference = None if ref_path is None else read_reference(ref_path, duration, model, language_phones)
-            if transcript_kind(utt.transcript, kind) == "phones":
+            if ipa_code is not None and ((language is None and dictionary is None and kind != "words")
+                                         or transcript_kind(utt.transcript, kind) == "phones"):
+                symbols, labels, _ = read_ipa_transcript(utt.transcript, ipa_code)
+                symbols = with_edge_silences(symbols, labels)[0]
+                recordings.append(Recording(samples, symbols, utt.speaker, str(utt.audio), "phones", "model",
+                                            reference, source=(str(utt.audio), 0, len(samples))))
+            elif transcript_kind(utt.transcript, kind) == "phones":
                 symbols, pset = read_transcript(utt.transcript, phone_reading)
                 recordings.append(Recording(samples, list(symbols), utt.speaker, str(utt.audio), "phones", pset.name,
                                             reference, source=(str(utt.audio), 0, len(samples))))
@@ -307,12 +317,48 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
     return recordings, failed, oovs
 
 
-def _base_record(base_ref, base: AlignmentModel) -> dict:
+def universal_corpus_view(universal: UniversalModel, corpus_dir, kind: str = "auto", dictionary=None,
+                          language: Optional[str] = None, code: str = "ipa") -> AlignmentModel:
+    """The universal model's view (:meth:`~aligner.alignment.universal.UniversalModel.view`) of
+    every phone the corpus's transcripts hold: phone transcripts in ``code`` (IPA or X-SAMPA), the
+    IPA pronunciations of ``dictionary``'s words, or a ``language``'s words read by its G2P. An
+    ordinary model of those phones, which :func:`adapt_corpus` adapts and saves (it then aligns
+    the language's own phones). Transcripts that cannot be read are passed over here
+    (:func:`read_recordings` reports them)."""
+    from aligner.io.transcripts import read_word_segments, transcript_kind
+    from aligner.phones.languages import language_pronunciations, language_words
+    from aligner.words.normalize import normalize_transcript
+
+    phones = {SILENCE_CLASS}
+    ipa_phones = language is None and dictionary is None and kind != "words"
+    words_dict = words_dictionary(universal, dictionary, None, code) if language is None and dictionary else None
+    for utt in find_utterances(corpus_dir, CORPUS_TRANSCRIPTS[kind]):
+        try:
+            if ipa_phones or transcript_kind(utt.transcript, kind) == "phones":
+                phones.update(read_ipa_transcript(utt.transcript, code)[0])
+                continue
+            for seg in read_word_segments(utt.transcript):
+                if language is not None:
+                    words = language_words(seg.text)
+                    for pron in language_pronunciations(words, language).values():
+                        phones.update(pron)
+                elif words_dict is not None:
+                    for token in normalize_transcript(seg.text, words_dict):
+                        for pron in words_dict.pronunciations(token.word):
+                            phones.update(pron)
+        except AlignerError:
+            continue
+    if len(phones) < 2:
+        raise AlignerError(f"{corpus_dir}: no transcript with phones to adapt on")
+    return universal.view(sorted(phones), code, str(corpus_dir))
+
+
+def _base_record(base_ref, base: AlignmentModel, default_dir: Optional[Path] = None) -> dict:
     """What the adapted bundle says of its base model: its folder, when it was made and what it
     was trained (or adapted) on."""
     import json
 
-    path = Path(base_ref) if base_ref is not None else default_model_dir(ALIGNMENT_KIND)
+    path = Path(base_ref) if base_ref is not None else (default_dir or default_model_dir(ALIGNMENT_KIND))
     created = None
     try:
         created = json.loads((path / MANIFEST).read_text(encoding="utf-8")).get("created")
@@ -351,7 +397,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                  rounds: int = 3, kind: str = "auto", output_dir=None, jobs: int = 1, settings=None,
                  progress: Optional[Callable[[str, int, int], None]] = None,
                  message: Optional[Callable[[str], None]] = None, engine: Optional[str] = None,
-                 scheduler: Optional[str] = None, language: Optional[str] = None, phone_map=None) -> AdaptReport:
+                 scheduler: Optional[str] = None, language: Optional[str] = None, phone_map=None,
+                 phone_set: str = "auto") -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it to ``model_out`` (module docstring).
 
@@ -369,6 +416,11 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     dict of ``LANGUAGE_PHONE MODEL_PHONE`` overrides): the words are in a language the model
     never heard, read and mapped as ``align-corpus --language`` does (the mapping met is in
     ``report.phone_map``); align with the adapted model through the same ``language``.
+
+    A universal model (the default for ``phone_set`` ``ipa``/``xsampa`` or a ``language``) is
+    adapted through its view of the corpus's phones (:func:`universal_corpus_view`): the saved
+    model is an ordinary model of the language's own phones, which aligns them (``--phone-set ipa``
+    or the same ``language``) through :func:`~aligner.alignment.pipeline.align_ipa_phones`.
 
     ``jobs``, ``engine``, ``scheduler``: where each round's recordings are aligned and its
     statistics summed, and where ``output_dir`` is aligned, as for ``align-corpus``
@@ -390,24 +442,34 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     if int(rounds) < 1:
         raise AlignerError(f"rounds must be at least 1, got {rounds}")
     engine = resolve_engine(engine, scheduler)
-    check_dask_settings(engine, scheduler, jobs, model, AlignmentModel)  # before any work
+    check_dask_settings(engine, scheduler, jobs, model, (AlignmentModel, UniversalModel))  # before any work
     check_phone_map(language, phone_map)
-    base_dir = None if isinstance(model, AlignmentModel) else (
-        Path(model) if model is not None else default_model_dir(ALIGNMENT_KIND))
+    wants = wants_universal(phone_set, language)
+    base_dir = None if isinstance(model, (AlignmentModel, UniversalModel)) else (
+        Path(model) if model is not None else default_model_dir(UNIVERSAL_KIND if wants else ALIGNMENT_KIND))
     _check_output(model_out, corpus_dir, base_dir)
     if output_dir is not None and _inside(Path(output_dir).resolve(), corpus_dir.resolve()):
         raise AlignerError(f"{output_dir}: the alignments would be written inside the corpus {corpus_dir}; "
                            f"choose an --output-dir outside it")
     try:
-        base = load_model(model)
+        base = load_model(model, wants)
     except ModelError as exc:
         raise ModelError(f"base model: {exc}") from None
+    ipa_code, view_staged = None, None
+    if isinstance(base, UniversalModel):  # an ordinary model of the corpus's phones is adapted
+        ipa_code = phone_code(phone_set)
+        base = universal_corpus_view(base, corpus_dir, kind, dictionary, language, ipa_code)
+        if engine != "local":  # Dask workers load the base from a bundle of its own
+            model_out.parent.mkdir(parents=True, exist_ok=True)
+            view_staged = Path(tempfile.mkdtemp(prefix=".aligner-adapt-view-", dir=model_out.parent))
+            model = str(view_staged / "view")
+            base.save(model)
     overrides = _check_words_reading(base, kind, dictionary, language, phone_map, corpus_dir)
     mapping: dict = {}
     recordings, failed, oovs = read_recordings(
         corpus_dir, kind, dictionary, oov, references,
         None if progress is None else (lambda done, total: progress("reading", done, total)),
-        base, language, overrides, mapping)
+        base, language, overrides, mapping, ipa_code)
     seconds = sum(r.duration_s for r in recordings)
     if not recordings:
         listed = "; ".join(msg for _, msg in failed[:3])
@@ -424,7 +486,7 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
 
     decoder, expert_share = corpus_decoder(base, recordings)
     use_expert = decoder is not base
-    base_arg, staged = (base if engine == "local" else model), None
+    base_arg, staged = (base if engine == "local" else model), view_staged
     if base.condition_expert is not None:
         if message:
             message(f"{expert_share:.0%} of the audio looks degraded (the model's condition gates): adapting the "
@@ -468,7 +530,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     adapted.training = dict(adapted.training)
     adapted.training["adapted"] = {
         **dict(adapted.training.get("adapted") or {}),
-        "base": _base_record(None if model is None or isinstance(model, AlignmentModel) else model, base),
+        "base": _base_record(None if model is None or view_staged is not None
+                             or isinstance(model, (AlignmentModel, UniversalModel)) else model, base, base_dir),
         "corpus": str(corpus_dir.resolve()), "recordings": report.recordings, "references": report.references,
         "speakers": report.speakers, "audio_seconds": round(seconds, 3), "rounds": len(reports),
         "round_reports": [r.to_dict() for r in reports], "failed": len(failed),
@@ -484,7 +547,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     if output_dir is not None:
         report.alignment = align_corpus(corpus_dir, output_dir, str(model_out), jobs, kind=kind,
                                         dictionary=dictionary, oov=oov, engine=engine, scheduler=scheduler,
-                                        language=language, phone_map=phone_map)
+                                        language=language, phone_map=phone_map,
+                                        phone_set=phone_set if ipa_code is not None else "auto")
     return report
 
 

@@ -455,7 +455,8 @@ def adapt_durations(base: DurationStats, lengths_by_class: list, lengths_by_symb
     """Duration statistics (frames) with the corpus's lengths and the base statistics counted as
     ``prior`` pseudo-observations: ``mean = (prior mu0 + sum l) / (prior + n)``, the second
     moment likewise, per class (``lengths_by_class[c]``) and per symbol key already in the base
-    table (``lengths_by_symbol[key]``). The decoder's length limits stay the base's."""
+    table (``lengths_by_symbol[key]``). The decoder's length limits stay the base's; before-pause
+    statistics (a universal model's view) are scaled as their class's mean changed."""
     def merge(mu0, sd0, v):
         v = np.asarray(v, float)
         n = len(v)
@@ -472,8 +473,13 @@ def adapt_durations(base: DurationStats, lengths_by_class: list, lengths_by_symb
         v = lengths_by_symbol.get(key, ())
         if len(v) and prior + len(v) > 0:
             s_mean[i], s_std[i] = merge(s_mean[i], s_std[i], v)
-    return DurationStats(mean, std, base.max_frames.copy(), base.symbols.copy(), s_mean, s_std,
-                         base.symbol_max_frames.copy())
+    out = DurationStats(mean, std, base.max_frames.copy(), base.symbols.copy(), s_mean, s_std,
+                        base.symbol_max_frames.copy())
+    if len(base.final_mean):  # before-pause statistics follow their class's change of tempo
+        ratio = mean / base.mean
+        out.final_mean, out.final_std = base.final_mean * ratio, np.maximum(base.final_std * ratio, 1.0)
+        out.final_max_frames, out.silence_class = base.final_max_frames.copy(), base.silence_class
+    return out
 
 
 # -------------------------------------------------------------------------------------------

@@ -476,14 +476,15 @@ def read_wrd(path: str | os.PathLike, sample_rate: int = SAMPLE_RATE) -> list[In
 
 
 def _find_tier(path: Path, grid, kind: str, tier: str | None) -> str:
-    """The name of the interval tier to read: ``tier`` if given, else ``kind`` (any case), else
-    the one tier named ``<speaker> - <kind>``."""
+    """The name of the interval tier to read: ``tier`` if given, else ``kind`` (any case; or its
+    singular, ``word``/``phone``), else the one tier named ``<speaker> - <kind>``."""
     names = tier_names(grid, interval=True)
     if tier is not None:
         return tier
-    exact = [n for n in names if n.strip().lower() == kind]
-    if exact:
-        return exact[0]
+    for spelling in (kind, kind.rstrip("s")):  # ``words``/``phones``, or as some corpora write them, ``word``/``phone``
+        exact = [n for n in names if n.strip().lower() == spelling]
+        if exact:
+            return exact[0]
     suffixed = [n for n in names if n.strip().lower().endswith(f" - {kind}")]
     if len(suffixed) == 1:
         return suffixed[0]

@@ -1,0 +1,322 @@
+"""The universal aligner: any language from its IPA phones, scored by phonological features.
+
+A :class:`UniversalModel` has no fixed list of phone classes. Every phone of a transcript is read
+as IPA (:func:`aligner.phones.ipa.read_ipa`: diacritics, length, tie bars and tone as features)
+and described by its :func:`~aligner.phones.ipa.composition_vector` (broad class; each
+phonological feature of its first and last part). From that description alone the model composes
+what the 39-class English model keeps per class:
+
+* the **frame scores**: a :class:`~aligner.features.composed_network.ComposedNetwork` maps each
+  frame into the description space, and a phone's score is the inner product with its
+  description, so a phone never heard in training (``ʕʷ``, ``ɓ̥``, ``t͡ɬʼ``) is scored by the
+  features it shares with phones that were;
+* the **durations** (:class:`FeatureDurations`): a phone seen in training keeps its own
+  statistics, pulled toward those its features predict; an unseen one gets the prediction;
+* the **boundary refiner** reads the broad classes (manner) of the two phones of a boundary, as
+  the English model's does, with the universal model's own weights.
+
+For one transcript, :meth:`UniversalModel.view` builds an ordinary
+:class:`~aligner.alignment.model.AlignmentModel` whose classes are the transcript's distinct
+phones (and silence): the 7-dim feature map, the segmental DP, the trainers and the refiner
+are the English model's, unchanged. Views are cached per set of phones.
+
+Saved as a bundle of kind ``universal-alignment`` (:mod:`aligner.io.bundles`), without pickle.
+"""
+
+from __future__ import annotations
+
+import copy
+import unicodedata
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from aligner.alignment.decoding.refinement import BoundaryRefiner
+from aligner.alignment.decoding.task import FEATURE_NAMES
+from aligner.alignment.model import MAX_PHONE_FRAMES, AlignmentModel, DurationStats
+from aligner.errors import ModelError, TranscriptError
+from aligner.features.composed_network import ComposedNetwork
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE
+from aligner.io.bundles import UNIVERSAL_KIND, load_bundle, save_bundle, whole_number
+from aligner.phones.ipa import (BROAD_ORDER, COMPOSITION_DIMS, CODES, IpaError, Segment, broad_class,
+                                composition_matrix, read_phone, read_ipa)
+from aligner.phones.sets import PhoneInventory
+
+#: the class name of silence in a view (every silence spelling maps onto it)
+SILENCE_CLASS = "sil"
+#: how many training tokens weigh as much as the features' prediction of a phone's duration
+DURATION_PRIOR_TOKENS = 5.0
+#: views kept per model (each shares the network's units; its output layer is (units, its phones))
+VIEW_CACHE_SIZE = 64
+#: longest silence a view's decoder considers (frames): field recordings hold longer pauses than
+#: read sentences (up to 2.4 s in the 40 languages), and a recording must fit its transcript
+UNIVERSAL_MAX_SILENCE_FRAMES = 300
+
+
+def _ridge(X: np.ndarray, t: np.ndarray, w: np.ndarray, alpha: float) -> np.ndarray:
+    """Weighted ridge regression coefficients (D,) of ``t`` (n,) on ``X`` (n, D), weights ``w`` (n,);
+    the first column (the constant) is not penalised."""
+    Xw = X * w[:, None]
+    penalty = alpha * np.eye(X.shape[1])
+    penalty[0, 0] = 1e-6
+    return np.linalg.solve(X.T @ Xw + penalty, Xw.T @ t)
+
+
+@dataclass
+class FeatureDurations:
+    """Phone durations (frames) by phonological features and position.
+
+    ``classes`` (C,) the training phones' canonical IPA (``sil`` for silence); per position (row 0:
+    within the utterance; row 1: before a pause or at the end, where phones lengthen, and for
+    silence the utterance's edges rather than a pause) their token ``counts``, ``mean``, ``std`` and
+    ``longest`` (frames), each (2, C); ``mean_coef`` (D + 1,) a ridge regression of a phone's mean
+    duration on its composition vector and the position; ``spread`` (2, 7) the typical std / mean of
+    each broad class (:data:`~aligner.phones.ipa.BROAD_ORDER`) per position.
+    A phone's statistics (:meth:`predict`): ``(n mean + k pred) / (n + k)`` for a training phone of
+    n tokens in that position (k = :data:`DURATION_PRIOR_TOKENS`), the prediction ``pred`` for an
+    unseen one; the std alike from ``spread``; the longest length the decoder tries is twice the
+    longest seen (or predicted: mean + 4 std), at least 15 frames, at most :data:`MAX_PHONE_FRAMES`
+    (:data:`UNIVERSAL_MAX_SILENCE_FRAMES` for silence).
+    """
+
+    classes: tuple
+    counts: np.ndarray
+    mean: np.ndarray
+    std: np.ndarray
+    longest: np.ndarray
+    mean_coef: np.ndarray
+    spread: np.ndarray
+    _index: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        self._index = {c: i for i, c in enumerate(self.classes)}
+
+    @classmethod
+    def fit(cls, lengths_by_class: dict, alpha: float = 3.0) -> "FeatureDurations":
+        """From ``{(canonical IPA, before a pause): list of lengths in frames}`` of the training tokens."""
+        classes = tuple(sorted({c for c, _ in lengths_by_class}))
+        if SILENCE_CLASS not in classes:
+            raise ValueError("duration statistics need the training data's silences")
+        C = len(classes)
+        counts, mean, std, longest = (np.zeros((2, C)) for _ in range(4))
+        for (c, final), v in lengths_by_class.items():
+            v = np.asarray(v, float)
+            j, r = classes.index(c), int(bool(final))
+            counts[r, j], mean[r, j], longest[r, j] = len(v), v.mean(), v.max()
+            std[r, j] = v.std() if len(v) > 1 else 0.0
+        segments = [read_ipa(c) for c in classes]
+        Phi = composition_matrix(segments).astype(np.float64)
+        X = np.vstack([np.hstack([Phi, np.zeros((C, 1))]), np.hstack([Phi, np.ones((C, 1))])])
+        seen = counts.ravel() > 0
+        mean_coef = _ridge(X[seen], mean.ravel()[seen], counts.ravel()[seen], alpha)
+        spread = np.full((2, len(BROAD_ORDER)), 0.4)
+        broad = np.array([BROAD_ORDER.index(broad_class(s)) for s in segments])
+        for r in range(2):
+            for b in range(len(BROAD_ORDER)):
+                rows = (broad == b) & (counts[r] > 1)
+                if rows.any():
+                    spread[r, b] = np.sum(counts[r, rows] * std[r, rows] / mean[r, rows]) / counts[r, rows].sum()
+        return cls(classes, counts, mean, std, longest, mean_coef, spread)
+
+    def predict(self, segments: Sequence[Segment], final: bool = False) -> tuple:
+        """``(mean, std, max_frames)``, each (K,), of phones ``segments`` within an utterance or
+        (``final``) before a pause (module docstring)."""
+        Phi = composition_matrix(list(segments)).astype(np.float64)
+        r = int(bool(final))
+        pred = np.maximum(np.hstack([Phi, np.full((len(Phi), 1), float(r))]) @ self.mean_coef, 2.0)
+        k = DURATION_PRIOR_TOKENS
+        mean, std, mx = np.empty(len(segments)), np.empty(len(segments)), np.empty(len(segments), np.int64)
+        for i, seg in enumerate(segments):
+            b = BROAD_ORDER.index(broad_class(seg))
+            pred_std = self.spread[r, b] * pred[i]
+            j = self._index.get(SILENCE_CLASS if seg.silence else seg.ipa)
+            cap = UNIVERSAL_MAX_SILENCE_FRAMES if seg.silence else MAX_PHONE_FRAMES
+            n = 0.0 if j is None else self.counts[r, j]
+            if n == 0:
+                mean[i], std[i] = pred[i], pred_std
+                longest = pred[i] + 4 * pred_std
+            else:
+                mean[i] = (n * self.mean[r, j] + k * pred[i]) / (n + k)
+                std[i] = (n * self.std[r, j] + k * pred_std) / (n + k)
+                longest = max(self.longest[r, j], pred[i] + 4 * pred_std)
+            mx[i] = int(np.clip(2 * longest, 15, cap))
+        return np.maximum(mean, 1.0), np.maximum(std, 1.0), mx
+
+    def stats(self, segments: Sequence[Segment], silence_class: int) -> DurationStats:
+        """The :class:`~aligner.alignment.model.DurationStats` of a view's classes ``segments``
+        (within an utterance, and before a pause), silence the class ``silence_class``."""
+        mean, std, mx = self.predict(segments, False)
+        f_mean, f_std, f_mx = self.predict(segments, True)
+        return DurationStats(mean, std, mx, final_mean=f_mean, final_std=f_std, final_max_frames=f_mx,
+                             silence_class=silence_class)
+
+    def to_arrays(self) -> dict:
+        return {"counts": self.counts, "mean": self.mean, "std": self.std, "longest": self.longest,
+                "mean_coef": self.mean_coef, "spread": self.spread}
+
+    @classmethod
+    def from_arrays(cls, classes: list, d: dict) -> "FeatureDurations":
+        out = cls(tuple(classes), *(np.asarray(d[k], float) for k in ("counts", "mean", "std", "longest",
+                                                                       "mean_coef", "spread")))
+        C = len(out.classes)
+        if not (out.counts.shape == out.mean.shape == out.std.shape == out.longest.shape == (2, C)
+                and out.mean_coef.shape == (COMPOSITION_DIMS + 1,) and out.spread.shape == (2, len(BROAD_ORDER))):
+            raise ValueError("duration statistics have the wrong shapes")
+        if not all(np.all(np.isfinite(a)) for a in out.to_arrays().values()) or np.any(out.mean < 0):
+            raise ValueError("duration statistics hold invalid values")
+        return out
+
+
+@dataclass
+class PhonePrior:
+    """Log frame share of each phone (for the scores' prior division): the training phones'
+    own (``classes``, ``log_prior``), and a ridge regression on the composition vector
+    (``coef`` (D,)) for phones never seen."""
+
+    classes: tuple
+    log_prior: np.ndarray
+    coef: np.ndarray
+
+    @classmethod
+    def fit(cls, frames_by_class: dict, alpha: float = 3.0) -> "PhonePrior":
+        classes = tuple(sorted(frames_by_class))
+        counts = np.array([frames_by_class[c] for c in classes], float)
+        log_prior = np.log((counts + 1.0) / (counts.sum() + len(counts)))
+        Phi = composition_matrix([read_ipa(c) for c in classes]).astype(np.float64)
+        return cls(classes, log_prior, _ridge(Phi, log_prior, np.ones(len(classes)), alpha))
+
+    def predict(self, segments: Sequence[Segment]) -> np.ndarray:
+        index = {c: i for i, c in enumerate(self.classes)}
+        pred = composition_matrix(list(segments)).astype(np.float64) @ self.coef
+        out = np.array([self.log_prior[index[k]] if (k := SILENCE_CLASS if s.silence else s.ipa) in index
+                        else pred[i] for i, s in enumerate(segments)])
+        return out.astype(np.float32)
+
+
+@dataclass
+class UniversalModel:
+    """A forced aligner of any IPA phones (module docstring): the composed frame scorer, the
+    durations by features, the 7 weights, the refiner; ``prior``: divide the scores by each
+    phone's prior (None: plain log posteriors over the transcript's phones); ``background``:
+    canonical IPA of training phones every view also scores (the softmax and the agreement's
+    maximum then run over them too; empty: over the transcript's phones alone)."""
+
+    network: ComposedNetwork
+    durations: FeatureDurations
+    weights: np.ndarray
+    refiner: BoundaryRefiner | None = None
+    prior: PhonePrior | None = None
+    background: tuple = ()
+    min_frames: int = 1
+    training: dict = field(default_factory=dict)
+    _views: OrderedDict = field(default_factory=OrderedDict, repr=False)
+
+    # -- phones -----------------------------------------------------------------------------------------------
+    @staticmethod
+    def read_phones(symbols: Sequence[str], code: str = "ipa", source: str = "transcript") -> list[Segment]:
+        """Each of ``symbols`` read in ``code`` (``ipa`` or ``xsampa``); a symbol that cannot be
+        is a one-line :class:`~aligner.errors.TranscriptError` naming it, its position and ``source``."""
+        out = []
+        for i, s in enumerate(symbols):
+            try:
+                out.append(read_phone(s, code))
+            except IpaError as exc:
+                raise TranscriptError(f"{source}: {exc} (symbol {i + 1} of {len(symbols)})") from None
+        return out
+
+    def view(self, symbols: Sequence[str], code: str = "ipa", source: str = "transcript") -> AlignmentModel:
+        """An :class:`AlignmentModel` of the phones ``symbols`` (as written, in ``code``): one class
+        per distinct phone (its canonical IPA; every silence spelling is ``sil``), silence last,
+        the composed classifier, durations and this model's weights and refiner. Its phone set reads
+        exactly these symbols. Cached per set of symbols."""
+        if code not in CODES:
+            raise ValueError(f"unknown phone code {code!r}; choose from {', '.join(CODES)}")
+        written = sorted({unicodedata.normalize("NFC", s.strip()) for s in symbols} | {SILENCE_CLASS})
+        key = (code, tuple(written))
+        cached = self._views.get(key)
+        if cached is not None:
+            self._views.move_to_end(key)
+            return cached
+        segments = self.read_phones(written, code, source)
+        by_class: dict = {}
+        for s, seg in zip(written, segments):
+            by_class.setdefault(SILENCE_CLASS if seg.silence else seg.ipa, seg)
+        names = sorted(c for c in by_class if c != SILENCE_CLASS)
+        names += [c for c in self.background if c not in by_class and c != SILENCE_CLASS]
+        names.append(SILENCE_CLASS)
+        class_segments = [by_class.get(c) or read_ipa(c) for c in names]
+        inventory = PhoneInventory(names, [broad_class(seg) for seg in class_segments])
+        Phi = composition_matrix(class_segments)
+        log_prior = None if self.prior is None else self.prior.predict(class_segments)
+        residual_index = None
+        if self.network.class_names:
+            own = {c: i for i, c in enumerate(self.network.class_names)}
+            residual_index = np.array([own.get(c, -1) for c in names], np.int64)
+        classifier = self.network.frame_classifier(Phi, log_prior, residual_index)
+        durations = self.durations.stats(class_segments, len(names) - 1)
+        phone_symbols = {s: (SILENCE_CLASS if seg.silence else seg.ipa) for s, seg in zip(written, segments)}
+        refiner = copy.copy(self.refiner) if self.refiner is not None else None  # its own broad classes
+        view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
+                              self.training, refiner, inventory=inventory, phone_symbols=phone_symbols)
+        self._views[key] = view
+        while len(self._views) > VIEW_CACHE_SIZE:
+            self._views.popitem(last=False)
+        return view
+
+    # -- persistence ----------------------------------------------------------------------------------------
+    def save(self, directory) -> None:
+        arrays = {"network": self.network.to_arrays(), "durations": self.durations.to_arrays()}
+        if self.refiner is not None:
+            arrays["refiner"] = self.refiner.to_arrays()
+        params = {"universal": {"weights": [float(v) for v in self.weights], "feature_names": list(FEATURE_NAMES),
+                                "min_frames": int(self.min_frames), "duration_classes": list(self.durations.classes),
+                                "background": list(self.background), "frame_shift_samples": FRAME_SHIFT,
+                                "sample_rate": SAMPLE_RATE}}
+        if self.prior is not None:
+            arrays["prior"] = {"log_prior": self.prior.log_prior, "coef": self.prior.coef}
+            params["universal"]["prior_classes"] = list(self.prior.classes)
+        save_bundle(directory, UNIVERSAL_KIND, arrays, params, self.training)
+
+    @classmethod
+    def load(cls, directory) -> "UniversalModel":
+        arrays, params, manifest = load_bundle(directory, UNIVERSAL_KIND)
+        try:
+            p = params["universal"]
+            weights = np.asarray(p["weights"], float)
+            if weights.shape != (len(FEATURE_NAMES),) or not np.all(np.isfinite(weights)):
+                raise ValueError(f"weights must be {len(FEATURE_NAMES)} finite numbers")
+            if whole_number(p.get("frame_shift_samples", FRAME_SHIFT), "frame_shift_samples", 1, 10**6) != FRAME_SHIFT:
+                raise ValueError(f"frame_shift_samples is not this aligner's {FRAME_SHIFT}")
+            if whole_number(p.get("sample_rate", SAMPLE_RATE), "sample_rate", 1, 10**7) != SAMPLE_RATE:
+                raise ValueError(f"sample_rate is not this aligner's {SAMPLE_RATE}")
+            network = ComposedNetwork.from_arrays(arrays["network"])
+            if network.n_descriptions != COMPOSITION_DIMS:
+                raise ValueError(f"the network describes phones in {network.n_descriptions} dimensions, this "
+                                 f"aligner in {COMPOSITION_DIMS}")
+            names = _phone_names(p["duration_classes"], "duration_classes")
+            durations = FeatureDurations.from_arrays(names, arrays["durations"])
+            prior = None
+            if "prior" in arrays:
+                prior_names = _phone_names(p["prior_classes"], "prior_classes")
+                prior = PhonePrior(tuple(prior_names), np.asarray(arrays["prior"]["log_prior"], float),
+                                   np.asarray(arrays["prior"]["coef"], float))
+                if prior.log_prior.shape != (len(prior_names),) or prior.coef.shape != (COMPOSITION_DIMS,) or \
+                        not (np.all(np.isfinite(prior.log_prior)) and np.all(np.isfinite(prior.coef))):
+                    raise ValueError("the phone prior has the wrong shapes or non-finite values")
+            background = tuple(_phone_names(p.get("background", []), "background"))
+            refiner = BoundaryRefiner.from_arrays(arrays["refiner"]) if "refiner" in arrays else None
+            min_frames = whole_number(p["min_frames"], "min_frames", 1, 10)
+        except (KeyError, ValueError, TypeError, ModelError, TranscriptError) as exc:
+            raise ModelError(f"{directory}: not a usable universal alignment model ({exc})") from None
+        return cls(network, durations, weights, refiner, prior, background, min_frames, manifest.get("training", {}))
+
+
+def _phone_names(names, what: str) -> list:
+    """``names`` (a model file's list of canonical IPA phones) checked: strings IPA reads."""
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise ValueError(f"{what} must be a list of phone names")
+    for n in names:
+        read_ipa(n)  # IpaError (a TranscriptError) for a name that is no phone
+    return names

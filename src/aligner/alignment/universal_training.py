@@ -1,0 +1,286 @@
+"""Training a :class:`~aligner.alignment.universal.UniversalModel` from hand-aligned phones in IPA.
+
+``aligner train --universal CORPUS_DIR OUT_DIR``: TextGrids (a ``phones``/``phone`` tier, or
+``--phones-tier``; empty intervals are silence) in IPA or X-SAMPA beside 16 kHz audio. A
+corpus of several languages keeps each in its own folder directly under CORPUS_DIR: that
+folder is the recording's *language* (its group), the folder holding the file its speaker.
+
+1. Every phone is read as IPA (:func:`aligner.phones.ipa.read_phone`); a file with a phone that
+   cannot be read, no phones tier, an empty tier or phones past its audio is left out, named.
+2. Durations and the phone prior by features (:class:`~aligner.alignment.universal.FeatureDurations`,
+   :class:`~aligner.alignment.universal.PhonePrior`) from every token.
+3. The composed frame scorer is trained on every frame of every recording (and its VTLP copies),
+   each frame labelled with its phone's composition vector; its early stopping and temperature
+   use held-out *languages*, so it is tuned to phones and voices it has not heard.
+4. Out-of-fold scores for the 7 weights and the refiner: the languages are split into
+   ``n_folds`` groups, each scored by a scorer trained on the others.
+5. The 7 weights by any trainer of the learning core (:mod:`aligner.learn`) on the segmental
+   task (:class:`~aligner.alignment.decoding.task.AlignmentTask`) of each recording's view,
+   early-stopped on validation languages; then the boundary refiner on their decodes.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+from aligner.alignment.decoding.refinement import BoundaryRefiner, boundary_features
+from aligner.alignment.decoding.task import AlignmentTask
+from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, DEFAULT_WARPS, INITIAL_WEIGHTS, reference_starts
+from aligner.alignment.universal import SILENCE_CLASS, FeatureDurations, PhonePrior, UniversalModel
+from aligner.errors import AlignerError, TranscriptError
+from aligner.features.composed_network import ComposedNetwork
+from aligner.features.mfcc import mfcc_features
+from aligner.frames import SAMPLE_RATE, phone_start_times
+from aligner.io.audio import load_audio
+from aligner.io.corpus import find_utterances
+from aligner.io.transcripts import read_reference_phones
+from aligner.learn import make_trainer, plain_params
+from aligner.phones.ipa import composition_matrix, read_ipa
+
+Progress = Optional[Callable[[str, int, int], None]]
+
+
+@dataclass
+class UniversalSettings:
+    """The design of a universal model's training (defaults chosen on validation languages,
+    docs/results.md): the scorer's ``hidden`` units, L2 ``alpha`` (``residual_alpha`` > 0: each
+    training phone also a logit of its own, :class:`~aligner.features.composed_network.ComposedNetwork`),
+    at most ``epochs``, trained on
+    at most ``max_train_frames`` frames; ``warps``: VTLP copies of every recording for the scorer;
+    ``prior``: divide the scores by each phone's prior; ``background``: how many of the commonest
+    training phones every view also scores; ``n_folds`` language folds of the out-of-fold scores;
+    ``n_val_groups`` languages of the weights' early stopping; the boundary refiner's largest shift
+    ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``trainer`` and
+    its parameters."""
+
+    hidden: int = 512
+    alpha: float = 3.0
+    residual_alpha: float = 0.0
+    epochs: int = 40
+    max_train_frames: int = 200_000
+    warps: tuple = DEFAULT_WARPS
+    prior: bool = False
+    background: int = 0
+    n_folds: int = 3
+    n_val_groups: int = 4
+    refiner_max_shift_ms: float = 10.0
+    refiner_clip_ms: float = 15.0
+    trainer: str = "orbit"
+    trainer_params: dict = field(default_factory=dict)
+    seed: int = 0
+
+    def network(self, seed_offset: int = 0) -> ComposedNetwork:
+        return ComposedNetwork(hidden=self.hidden, alpha=self.alpha, epochs=self.epochs,
+                               max_train_frames=self.max_train_frames, seed=self.seed + seed_offset,
+                               residual_alpha=self.residual_alpha)
+
+
+@dataclass
+class UniversalUtterance:
+    """One hand-aligned recording, in frames: its ``group`` (language), ``symbols`` as written
+    (silences as ``sil``), their canonical IPA ``phones``, reference start frames ``y`` (K,) and
+    times ``starts_s`` (K,), MFCC ``frames`` (T, 42) and VTLP copies ``warped``."""
+
+    name: str
+    speaker: str
+    group: str
+    frames: np.ndarray
+    symbols: list
+    phones: list
+    y: np.ndarray
+    starts_s: np.ndarray
+    duration_s: float
+    warped: list = field(default_factory=list)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(np.append(self.y, len(self.frames)))
+
+
+def utterance_group(name: str, speaker: str) -> str:
+    """The language of a corpus recording named ``name`` (its path below the corpus, no suffix):
+    the folder directly under the corpus, or the speaker for a file in no folder."""
+    parts = Path(name).parts
+    return parts[0] if len(parts) > 1 else speaker
+
+
+def read_universal_utterance(utt, code: str = "ipa", tier: str | None = None,
+                             warps: tuple = DEFAULT_WARPS) -> UniversalUtterance:
+    """One corpus utterance (:class:`~aligner.io.corpus.Utterance`) read for the universal model;
+    a one-line :class:`~aligner.errors.AlignerError` naming the file when it cannot be."""
+    starts_s, ends_s, labels = read_reference_phones(utt.transcript, tier)
+    symbols = [lab.strip() or SILENCE_CLASS for lab in labels]
+    segments = UniversalModel.read_phones(symbols, code, str(utt.transcript))
+    samples = load_audio(utt.audio)
+    duration = len(samples) / SAMPLE_RATE
+    if ends_s[-1] > duration + 0.01:
+        raise TranscriptError(f"{utt.transcript}: the phones run to {ends_s[-1]:.3f} s, past the end of {utt.audio} "
+                              f"({duration:.3f} s)")
+    frames = mfcc_features(samples)
+    if len(symbols) > len(frames):
+        raise TranscriptError(f"{utt.transcript}: {len(symbols)} phones do not fit {len(frames)} frames of audio")
+    y = reference_starts(np.round(starts_s * SAMPLE_RATE), len(frames))
+    return UniversalUtterance(utt.name, utt.speaker, utterance_group(utt.name, utt.speaker), frames, symbols,
+                              [SILENCE_CLASS if s.silence else s.ipa for s in segments], y,
+                              np.asarray(starts_s, float), duration, [mfcc_features(samples, warp=w) for w in warps])
+
+
+def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None, warps: tuple = DEFAULT_WARPS,
+                          progress: Progress = None, failed: Optional[list] = None) -> list:
+    """Every readable recording of a TextGrid corpus (:func:`read_universal_utterance`);
+    ``failed`` receives ``(utterance, message)`` of the others (None: the first raises)."""
+    utterances = find_utterances(corpus_dir, (".TextGrid", ".textgrid"))
+    if not utterances:
+        raise AlignerError(f"{corpus_dir}: no audio file with a TextGrid of hand-aligned phones beside it")
+    out = []
+    for i, utt in enumerate(utterances):
+        try:
+            out.append(read_universal_utterance(utt, code, tier, warps))
+        except AlignerError as exc:
+            if failed is None:
+                raise
+            failed.append((utt, str(exc)))
+        if progress:
+            progress("features", i + 1, len(utterances))
+    if not out:
+        raise AlignerError(f"{corpus_dir}: no recording could be read ({failed[0][1] if failed else ''})")
+    return out
+
+
+def phone_statistics(data: list) -> tuple:
+    """``(FeatureDurations, PhonePrior)`` of the reference alignments of ``data`` (each token's
+    length by its phone and whether a pause, or the end, follows it)."""
+    lengths: dict = {}
+    frames: dict = {}
+    for d in data:
+        K = len(d.phones)
+        for k, (p, n) in enumerate(zip(d.phones, d.lengths)):
+            if p == SILENCE_CLASS:
+                final = k == 0 or k == K - 1  # an utterance's edge, not a pause
+            else:
+                final = k == K - 1 or d.phones[k + 1] == SILENCE_CLASS  # before a pause: lengthened
+            lengths.setdefault((p, final), []).append(int(n))
+            frames[p] = frames.get(p, 0) + int(n)
+    return FeatureDurations.fit(lengths), PhonePrior.fit(frames)
+
+
+def fit_scorer(data: list, settings: UniversalSettings, seed_offset: int = 0, progress=None) -> ComposedNetwork:
+    """A composed frame scorer trained on ``data`` (and their VTLP copies), early-stopped on held-out languages."""
+    classes = sorted({p for d in data for p in d.phones})
+    index = {c: i for i, c in enumerate(classes)}
+    Phi = composition_matrix([read_ipa(c) for c in classes])
+    frames, labels, groups = [], [], []
+    for d in data:
+        frame_labels = np.repeat(np.array([index[p] for p in d.phones]), d.lengths)
+        for f in [d.frames] + list(d.warped):
+            frames.append(f)
+            labels.append(frame_labels)
+            groups.append(d.group)
+    return settings.network(seed_offset).fit(frames, labels, Phi, groups, progress=progress, class_names=classes)
+
+
+def group_folds(groups, n_folds: int, seed: int = 0) -> list:
+    """The sorted ``groups`` (languages) shuffled by ``seed`` and dealt into ``n_folds`` lists."""
+    names = sorted(set(groups))
+    if not 2 <= n_folds <= len(names):
+        raise ValueError(f"need 2 <= n_folds <= {len(names)} languages, got {n_folds}")
+    order = [names[i] for i in np.random.default_rng(seed).permutation(len(names))]
+    return [sorted(order[i::n_folds]) for i in range(n_folds)]
+
+
+def _model(network, durations, prior, settings, weights, background) -> UniversalModel:
+    return UniversalModel(network, durations, np.asarray(weights, float), prior=prior if settings.prior else None,
+                          background=background)
+
+
+def decoding_inputs(model: UniversalModel, data: list) -> tuple:
+    """``(inputs, scores, views)`` of each recording of ``data`` under ``model``: the DP input of
+    its view (the classifier scores (T, C), its phones' classes and durations)."""
+    inputs, scores, views = [], [], []
+    for d in data:
+        view = model.view(d.symbols)
+        s = view.classifier.scores(d.frames)
+        classes = view.phone_set.class_indices(d.symbols)
+        inputs.append(view.make_input(d.frames, classes, s, name=d.name))
+        scores.append(s)
+        views.append(view)
+    return inputs, scores, views
+
+
+def train_universal_model(data: list, settings: UniversalSettings | None = None, progress: Progress = None,
+                          epoch_callback=None, scorers=None) -> UniversalModel:
+    """A :class:`UniversalModel` trained on ``data`` (:class:`UniversalUtterance` of several languages;
+    module docstring). ``scorers``: a mapping (e.g. a dict, or a cache on disk) consulted and filled
+    with the frame scorers, keyed by the languages each was trained without (``""``: the final
+    one), so that designs differing only after the scorers (the prior, the background phones, the
+    weights' trainer) share them; None: trained here."""
+    settings = settings or UniversalSettings()
+    start = time.perf_counter()
+    durations, prior = phone_statistics(data)
+    frame_counts = dict(zip(prior.classes, np.exp(prior.log_prior)))
+    background = tuple(sorted((c for c in frame_counts if c != SILENCE_CLASS), key=lambda c: -frame_counts[c])
+                       [:settings.background])
+    groups = sorted({d.group for d in data})
+    n_folds = min(settings.n_folds, len(groups))
+    folds = group_folds(groups, n_folds, settings.seed)
+    oof_inputs, oof_scores, oof_views = [None] * len(data), [None] * len(data), [None] * len(data)
+    for f, held in enumerate(folds):
+        train = [d for d in data if d.group not in held]
+        key = " ".join(held)
+        net = None if scorers is None else scorers.get(key)
+        if net is None:
+            net = fit_scorer(train, settings, seed_offset=1 + f)
+            if scorers is not None:
+                scorers[key] = net
+        model = _model(net, durations, prior, settings, INITIAL_WEIGHTS, background)
+        idx = [i for i, d in enumerate(data) if d.group in held]
+        inputs, scores, views = decoding_inputs(model, [data[i] for i in idx])
+        for i, x, s, v in zip(idx, inputs, scores, views):
+            oof_inputs[i], oof_scores[i], oof_views[i] = x, s, v
+        if progress:
+            progress("scorer folds", f + 1, n_folds)
+    network = None if scorers is None else scorers.get("")
+    if network is None:
+        network = fit_scorer(data, settings)
+        if scorers is not None:
+            scorers[""] = network
+    if progress:
+        progress("final scorer", 1, 1)
+    # the 7 weights, early-stopped on validation languages
+    rng = np.random.default_rng(settings.seed + 7)
+    val_groups = set(rng.permutation(groups)[:min(settings.n_val_groups, len(groups) - 1)]) \
+        if settings.n_val_groups else set()
+    train_idx = [i for i, d in enumerate(data) if d.group not in val_groups]
+    val_idx = [i for i, d in enumerate(data) if d.group in val_groups]
+    trainer = make_trainer(settings.trainer, **dict(DEFAULT_TRAINER_PARAMS, **settings.trainer_params))
+    trainer.fit(AlignmentTask(), [oof_inputs[i] for i in train_idx], [data[i].y for i in train_idx],
+                [oof_inputs[i] for i in val_idx], [data[i].y for i in val_idx], w0=INITIAL_WEIGHTS,
+                callback=epoch_callback)
+    weights = trainer.w_
+    # the refiner, on the decodes of every recording with its out-of-fold scores
+    features, shifts = [], []
+    for d, x, s, v in zip(data, oof_inputs, oof_scores, oof_views):
+        y = AlignmentTask().decode(x, weights)
+        features.append(boundary_features(s, d.frames, x.phone_classes, y, x.dur_mean, x.dur_std,
+                                          v.inventory.broad_indices))
+        shifts.append(1000.0 * (d.starts_s[1:] - phone_start_times(y)[1:]))
+    refiner = BoundaryRefiner(target_clip_ms=settings.refiner_clip_ms,
+                              max_shift_ms=settings.refiner_max_shift_ms).fit(features, shifts)
+    model = _model(network, durations, prior, settings, weights, background)
+    model.refiner = refiner
+    model.training = {
+        "utterances": len(data), "languages": groups, "validation_languages": sorted(val_groups),
+        "scorer_folds": [sorted(f) for f in folds],
+        "audio_seconds": round(float(sum(d.duration_s for d in data)), 2),
+        "phones": len(durations.classes), "settings": {k: (list(v) if isinstance(v, tuple) else v)
+                                                       for k, v in vars(settings).items()},
+        "trainer": trainer.name, "trainer_params": plain_params(trainer), "best_epoch": trainer.best_epoch_,
+        "history": trainer.history_dicts(), "scorer_best_epoch": network.best_epoch_,
+        "scorer_history": network.history_, "seconds": round(time.perf_counter() - start, 1),
+    }
+    return model

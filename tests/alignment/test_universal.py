@@ -1,0 +1,229 @@
+"""The universal model: trained from IPA TextGrids of several languages (a tiny synthetic corpus
+here), it scores phones it never heard by their features, round-trips through its bundle, and is
+the default of every command given IPA phones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("panphon")
+
+from aligner.errors import ModelError, TranscriptError  # noqa: E402
+from aligner.io.textgrids import Interval, write_textgrid  # noqa: E402
+
+from conftest import one_line_error, run  # noqa: E402
+
+#: each synthetic phone: the frequencies (Hz) of its tones; silence is quiet noise
+_TONES = {"a": (700, 1200), "i": (300, 2300), "u": (300, 800), "s": (5000, 6500), "m": (250, 500), "t": (3500, 4500),
+          "aː": (700, 1200)}
+_LANGUAGES = {"xaa": ["a", "s", "m", "i"], "xbb": ["i", "t", "a", "aː"], "xcc": ["m", "a", "s", "t"]}
+
+
+def _synthetic_corpus(root: Path, per_language: int = 6, seed: int = 0) -> Path:
+    """Three 'languages', each a folder of 16 kHz recordings of silence, 3-4 phones of its own
+    and silence, with a TextGrid (UTF-16 for one language, as Praat writes IPA) of their times."""
+    import soundfile as sf
+
+    rng = np.random.default_rng(seed)
+    for lang, inventory in _LANGUAGES.items():
+        (root / lang).mkdir(parents=True, exist_ok=True)
+        for k in range(per_language):
+            phones = list(rng.choice(inventory, size=int(rng.integers(3, 5))))
+            lengths = [int(rng.integers(15, 30)) * 160 for _ in phones]
+            pieces, intervals, t = [0.01 * rng.standard_normal(3200)], [(0.0, 0.2, "")], 3200
+            for p, n in zip(phones, lengths):
+                x = np.arange(n) / 16000
+                f1, f2 = _TONES[p]
+                pieces.append(0.3 * np.sin(2 * np.pi * f1 * x) + 0.2 * np.sin(2 * np.pi * f2 * x)
+                              + 0.02 * rng.standard_normal(n))
+                intervals.append((t / 16000, (t + n) / 16000, p))
+                t += n
+            pieces.append(0.01 * rng.standard_normal(3200))
+            intervals.append((t / 16000, (t + 3200) / 16000, ""))
+            audio = np.concatenate(pieces).astype(np.float32)
+            sf.write(root / lang / f"{lang}-{k}.wav", audio, 16000)
+            grid = root / lang / f"{lang}-{k}.TextGrid"
+            write_textgrid(grid, [("words", [(0.2, t / 16000, "w")]),
+                                  ("phone", [Interval(*iv) for iv in intervals])], len(audio) / 16000)
+            if lang == "xbb":
+                grid.write_bytes("\ufeff".encode("utf-16-be") + grid.read_text(encoding="utf-8").encode("utf-16-be"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def universal(tmp_path_factory):
+    """``(corpus, model directory)``: a tiny universal model trained on the synthetic corpus."""
+    from aligner.alignment.universal_training import UniversalSettings, read_universal_corpus, train_universal_model
+
+    root = tmp_path_factory.mktemp("universal")
+    corpus = _synthetic_corpus(root / "corpus")
+    data = read_universal_corpus(corpus, warps=())
+    settings = UniversalSettings(hidden=32, epochs=6, max_train_frames=20000, n_folds=3, n_val_groups=1,
+                                 trainer_params={"epochs": 2})
+    model = train_universal_model(data, settings)
+    model.save(root / "model")
+    return corpus, root / "model"
+
+
+def test_the_scorer_scores_a_phone_it_never_heard_by_its_features(universal):
+    from aligner.alignment.universal import UniversalModel
+
+    _, path = universal
+    model = UniversalModel.load(path)
+    assert set(model.durations.classes) == {"a", "aː", "i", "m", "s", "t", "sil"}
+    view = model.view(["sil", "a", "ʃ", "tʼ", "sil"])  # ʃ and tʼ were never heard
+    assert view.inventory.classes[-1] == "sil" and {"ʃ", "tʼ"} <= set(view.inventory.classes)
+    assert dict(zip(view.inventory.classes, view.inventory.broad))["ʃ"] == "fricative"
+    frames = np.random.default_rng(0).standard_normal((50, 42)).astype(np.float32)
+    scores = view.classifier.scores(frames)
+    assert scores.shape == (50, 4) and np.all(np.isfinite(scores))
+    # an unseen phone's duration comes from its features, a seen one's from its tokens
+    mean = dict(zip(view.inventory.classes, view.durations.mean))
+    assert mean["ʃ"] > 1 and mean["tʼ"] > 1
+    # the same phones in another spelling are the same class: t' is tʼ
+    assert model.view(["a", "t'"]).phone_set.class_of("t'") == "tʼ"
+
+
+def test_the_bundle_round_trips_and_a_damaged_one_is_one_error(universal, tmp_path):
+    from aligner.alignment.universal import UniversalModel
+
+    _, path = universal
+    a, b = UniversalModel.load(path), UniversalModel.load(path)
+    frames = np.random.default_rng(1).standard_normal((30, 42)).astype(np.float32)
+    symbols = ["sil", "m", "a", "sil"]
+    np.testing.assert_array_equal(a.view(symbols).classifier.scores(frames), b.view(symbols).classifier.scores(frames))
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for f in path.iterdir():
+        (bad / f.name).write_bytes(f.read_bytes())
+    params = json.loads((bad / "universal.json").read_text(encoding="utf-8"))
+    params["weights"] = [1.0, 2.0]
+    (bad / "universal.json").write_text(json.dumps(params), encoding="utf-8")
+    with pytest.raises(ModelError, match="corrupted or modified"):  # the checksum catches it first
+        UniversalModel.load(bad)
+    import hashlib
+
+    manifest = json.loads((bad / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["universal.json"] = hashlib.sha256((bad / "universal.json").read_bytes()).hexdigest()
+    (bad / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ModelError, match="weights must be 7 finite numbers"):  # and the values are checked
+        UniversalModel.load(bad)
+
+
+def test_align_reads_ipa_and_writes_the_users_symbols(universal, tmp_path):
+    corpus, path = universal
+    wav = corpus / "xaa" / "xaa-0.wav"
+    out = tmp_path / "out.TextGrid"
+    code, output = run("align", wav, "a s t' ʃʲ", "--phone-set", "ipa", "--model", path, "-o", out)
+    assert code == 0, output
+    text = out.read_text(encoding="utf-8")
+    labels = [line.split('"')[1] for line in text.splitlines() if "text =" in line]
+    assert labels == ["", "a", "s", "t'", "ʃʲ", ""]  # silences added at the edges, written empty
+    # a TextGrid's phones tier is a transcript too
+    code, output = run("align", wav, corpus / "xaa" / "xaa-0.TextGrid", "--phone-set", "ipa", "--model", path,
+                       "-o", tmp_path / "tg.TextGrid")
+    assert code == 0, output
+    code, output = run("align", wav, "a Q i", "--phone-set", "ipa", "--model", path, "-o", tmp_path / "x.TextGrid")
+    assert code == 1 and "phone 'Q'" in one_line_error(output) and "symbol 2 of 3" in output
+
+
+def test_the_english_model_takes_ipa_through_its_closest_phones(universal, tmp_path):
+    from aligner import api
+
+    corpus, _ = universal
+    result = api.align(corpus / "xcc" / "xcc-1.wav", ["m", "a", "s"], phone_set="ipa",
+                       model=Path(__file__).resolve().parents[2] / "models" / "timit-alignment")
+    assert [iv.label for iv in result] == ["", "m", "a", "s", ""]
+
+
+def test_an_ipa_dictionary_gives_the_words(universal, tmp_path):
+    corpus, path = universal
+    dictionary = tmp_path / "ipa.dict"
+    dictionary.write_text("masi\tm a s i\nta\tt a\n", encoding="utf-8")
+    out = tmp_path / "w.TextGrid"
+    code, output = run("align", corpus / "xaa" / "xaa-2.wav", "masi ta", "--phone-set", "ipa", "--dictionary",
+                       dictionary, "--model", path, "-o", out)
+    assert code == 0, output
+    text = out.read_text(encoding="utf-8")
+    assert '"masi"' in text and '"ta"' in text and 'name = "phones"' in text
+    bad = tmp_path / "bad.dict"  # (a dictionary is read once per process and path)
+    bad.write_text("masi\tm a X\n", encoding="utf-8")
+    code, output = run("align", corpus / "xaa" / "xaa-2.wav", "masi", "--phone-set", "ipa", "--dictionary",
+                       bad, "--model", path, "-o", out)
+    assert code == 1 and "bad.dict:1" in one_line_error(output) and "'X'" in output
+
+
+def test_align_corpus_and_adapt_with_ipa(universal, tmp_path):
+    from aligner.alignment.model import AlignmentModel
+
+    corpus, path = universal
+    lab_corpus = tmp_path / "lab" / "xbb"
+    lab_corpus.mkdir(parents=True)
+    from aligner.io.transcripts import read_reference_phones
+
+    for copy in range(4):  # adapting needs 20 s of speech
+        for wav in sorted((corpus / "xbb").glob("*.wav")):
+            (lab_corpus / f"{copy}-{wav.name}").write_bytes(wav.read_bytes())
+            labels = [lab for lab in read_reference_phones(wav.with_suffix(".TextGrid"))[2] if lab.strip()]
+            (lab_corpus / f"{copy}-{wav.stem}.lab").write_text(" ".join(labels), encoding="utf-8")
+    (lab_corpus / "bad.wav").write_bytes((lab_corpus / "0-xbb-0.wav").read_bytes())
+    (lab_corpus / "bad.lab").write_text("a Q", encoding="utf-8")
+    code, output = run("align-corpus", tmp_path / "lab", tmp_path / "aligned", "--phone-set", "ipa",
+                       "--model", path)
+    assert code == 1 and "1 files failed" in output and "phone 'Q'" in output
+    assert len(list((tmp_path / "aligned" / "xbb").glob("*.TextGrid"))) == 24
+    (lab_corpus / "bad.lab").unlink()
+    (lab_corpus / "bad.wav").unlink()
+    code, output = run("adapt", tmp_path / "lab", tmp_path / "adapted", "--phone-set", "ipa", "--model", path,
+                       "--rounds", "1")
+    assert code == 0, output
+    adapted = AlignmentModel.load(tmp_path / "adapted")  # an ordinary model of the language's phones
+    assert set(adapted.phone_set.symbols) >= {"a", "i", "t", "aː"}
+    code, output = run("align", lab_corpus / "0-xbb-0.wav", lab_corpus / "0-xbb-0.lab", "--phone-set", "ipa",
+                       "--model", tmp_path / "adapted", "-o", tmp_path / "again.TextGrid")
+    assert code == 0, output
+
+
+def test_train_universal_from_the_command_line_names_left_out_files(universal, tmp_path):
+    corpus, _ = universal
+    copy = tmp_path / "corpus"
+    for f in corpus.rglob("*"):
+        if f.is_file():
+            (copy / f.relative_to(corpus)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / f.relative_to(corpus)).write_bytes(f.read_bytes())
+    write_textgrid(copy / "xaa" / "xaa-0.TextGrid", [("phone", [(0.0, 0.3, "a"), (0.3, 0.6, "Q")])], 0.6)
+    code, output = run("train", copy, tmp_path / "m", "--universal", "--max-frames", "3000", "--epochs", "1",
+                       "--folds", "2")
+    assert code == 1 and "1 files left out of the training" in output and "phone 'Q'" in output
+    assert (tmp_path / "m" / "manifest.json").is_file()
+    code, output = run("train", copy, tmp_path / "m2", "--universal", "--phone-classes", copy / "xaa" / "xaa-1.wav")
+    assert code == 2 and "--universal" in output
+
+
+def test_vowels_from_ipa_phones(universal, tmp_path):
+    corpus, path = universal
+    wav = corpus / "xaa" / "xaa-3.wav"
+    out = tmp_path / "vowels.csv"
+    code, output = run("vowels", wav, "--transcript", "m a s i", "--phone-set", "ipa", "--alignment-model", path,
+                       "--no-fuse", "-o", out)
+    assert code == 0, output
+    rows = out.read_text(encoding="utf-8").splitlines()
+    assert [r.split(",")[5] for r in rows[1:]] == ["a", "i"]  # the vowels, by their features
+
+
+def test_a_languages_words_go_through_the_universal_model_unmapped(universal, tmp_path):
+    pytest.importorskip("gruut")
+    pytest.importorskip("gruut_lang_es")
+    corpus, path = universal
+    out = tmp_path / "es.TextGrid"
+    code, output = run("align", corpus / "xcc" / "xcc-2.wav", "mesa", "--language", "es", "--model", path, "-o", out)
+    assert code == 0, output
+    assert "phones aligned as model phones" not in output  # no mapping: the G2P's own IPA is aligned
+    from aligner.io.textgrids import read_interval_tier
+
+    assert [iv.label for iv in read_interval_tier(out, "words") if iv.label] == ["mesa"]
+    assert [iv.label for iv in read_interval_tier(out, "phones") if iv.label] == ["m", "e", "s", "a"]

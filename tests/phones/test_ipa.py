@@ -1,0 +1,68 @@
+"""Any phone in IPA or X-SAMPA read as phonological features (aligner.phones.ipa)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("panphon")
+
+from aligner.phones.ipa import (COMPOSITION_DIMS, IpaError, ascii_habits, broad_class,  # noqa: E402
+                                composition_vector, read_ipa, read_xsampa)
+
+
+def test_field_transcriptions_ascii_habits():
+    assert ascii_habits("t'") == "tʼ"  # ejective after an obstruent
+    assert ascii_habits("j'") == "jˀ" and ascii_habits("m'ː") == "mˀː"  # glottalised after a sonorant
+    assert ascii_habits("a:") == "aː" and ascii_habits("g") == "ɡ"
+    assert read_ipa("t'").feature("cg") == 1 and read_ipa("t'").feature("voi") == -1
+    assert read_ipa("a:").feature("long") == 1 and read_ipa("a").feature("long") == -1
+
+
+def test_diacritics_length_and_tie_bars_are_features():
+    assert read_ipa("ʃʲ").feature("back") == -1 and read_ipa("ʃʲ").feature("hi") == 1
+    assert read_ipa("kʷ").feature("round") == 1 and read_ipa("k").feature("round") == -1
+    assert read_ipa("ã").feature("nas") == 1 and read_ipa("l̥").feature("voi") == -1
+    assert read_ipa("bˀː").feature("cg") == 1 and read_ipa("bˀː").feature("long") == 1  # no row in panphon
+    for affricate in ("d͡ʒ", "dʒ", "t͡s", "ts"):  # tied or not, one segment
+        seg = read_ipa(affricate)
+        assert len(seg.parts) == 1 and broad_class(seg) == "affricate", affricate
+    assert len(read_ipa("k͡p").parts) == 1 and broad_class(read_ipa("k͡p")) == "stop"
+    glide_vowel = read_ipa("w͡a")
+    assert len(glide_vowel.parts) == 2 and glide_vowel.feature("syl", 1) == 1
+    assert broad_class(read_ipa("ai")) == "vowel" and len(read_ipa("ai").parts) == 2
+
+
+def test_tone_marks_are_read():
+    for toned in ("á", "a˥˩", "a55", "ā"):
+        assert read_ipa(toned).tone, toned
+    assert read_ipa("á").feature("hitone") == 1 and not read_ipa("a").tone
+
+
+def test_silence_labels():
+    for s in ("", "sil", "SP", "<p:>"):
+        seg = read_ipa(s)
+        assert seg.silence and broad_class(seg) == "silence"
+
+
+@pytest.mark.parametrize("symbol, names", [("A", "'A'"), ("p01", "'0'"), ("ʼa", "starts with the mark"),
+                                           ("abcd", "4 segments"), ("a b", "space")])
+def test_a_symbol_that_is_not_ipa_is_one_line_naming_it(symbol, names):
+    with pytest.raises(IpaError) as err:
+        read_ipa(symbol)
+    message = str(err.value)
+    assert f"phone {symbol!r}" in message and names in message and "\n" not in message
+
+
+def test_x_sampa():
+    assert read_xsampa("t_h").ipa == "tʰ" and read_xsampa("tS").feature("delrel") == 1
+    assert read_xsampa("E").ipa == "ɛ" and read_xsampa("a:").feature("long") == 1
+
+
+def test_composition_vectors_tell_phones_apart_by_their_features():
+    t, d, tw = (composition_vector(read_ipa(s)) for s in ("t", "d", "tʷ"))
+    assert t.shape == (COMPOSITION_DIMS,) and t[0] == 1.0
+    assert 0 < np.abs(t - d).sum() < np.abs(t - composition_vector(read_ipa("a"))).sum()
+    assert np.abs(t - tw).sum() > 0
+    sil = composition_vector(read_ipa(""))
+    assert sil[1] == 1.0 and sil[0] == 1.0
