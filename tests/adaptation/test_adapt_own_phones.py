@@ -21,6 +21,7 @@ from aligner.alignment.adaptation import corpus as AC
 from aligner.alignment.adaptation.rounds import AdaptSettings
 from aligner.alignment.model import AlignmentModel
 from aligner.errors import TranscriptError
+from aligner.io.bundles import default_model_dir
 from aligner.io.textgrids import Interval, write_textgrid
 from aligner.phones.sets import TIMIT39_INVENTORY
 
@@ -252,7 +253,9 @@ def test_language_adapt_reads_words_through_the_g2p_and_the_mapping(tmp_path):
     assert all(r.kind == "words" and set(p for word in r.pronunciations for p in word[0]) <= allowed
                for r in recordings)
 
-    report = api.adapt(corpus, tmp_path / "adapted", rounds=1, language="en-us", phone_map=phone_map)
+    # the English model named (--language alone means the universal model)
+    report = api.adapt(corpus, tmp_path / "adapted", default_model_dir(), rounds=1, language="en-us",
+                       phone_map=phone_map)
     assert report.recordings == 8 and report.rounds[0].files_used >= 6
     assert report.phone_map == dict(sorted(mapping.items()))
     adapted = AlignmentModel.load(tmp_path / "adapted")
@@ -321,7 +324,8 @@ def test_language_refusals_are_one_line_as_align_corpus(tmp_path):
     assert one_line_error(out_ac) == one_line_error(out)  # the same refusal as align-corpus
     bad_map = tmp_path / "map.txt"
     bad_map.write_text("r qq\n", encoding="utf-8")
-    code, out = run("adapt", corpus, tmp_path / "m", "--language", "es", "--phone-map", bad_map)
+    code, out = run("adapt", corpus, tmp_path / "m", "--language", "es", "--phone-map", bad_map,
+                    "--model", default_model_dir())  # a phone map maps onto the English model's phones
     line = one_line_error(out)
     assert code == 1 and str(bad_map) in line and "'qq', which is not a phone of the model" in line
     assert not (tmp_path / "m").exists()

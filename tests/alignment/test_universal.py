@@ -114,6 +114,33 @@ def test_the_bundle_round_trips_and_a_damaged_one_is_one_error(universal, tmp_pa
         UniversalModel.load(bad)
 
 
+def test_the_duration_spread_widens_every_views_deviations_and_is_checked_on_load(universal, tmp_path):
+    import hashlib
+
+    from aligner.alignment.universal import UniversalModel
+
+    _, path = universal
+    base = UniversalModel.load(path)
+    symbols = ["sil", "m", "a", "ʃ", "sil"]
+    wide = UniversalModel.load(path)
+    wide.duration_spread = 2.0
+    wide.save(tmp_path / "wide")
+    reloaded = UniversalModel.load(tmp_path / "wide")
+    assert reloaded.duration_spread == 2.0
+    b, w = base.view(symbols).durations, reloaded.view(symbols).durations
+    np.testing.assert_allclose(w.std, 2.0 * b.std)
+    np.testing.assert_allclose(w.final_std, 2.0 * b.final_std)
+    np.testing.assert_array_equal(w.mean, b.mean)
+    params = json.loads((tmp_path / "wide" / "universal.json").read_text(encoding="utf-8"))
+    params["duration_spread"] = -1
+    (tmp_path / "wide" / "universal.json").write_text(json.dumps(params), encoding="utf-8")
+    manifest = json.loads((tmp_path / "wide" / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["universal.json"] = hashlib.sha256((tmp_path / "wide" / "universal.json").read_bytes()).hexdigest()
+    (tmp_path / "wide" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ModelError, match="duration_spread must be a number"):
+        UniversalModel.load(tmp_path / "wide")
+
+
 def test_align_reads_ipa_and_writes_the_users_symbols(universal, tmp_path):
     corpus, path = universal
     wav = corpus / "xaa" / "xaa-0.wav"

@@ -201,7 +201,9 @@ class UniversalModel:
     durations by features, the 7 weights, the refiner; ``prior``: divide the scores by each
     phone's prior (None: plain log posteriors over the transcript's phones); ``background``:
     canonical IPA of training phones every view also scores (the softmax and the agreement's
-    maximum then run over them too; empty: over the transcript's phones alone)."""
+    maximum then run over them too; empty: over the transcript's phones alone); ``duration_spread``:
+    each view's duration standard deviations are the features' prediction times this (> 1: tempo
+    may differ more between languages and speakers than within the training data)."""
 
     network: ComposedNetwork
     durations: FeatureDurations
@@ -211,6 +213,7 @@ class UniversalModel:
     background: tuple = ()
     min_frames: int = 1
     training: dict = field(default_factory=dict)
+    duration_spread: float = 1.0
     _views: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     # -- phones -----------------------------------------------------------------------------------------------
@@ -256,6 +259,9 @@ class UniversalModel:
             residual_index = np.array([own.get(c, -1) for c in names], np.int64)
         classifier = self.network.frame_classifier(Phi, log_prior, residual_index)
         durations = self.durations.stats(class_segments, len(names) - 1)
+        if self.duration_spread != 1.0:
+            durations.std = durations.std * self.duration_spread
+            durations.final_std = durations.final_std * self.duration_spread
         phone_symbols = {s: (SILENCE_CLASS if seg.silence else seg.ipa) for s, seg in zip(written, segments)}
         refiner = copy.copy(self.refiner) if self.refiner is not None else None  # its own broad classes
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
@@ -272,7 +278,8 @@ class UniversalModel:
             arrays["refiner"] = self.refiner.to_arrays()
         params = {"universal": {"weights": [float(v) for v in self.weights], "feature_names": list(FEATURE_NAMES),
                                 "min_frames": int(self.min_frames), "duration_classes": list(self.durations.classes),
-                                "background": list(self.background), "frame_shift_samples": FRAME_SHIFT,
+                                "background": list(self.background), "duration_spread": float(self.duration_spread),
+                                "frame_shift_samples": FRAME_SHIFT,
                                 "sample_rate": SAMPLE_RATE}}
         if self.prior is not None:
             arrays["prior"] = {"log_prior": self.prior.log_prior, "coef": self.prior.coef}
@@ -308,9 +315,13 @@ class UniversalModel:
             background = tuple(_phone_names(p.get("background", []), "background"))
             refiner = BoundaryRefiner.from_arrays(arrays["refiner"]) if "refiner" in arrays else None
             min_frames = whole_number(p["min_frames"], "min_frames", 1, 10)
+            spread = p.get("duration_spread", 1.0)
+            if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0.25 <= spread <= 10:
+                raise ValueError(f"duration_spread must be a number from 0.25 to 10, got {spread!r}")
         except (KeyError, ValueError, TypeError, ModelError, TranscriptError) as exc:
             raise ModelError(f"{directory}: not a usable universal alignment model ({exc})") from None
-        return cls(network, durations, weights, refiner, prior, background, min_frames, manifest.get("training", {}))
+        return cls(network, durations, weights, refiner, prior, background, min_frames, manifest.get("training", {}),
+                   float(spread))
 
 
 def _phone_names(names, what: str) -> list:

@@ -53,7 +53,8 @@ class UniversalSettings:
     at most ``epochs``, trained on
     at most ``max_train_frames`` frames; ``warps``: VTLP copies of every recording for the scorer;
     ``prior``: divide the scores by each phone's prior; ``background``: how many of the commonest
-    training phones every view also scores; ``n_folds`` language folds of the out-of-fold scores;
+    training phones every view also scores; ``duration_spread``: the views' duration deviations
+    widened by this factor (:class:`~aligner.alignment.universal.UniversalModel`); ``n_folds`` language folds of the out-of-fold scores;
     ``n_val_groups`` languages of the weights' early stopping; the boundary refiner's largest shift
     ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``trainer`` and
     its parameters."""
@@ -66,6 +67,7 @@ class UniversalSettings:
     warps: tuple = DEFAULT_WARPS
     prior: bool = False
     background: int = 0
+    duration_spread: float = 1.0
     n_folds: int = 3
     n_val_groups: int = 4
     refiner_max_shift_ms: float = 10.0
@@ -195,7 +197,7 @@ def group_folds(groups, n_folds: int, seed: int = 0) -> list:
 
 def _model(network, durations, prior, settings, weights, background) -> UniversalModel:
     return UniversalModel(network, durations, np.asarray(weights, float), prior=prior if settings.prior else None,
-                          background=background)
+                          background=background, duration_spread=settings.duration_spread)
 
 
 def decoding_inputs(model: UniversalModel, data: list) -> tuple:

@@ -46,8 +46,9 @@ class _StageBars:
                    "boundaries replace the decoded ones and count more. With --language their phones are the "
                    "language's IPA (as align-corpus --language writes them), read through the same mapping.")
 @click.option("--language", metavar="CODE",
-              help="The words are in this language: read by the gruut G2P and aligned as the model's closest "
-                   "phones by features (as `align-corpus --language`); align with the adapted model the same way.")
+              help="The words are in this language: read by the gruut G2P, the shipped universal model (or --model's "
+                   "closest phones by features) adapted to them (as `align-corpus --language`); align with the "
+                   "adapted model the same way.")
 @click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
               help="With --language: 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @click.option("--phone-set", type=click.Choice(["auto", "ipa", "xsampa"]), default="auto", show_default=True,

@@ -21,8 +21,9 @@ from aligner.cli.options import phone_options, transcript_options
                    "always carry it).")
 @click.option("--language", metavar="CODE",
               help="The words are in this language (es, de, fr, ...): each is read by the gruut G2P "
-                   "(pip install \"aligner[languages]\" gruut-lang-CODE), its phones aligned as the model's "
-                   "closest phones by phonological features (printed), and written in the language's IPA.")
+                   "(pip install \"aligner[languages]\" gruut-lang-CODE), its IPA phones aligned by the shipped universal "
+                   "model (with --model an English or own-phone model: as its closest phones by phonological "
+                   "features, printed), and written in the language's IPA.")
 @click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
               help="With --language: a file of 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @transcript_options

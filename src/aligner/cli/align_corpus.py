@@ -23,8 +23,8 @@ from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options, tra
               help="TextGrids: add a point tier per tier with each boundary's confidence (CSV and JSON "
                    "always carry it).")
 @click.option("--language", metavar="CODE",
-              help="The words are in this language: read by the gruut G2P and aligned as the model's closest "
-                   "phones by features (as `aligner align --language`).")
+              help="The words are in this language: read by the gruut G2P and aligned by the shipped universal "
+                   "model, or as --model's closest phones by features (as `aligner align --language`).")
 @click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
               help="With --language: 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True, help=PHONE_SET_HELP)

@@ -326,9 +326,11 @@ def universal_corpus_view(universal: UniversalModel, corpus_dir, kind: str = "au
     the language's own phones). Transcripts that cannot be read are passed over here
     (:func:`read_recordings` reports them)."""
     from aligner.io.transcripts import read_word_segments, transcript_kind
-    from aligner.phones.languages import language_pronunciations, language_words
+    from aligner.phones.languages import check_language, language_pronunciations, language_words
     from aligner.words.normalize import normalize_transcript
 
+    if language is not None:
+        check_language(language)  # an unknown language is one error, not every transcript passed over
     phones = {SILENCE_CLASS}
     ipa_phones = language is None and dictionary is None and kind != "words"
     words_dict = words_dictionary(universal, dictionary, None, code) if language is None and dictionary else None
