@@ -80,7 +80,10 @@ def test_the_scorer_scores_a_phone_it_never_heard_by_its_features(universal):
     assert dict(zip(view.inventory.classes, view.inventory.broad))["ʃ"] == "fricative"
     frames = np.random.default_rng(0).standard_normal((50, 42)).astype(np.float32)
     scores = view.classifier.scores(frames)
-    assert scores.shape == (50, 4) and np.all(np.isfinite(scores))
+    # the transcript's phones, then the commonest training phones (the background), silence last
+    assert list(view.inventory.classes[:3]) == ["a", "tʼ", "ʃ"]
+    assert set(view.inventory.classes[3:-1]) <= set(model.background) and len(model.background) == 6
+    assert scores.shape == (50, len(view.inventory.classes)) and np.all(np.isfinite(scores))
     # an unseen phone's duration comes from its features, a seen one's from its tokens
     mean = dict(zip(view.inventory.classes, view.durations.mean))
     assert mean["ʃ"] > 1 and mean["tʼ"] > 1

@@ -65,8 +65,8 @@ class UniversalSettings:
     epochs: int = 40
     max_train_frames: int = 200_000
     warps: tuple = DEFAULT_WARPS
-    prior: bool = False
-    background: int = 0
+    prior: bool = True
+    background: int = 60
     duration_spread: float = 1.0
     n_folds: int = 3
     n_val_groups: int = 4
