@@ -141,7 +141,7 @@ class FeatureDurations:
                 mean[i] = (n * self.mean[r, j] + k * pred[i]) / (n + k)
                 std[i] = (n * self.std[r, j] + k * pred_std) / (n + k)
                 longest = max(self.longest[r, j], pred[i] + 4 * pred_std)
-            mx[i] = int(np.clip(2 * longest, 15, cap))
+            mx[i] = int(min(max(2.0 * float(longest), 15.0), cap))
         return np.maximum(mean, 1.0), np.maximum(std, 1.0), mx
 
     def stats(self, segments: Sequence[Segment], silence_class: int) -> DurationStats:

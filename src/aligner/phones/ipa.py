@@ -313,9 +313,27 @@ def read_phone(symbol: str, code: str = "ipa") -> Segment:
 
 
 # -- the broad class and the composition vector ----------------------------------------------------------------
+def _segment_key(segment: Segment) -> tuple:
+    """What a segment's broad class and composition vector depend on: its features and tone."""
+    return (segment.parts.tobytes(), segment.parts.shape[0], bool(segment.tone), segment.ipa[:1])
+
+
+_BROAD_CACHE: dict = {}
+_COMPOSITION_CACHE: dict = {}
+
+
 def broad_class(segment: Segment) -> str:
     """The broad class (a key of :data:`~aligner.phones.sets.BROAD_CLASSES`) of a phone, by the
-    rules of :func:`aligner.phones.inventory.broad_class_of_ipa`."""
+    rules of :func:`aligner.phones.inventory.broad_class_of_ipa` (remembered per features: a
+    universal model asks again for the same phones with every transcript)."""
+    key = _segment_key(segment)
+    out = _BROAD_CACHE.get(key)
+    if out is None:
+        out = _BROAD_CACHE[key] = _broad_class(segment)
+    return out
+
+
+def _broad_class(segment: Segment) -> str:
     if segment.silence:
         return "silence"
     parts = [dict(zip(FEATURE_NAMES, p.tolist())) for p in segment.parts]
@@ -350,7 +368,17 @@ COMPOSITION_DIMS = len(COMPOSITION_HEAD) + len(BROAD_ORDER) + 2 * 2 * N_FEATURES
 def composition_vector(segment: Segment) -> np.ndarray:
     """(:data:`COMPOSITION_DIMS`,) float32 description of a phone from which the universal model
     composes its score: 1; silence; more than one part; tone; one-hot broad class; for the first
-    and the last part, each feature's +1 and -1 indicators (a 0 feature sets neither)."""
+    and the last part, each feature's +1 and -1 indicators (a 0 feature sets neither). Remembered
+    per features; the array returned is read-only."""
+    key = _segment_key(segment)
+    v = _COMPOSITION_CACHE.get(key)
+    if v is None:
+        v = _COMPOSITION_CACHE[key] = _composition_vector(segment)
+        v.flags.writeable = False
+    return v
+
+
+def _composition_vector(segment: Segment) -> np.ndarray:
     v = np.zeros(COMPOSITION_DIMS, np.float32)
     v[0] = 1.0
     head = len(COMPOSITION_HEAD)
