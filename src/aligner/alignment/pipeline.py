@@ -221,6 +221,14 @@ def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, model_reading(m, phone_set))
+    return _decode_recording(m, audio, symbols, pset, name, split_stops, sr, review, on_scored)
+
+
+def _decode_recording(m: AlignmentModel, audio, symbols, pset, name, split_stops, sr, review: bool,
+                      on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> tuple:
+    """``m.align_with_review`` of a recording (a path or samples) and its phones ``symbols`` in
+    ``pset``: the transcript checked against a file's header before its samples are read, an
+    alignment error naming the recording, ``on_scored`` handed the scoring of a recording read whole."""
     if name is None and isinstance(audio, (str, os.PathLike)):
         name = str(audio)
     try:
@@ -322,20 +330,8 @@ def align_ipa_phones(m, audio, phones, code: str = "ipa", name: str | None = Non
     else:
         decoder = m
         decoded, pset = closest_model_phones(m, symbols, code)
-    if name is None and isinstance(audio, (str, os.PathLike)):
-        name = str(audio)
-    try:
-        _check_fits_header(decoder, audio, decoded, pset, split_stops, name)
-        samples, name = _samples_any_length(audio, sr, name)
-        hand_on = None
-        if on_scored is not None and isinstance(samples, np.ndarray):
-            def hand_on(frames, model, scores):
-                on_scored(ScoredRecording(samples, frames, model, scores))
-        intervals, conf, match = decoder.align_with_review(samples, decoded, pset, name=name, split_stops=split_stops,
-                                                           review=review, on_scored=hand_on)
-    except AlignmentError as exc:
-        msg = str(exc)
-        raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None
+    intervals, conf, match = _decode_recording(decoder, audio, decoded, pset, name, split_stops, sr, review,
+                                               on_scored)
     return [iv._replace(label=lab) for iv, lab in zip(intervals, labels)], conf, match
 
 

@@ -46,7 +46,6 @@ EMPTY_LABEL_SYMBOL = "sil"
 MIN_CLASS_TOKENS = 20
 #: phone codes :func:`to_ipa` reads; ``auto`` = IPA unless every symbol is TIMIT-61 or ARPAbet
 PHONE_CODES = ("auto", "ipa", "xsampa", "arpabet", "timit", "buckeye")
-_TAPS = frozenset("ɾɽⱱ")
 _RHOTIC_VOWELS = {"ɝ": "ɜ˞", "ɚ": "ə˞"}  # precomposed letters panphon does not read
 
 
@@ -156,29 +155,10 @@ def broad_class_of_ipa(ipa: str) -> str | None:
     continuants (laterals, trills, approximants): glide; other continuants: fricative; the
     rest: stop.
     """
+    from aligner.phones.ipa import broad_class_of_features
+
     segments = ipa_features(ipa)
-    if not segments:
-        return None
-    if all(s["syl"] == 1 and s["cons"] == -1 for s in segments):
-        return "vowel"
-    first = segments[0]
-    if first["syl"] == 1 and first["cons"] == -1:  # a vowel and a glide (``ɐ̃w̃``)
-        return "vowel"
-    if first["cont"] == -1 and (first["delrel"] == 1 or (
-            len(segments) == 2 and first["son"] == -1 and segments[1]["cont"] == 1 and segments[1]["son"] == -1)):
-        return "affricate"
-    if first["nas"] == 1:
-        return "nasal"
-    letters = [ch for ch in unicodedata.normalize("NFD", ipa) if not unicodedata.combining(ch)]
-    if letters and letters[0] in _TAPS:
-        return "stop"
-    if first["son"] == 1 and first["cont"] == 1:
-        glottal = all(first.get(k, 0) != 1 for k in ("lab", "cor", "hi", "lo"))
-        # glottal continuants are fricatives; laterals, trills and approximants glides
-        return "fricative" if glottal and first["cons"] == 1 else "glide"
-    if first["cont"] == 1:
-        return "fricative"
-    return "stop"
+    return broad_class_of_features(segments, ipa) if segments else None
 
 
 def _feature_vector(ipa: str) -> np.ndarray:

@@ -336,20 +336,27 @@ def broad_class(segment: Segment) -> str:
 def _broad_class(segment: Segment) -> str:
     if segment.silence:
         return "silence"
-    parts = [dict(zip(FEATURE_NAMES, p.tolist())) for p in segment.parts]
+    return broad_class_of_features([dict(zip(FEATURE_NAMES, p.tolist())) for p in segment.parts], segment.ipa)
+
+
+def broad_class_of_features(parts: Sequence[dict], ipa: str) -> str:
+    """The broad class of a phone written ``ipa`` whose parts have the features ``parts`` (a
+    ``{feature: -1, 0 or +1}`` each, at least one); the rules are those documented at
+    :func:`aligner.phones.inventory.broad_class_of_ipa`, which reads the parts with panphon."""
     first = parts[0]
     if all(p["syl"] == 1 and p["cons"] == -1 for p in parts) or (first["syl"] == 1 and first["cons"] == -1):
-        return "vowel"
+        return "vowel"  # (the first part a vowel: a vowel and a glide, ``ɐ̃w̃``)
     if first["cont"] == -1 and (first["delrel"] == 1 or (
             len(parts) == 2 and first["son"] == -1 and parts[1]["cont"] == 1 and parts[1]["son"] == -1)):
         return "affricate"
     if first["nas"] == 1:
         return "nasal"
-    letters = [ch for ch in unicodedata.normalize("NFD", segment.ipa) if not unicodedata.combining(ch)]
-    if letters and letters[0] in "ɾɽⱱ":
+    letters = [ch for ch in unicodedata.normalize("NFD", ipa) if not unicodedata.combining(ch)]
+    if letters and letters[0] in "ɾɽⱱ":  # taps: TIMIT's flap is a stop
         return "stop"
     if first["son"] == 1 and first["cont"] == 1:
         glottal = all(first.get(k, 0) != 1 for k in ("lab", "cor", "hi", "lo"))
+        # glottal continuants are fricatives; laterals, trills and approximants glides
         return "fricative" if glottal and first["cons"] == 1 else "glide"
     if first["cont"] == 1:
         return "fricative"
