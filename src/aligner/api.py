@@ -172,7 +172,7 @@ def evaluate(ref_dir, hyp_dir, allow_missing: bool = False) -> Evaluation:
     return Evaluation(*evaluate_directories(ref_dir, hyp_dir, allow_missing))
 
 
-def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[dict] = None,
+def train(corpus_dir, out_dir, trainer: Optional[str] = None, trainer_params: Optional[dict] = None,
           classifier_params: Optional[dict] = None, n_folds: int = 4, n_val_speakers: int = 2,
           progress=None, epoch_callback=None, phones_tier: Optional[str] = None, phone_classes=None,
           phone_code: str = "auto", min_class_tokens: Optional[int] = None, on_inventory=None,
@@ -199,7 +199,8 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
     of IPA phones, or X-SAMPA with ``phone_code="xsampa"``; one folder per language;
     :mod:`aligner.alignment.universal_training`), which aligns any IPA phone;
     ``classifier_params`` then set :class:`~aligner.alignment.universal_training.UniversalSettings`
-    fields, ``n_folds`` its language folds.
+    fields, ``n_folds`` its language folds. ``trainer``: of the 7 weights; None: ``orbit``, or for
+    a universal model ``UniversalSettings.trainer``.
     """
     if universal:
         return _train_universal(corpus_dir, out_dir, trainer, trainer_params, classifier_params, n_folds, progress,
@@ -227,7 +228,7 @@ def train(corpus_dir, out_dir, trainer: str = "orbit", trainer_params: Optional[
                            augment=augment, front_band_hz=front_band_hz, failed=failed)
     if not data:
         raise AlignerError(f"{corpus_dir}: no utterance could be read ({failed[-1][1]})")
-    model, _ = train_alignment_model(data, trainer, trainer_params, classifier_params, n_folds,
+    model, _ = train_alignment_model(data, trainer or "orbit", trainer_params, classifier_params, n_folds,
                                      n_val_speakers, progress=progress, epoch_callback=epoch_callback,
                                      phone_set=corpus.phone_set)
     model.training["corpus"] = str(corpus_dir)
@@ -249,7 +250,9 @@ def _train_universal(corpus_dir, out_dir, trainer, trainer_params, settings, n_f
 
     code = "ipa" if phone_code in ("auto", None) else phone_code
     data = read_universal_corpus(corpus_dir, code, phones_tier, progress=progress, failed=failed)
-    fields = dict(settings or {}, n_folds=n_folds, trainer=trainer, trainer_params=dict(trainer_params or {}))
+    fields = dict(settings or {}, n_folds=n_folds, trainer_params=dict(trainer_params or {}))
+    if trainer is not None:  # None: UniversalSettings' trainer
+        fields["trainer"] = trainer
     model = train_universal_model(data, UniversalSettings(**fields), progress, epoch_callback)
     model.training["corpus"] = str(corpus_dir)
     model.save(out_dir)

@@ -124,15 +124,17 @@ def test_the_duration_spread_widens_every_views_deviations_and_is_checked_on_loa
 
     _, path = universal
     base = UniversalModel.load(path)
+    assert base.duration_spread == 2.0  # the trained default
+    base.duration_spread = 1.0
     symbols = ["sil", "m", "a", "ʃ", "sil"]
     wide = UniversalModel.load(path)
-    wide.duration_spread = 2.0
+    wide.duration_spread = 3.0
     wide.save(tmp_path / "wide")
     reloaded = UniversalModel.load(tmp_path / "wide")
-    assert reloaded.duration_spread == 2.0
+    assert reloaded.duration_spread == 3.0
     b, w = base.view(symbols).durations, reloaded.view(symbols).durations
-    np.testing.assert_allclose(w.std, 2.0 * b.std)
-    np.testing.assert_allclose(w.final_std, 2.0 * b.final_std)
+    np.testing.assert_allclose(w.std, 3.0 * b.std)
+    np.testing.assert_allclose(w.final_std, 3.0 * b.final_std)
     np.testing.assert_array_equal(w.mean, b.mean)
     params = json.loads((tmp_path / "wide" / "universal.json").read_text(encoding="utf-8"))
     params["duration_spread"] = -1
@@ -230,6 +232,13 @@ def test_train_universal_from_the_command_line_names_left_out_files(universal, t
                        "--folds", "2")
     assert code == 1 and "1 files left out of the training" in output and "phone 'Q'" in output
     assert (tmp_path / "m" / "manifest.json").is_file()
+    # without --trainer a universal model's weights get the universal trainer, not aligner train's orbit
+    from aligner.alignment.universal import UniversalModel
+    from aligner.alignment.universal_training import UNIVERSAL_TRAINER
+
+    trained = UniversalModel.load(tmp_path / "m")
+    assert trained.training["trainer"] == UNIVERSAL_TRAINER != "orbit"
+    assert trained.duration_spread == 2.0
     code, output = run("train", copy, tmp_path / "m2", "--universal", "--phone-classes", copy / "xaa" / "xaa-1.wav")
     assert code == 2 and "--universal" in output
 

@@ -11,7 +11,8 @@ from aligner.cli.common import echo, exit_if_failed, run
 @click.argument("corpus_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--trainer", type=click.Choice(["perceptron", "svm", "ramp", "direct_toward", "direct_away",
-                                              "probit", "orbit"]), default="orbit", show_default=True)
+                                              "probit", "orbit"]), default="orbit", show_default=True,
+              help="Trainer of the 7 weights [orbit; with --universal: svm].")
 @click.option("--epochs", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--eta0", type=float, default=None,
               help="Step size (constant, averaged) [0.01].")
@@ -103,6 +104,8 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
                                    "--min-class-tokens, --augment, --networks, --phone-line and --classifier do "
                                    "not apply")
         settings = {"seed": seed} if max_frames is None else {"seed": seed, "max_train_frames": max_frames}
+        if click.get_current_context().get_parameter_source("trainer").name == "DEFAULT":
+            trainer = None  # the universal models' own trainer
         model = run(api.train, corpus_dir, out_dir, trainer, params, settings,
                     folds if click.get_current_context().get_parameter_source("folds").name != "DEFAULT" else 3,
                     None, progress, epoch, phones_tier=phones_tier, phone_code=phone_code, failed=failed,
