@@ -59,7 +59,8 @@ def main(argv=None):
     p.add_argument("--model", default=None, help="universal model directory [the shipped one]")
     p.add_argument("--english", action="store_true", help="also the English model through the feature mapping")
     p.add_argument("--adapt-rounds", type=int, default=0)
-    p.add_argument("--adapt-settings", default="{}", help="AdaptSettings fields, JSON")
+    p.add_argument("--adapt-settings", default="{}",
+                   help="AdaptSettings fields, JSON ({}: those of aligner adapt for a universal model)")
     args = p.parse_args(argv)
 
     from aligner.alignment.pipeline import load_model
@@ -100,6 +101,7 @@ def main(argv=None):
 
         report("English model through the feature mapping", score(mapped, files))
     if args.adapt_rounds > 0:
+        from aligner.alignment.adaptation.corpus import UNIVERSAL_ADAPT_SETTINGS
         from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model
 
         base = model.view(sorted({s for f in files for s in f[2]}))
@@ -113,7 +115,8 @@ def main(argv=None):
             print(f"round {rnd}: {round_report.files_used} files used ({round_report.seconds:.1f} s)", file=sys.stderr)
             report(f"adapted on these recordings, round {rnd} (no hand times used)", score(aligned, files))
 
-        adapt_model(base, recordings, args.adapt_rounds, AdaptSettings(**json.loads(args.adapt_settings)),
+        adapt_model(base, recordings, args.adapt_rounds,
+                    AdaptSettings(**(json.loads(args.adapt_settings) or UNIVERSAL_ADAPT_SETTINGS)),
                     on_round=on_round)
 
 

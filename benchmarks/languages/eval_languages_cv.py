@@ -122,6 +122,7 @@ def adapt_each_language(model, langs, rounds: int, settings: dict, per_language:
     """The score pairs of each language of ``langs`` aligned by ``model``'s view of its phones adapted
     on its own recordings (their hand-labelled phones, silences included, never their times;
     :func:`aligner.alignment.adaptation.rounds.adapt_model`, as ``aligner adapt --phone-set ipa``)."""
+    from aligner.alignment.adaptation.corpus import UNIVERSAL_ADAPT_SETTINGS
     from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model
     from aligner.alignment.evaluation.phones import score_alignments
     from aligner.io.audio import load_audio
@@ -132,7 +133,7 @@ def adapt_each_language(model, langs, rounds: int, settings: dict, per_language:
         base = model.view(sorted({s for _, _, symbols, _ in files for s in symbols}))
         recordings = [Recording(samples, symbols, lang, wav.name, "phones", "model")
                       for wav, _, symbols, samples in files]
-        adapted, _ = adapt_model(base, recordings, rounds, AdaptSettings(**settings))
+        adapted, _ = adapt_model(base, recordings, rounds, AdaptSettings(**(settings or UNIVERSAL_ADAPT_SETTINGS)))
         pairs = [(starts, np.array([iv.start_s for iv in adapted.align(samples, symbols, adapted.phone_set)]))
                  for _, starts, symbols, samples in files]
         out += pairs
@@ -176,7 +177,8 @@ def main(argv=None):
     p.add_argument("--adapt-rounds", type=int, default=0,
                    help="then adapt the universal model to each test language on its own recordings (their phones, "
                         "not their times), as aligner adapt --phone-set ipa does, and score again")
-    p.add_argument("--adapt-settings", default="{}", help="AdaptSettings fields, JSON")
+    p.add_argument("--adapt-settings", default="{}",
+                   help="AdaptSettings fields, JSON ({}: those of aligner adapt for a universal model)")
     args = p.parse_args(argv)
 
     from aligner.alignment.evaluation.phones import score_alignments

@@ -146,6 +146,48 @@ def test_the_duration_spread_widens_every_views_deviations_and_is_checked_on_loa
         UniversalModel.load(tmp_path / "wide")
 
 
+def test_a_view_of_a_whole_corpus_decodes_each_transcript_as_its_own_view(universal, tmp_path):
+    """A corpus's view (what adapt starts from) scores the corpus's every phone, but the agreement's
+    maximum of one transcript runs over that transcript's phones, the background and silence, as
+    in the transcript's own view: the same times; the classes scored in every transcript are kept
+    in the saved model and checked on load."""
+    import hashlib
+
+    import soundfile as sf
+
+    from aligner.alignment.model import UNSCORED, AlignmentModel
+    from aligner.alignment.universal import UniversalModel
+
+    corpus, path = universal
+    model = UniversalModel.load(path)
+    transcripts = [["sil", "a", "ʃ", "m", "sil"], ["sil", "i", "tʼ", "a", "sil"], ["sil", "o", "s", "a", "sil"]]
+    whole = model.view(sorted({p for t in transcripts for p in t}))
+    assert {"ʃ", "tʼ", "o"} <= set(whole.inventory.classes)
+    for t, wav in zip(transcripts, ["xaa/xaa-0.wav", "xbb/xbb-1.wav", "xcc/xcc-2.wav"]):
+        samples = sf.read(corpus / wav, dtype="float32")[0]
+        own = model.view(t)
+        a = [iv.start_s for iv in own.align(samples, t, own.phone_set)]
+        b = [iv.start_s for iv in whole.align(samples, t, whole.phone_set)]
+        np.testing.assert_allclose(b, a, atol=1e-9)
+        frames = whole.frames_of(samples)
+        scores = whole.transcript_scores(whole.classifier.scores(frames), whole.phone_set.class_indices(t))
+        others = [c for c in ("ʃ", "tʼ", "o") if c not in t]
+        assert all(np.all(scores[:, whole.inventory.index(c)] == UNSCORED) for c in others)
+        assert np.all(scores[:, whole.inventory.index(t[2])] > UNSCORED)
+    whole.save(tmp_path / "whole")
+    again = AlignmentModel.load(tmp_path / "whole")
+    np.testing.assert_array_equal(again.always_scored, whole.always_scored)
+    params = json.loads((tmp_path / "whole" / "alignment.json").read_text(encoding="utf-8"))
+    assert params["always_scored"] == [whole.inventory.classes[i] for i in whole.always_scored]
+    params["always_scored"] = ["Q"]
+    (tmp_path / "whole" / "alignment.json").write_text(json.dumps(params), encoding="utf-8")
+    manifest = json.loads((tmp_path / "whole" / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["alignment.json"] = hashlib.sha256((tmp_path / "whole" / "alignment.json").read_bytes()).hexdigest()
+    (tmp_path / "whole" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ModelError, match="always_scored must list classes"):
+        AlignmentModel.load(tmp_path / "whole")
+
+
 def test_align_reads_ipa_and_writes_the_users_symbols(universal, tmp_path):
     corpus, path = universal
     wav = corpus / "xaa" / "xaa-0.wav"

@@ -42,6 +42,9 @@ MAX_SILENCE_FRAMES = 200
 #: :meth:`AlignmentModel.decode_phones` first searches (doubled while it binds); None: the exact DP
 PHONE_BAND_FRAMES: int | None = 20
 SILENCE_CLASS = CLASSES39.index("sil")
+#: the score of a class outside a transcript and :attr:`AlignmentModel.always_scored` (log units;
+#: far below any log posterior, finite so that cumulative sums stay finite)
+UNSCORED = -1.0e4
 
 
 #: a transcript symbol gets duration statistics of its own (rather than its class's) when the
@@ -247,6 +250,12 @@ class AlignmentModel:
     #: that it does not dereverberate, before their MFCCs (:mod:`aligner.features.denoise`; a
     #: multi-condition expert's front end); None = never
     front_denoise: DenoiseSettings | None = None
+    #: (A,) int indices of the classes scored in every transcript besides its own phones (a
+    #: universal model's view of a whole corpus, :meth:`~aligner.alignment.universal.UniversalModel.view`:
+    #: its background phones and silence): the agreement's maximum then runs over the transcript's
+    #: classes and these only, as in a view of the transcript alone (:meth:`transcript_scores`);
+    #: None = over every class
+    always_scored: np.ndarray | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -287,6 +296,21 @@ class AlignmentModel:
                               self.phone_symbols, front_band_hz=None if front_band_hz is None
                               else check_band(front_band_hz), front_dereverb=front_dereverb,
                               front_denoise=front_denoise)
+
+    def transcript_scores(self, scores: np.ndarray, classes) -> np.ndarray:
+        """``scores`` (T, C) as the decoders of a transcript of ``classes`` (any int array of class
+        indices) read them: with :attr:`always_scored`, every other class's column set to
+        :data:`UNSCORED` (its agreement never the frame's maximum); else ``scores`` itself."""
+        if self.always_scored is None:
+            return scores
+        active = np.zeros(scores.shape[1], bool)
+        active[self.always_scored] = True
+        active[np.asarray(classes, np.int64).ravel()] = True
+        if active.all():
+            return scores
+        out = np.array(scores, copy=True)
+        out[:, ~active] = UNSCORED
+        return out
 
     def frames_of(self, samples, warp: float = 1.0) -> np.ndarray:
         """The (T, 42) MFCC frames this model's classifier reads from a recording's 16 kHz
@@ -385,6 +409,7 @@ class AlignmentModel:
         ``symbols`` (the K transcript symbols) select per-symbol duration statistics."""
         if scores is None:
             scores = self.classifier.scores(frames)
+        scores = self.transcript_scores(scores, phone_classes)
         mean, std, max_frames = self.durations.for_phones(phone_classes, symbols)
         return make_alignment_input(scores, frames, phone_classes, mean, std, max_frames,
                                     self.min_frames, name=name)
@@ -428,6 +453,7 @@ class AlignmentModel:
         from aligner.alignment.decoding.long_recordings import align_long, needs_long_path
 
         classes = np.asarray(classes, np.int64)
+        scores = self.transcript_scores(scores, classes)
         mean, std, max_frames = self.durations.for_phones(classes, symbols)
         check_fits(len(frames), len(classes), max_frames, self.min_frames, name)
         if not needs_long_path(dp_cells(len(frames), max_frames, self.min_frames)):
@@ -600,6 +626,8 @@ class AlignmentModel:
             del params["alignment"]["broad_classes"]  # as saved before inventories were stored
         if self.phone_symbols is not None:
             params["alignment"]["phone_symbols"] = dict(sorted(self.phone_symbols.items()))
+        if self.always_scored is not None:
+            params["alignment"]["always_scored"] = [self.inventory.classes[i] for i in self.always_scored]
         if self.condition_expert is not None:
             expert = self.condition_expert
             arrays["expert_classifier"] = expert.classifier.to_arrays()
@@ -662,10 +690,16 @@ class AlignmentModel:
                 if "utterance_check" in arrays:
                     utterance_check = UtteranceCheck.from_arrays(arrays["utterance_check"])
             front_band = p.get("front_band_hz")
+            always = p.get("always_scored")
+            if always is not None:
+                if not isinstance(always, list) or not all(isinstance(c, str) and c in inventory.classes
+                                                           for c in always):
+                    raise ValueError("always_scored must list classes of the model")
+                always = np.array(sorted({inventory.index(c) for c in always}), np.int64)
             model = cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
                         confidence, utterance_check, inventory, phone_symbols,
                         front_band_hz=None if front_band is None else check_band(front_band),
-                        **_front_end_settings(p))
+                        **_front_end_settings(p), always_scored=always)
             expert = p.get("condition_expert")
             if expert is not None or "expert_classifier" in arrays or "band_expert_classifier" in arrays:
                 if not isinstance(expert, dict) or "expert_classifier" not in arrays:

@@ -264,8 +264,13 @@ class UniversalModel:
             durations.final_std = durations.final_std * self.duration_spread
         phone_symbols = {s: (SILENCE_CLASS if seg.silence else seg.ipa) for s, seg in zip(written, segments)}
         refiner = copy.copy(self.refiner) if self.refiner is not None else None  # its own broad classes
+        # the background phones and silence: with the transcript's phones, what a view of any one
+        # transcript of these symbols scores (the agreement's maximum runs over them alone)
+        background = set(self.background) | {SILENCE_CLASS}
+        always = np.array([i for i, c in enumerate(names) if c in background], np.int64)
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
-                              self.training, refiner, inventory=inventory, phone_symbols=phone_symbols)
+                              self.training, refiner, inventory=inventory, phone_symbols=phone_symbols,
+                              always_scored=always)
         self._views[key] = view
         while len(self._views) > VIEW_CACHE_SIZE:
             self._views.popitem(last=False)

@@ -74,8 +74,8 @@ class UniversalSettings:
     duration_spread: float = 2.0
     n_folds: int = 3
     n_val_groups: int = 4
-    refiner_max_shift_ms: float = 10.0
-    refiner_clip_ms: float = 15.0
+    refiner_max_shift_ms: float = 20.0
+    refiner_clip_ms: float = 25.0
     trainer: str = UNIVERSAL_TRAINER
     trainer_params: dict = field(default_factory=dict)
     seed: int = 0

@@ -85,6 +85,14 @@ class AdaptReport:
 #: --modes phones@reverb_far phones@white5``): 3 in every fold and both conditions; the phone-line
 #: expert chose 10 (``phones@telephone``).
 MULTI_CONDITION_PRIOR = 3.0
+#: what adapting a universal model's view of a corpus re-estimates when no settings are given
+#: (:class:`~aligner.alignment.adaptation.rounds.AdaptSettings` fields): the durations of the
+#: language's phones (which the universal model predicted from their features), 5 pseudo-counts of
+#: the view's statistics; the classifier kept. Chosen on the validation languages
+#: (``benchmarks.languages.eval_languages_cv --test-fold 1 --exclude-folds 0 --adapt-rounds 2``,
+#: docs/results.md): the output-layer refit of the English defaults added nothing to the durations'
+#: gain and alone gained 0.4 points.
+UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": None, "durations_prior": 5.0}
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -407,7 +415,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     ``rounds``: align, re-estimate, repeat. ``references``: a folder of hand-aligned TextGrids
     for some files. ``kind``, ``dictionary``, ``oov``: as for ``align-corpus``. ``settings``: an
     :class:`~aligner.alignment.adaptation.rounds.AdaptSettings` (None: the defaults, but with
-    :data:`MULTI_CONDITION_PRIOR` when the multi-condition expert is the one adapted).
+    :data:`MULTI_CONDITION_PRIOR` when the multi-condition expert is the one adapted, and
+    :data:`UNIVERSAL_ADAPT_SETTINGS` for a universal model).
     ``progress(stage, done, total)`` after each file read and each file of each round;
     ``message(text)`` with each round's report. ``output_dir``: also align the corpus with the
     adapted model there.
@@ -461,6 +470,10 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     if isinstance(base, UniversalModel):  # an ordinary model of the corpus's phones is adapted
         ipa_code = phone_code(phone_set)
         base = universal_corpus_view(base, corpus_dir, kind, dictionary, language, ipa_code)
+        if settings is None:
+            from aligner.alignment.adaptation.rounds import AdaptSettings
+
+            settings = AdaptSettings(**UNIVERSAL_ADAPT_SETTINGS)
         if engine != "local":  # Dask workers load the base from a bundle of its own
             model_out.parent.mkdir(parents=True, exist_ok=True)
             view_staged = Path(tempfile.mkdtemp(prefix=".aligner-adapt-view-", dir=model_out.parent))

@@ -629,7 +629,8 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
                                    base.refiner, base.confidence, base.utterance_check,
                                    base.inventory, base.phone_symbols,  # the base's classes and symbols, kept
                                    front_band_hz=base.front_band_hz,  # and its front end
-                                   front_dereverb=base.front_dereverb, front_denoise=base.front_denoise)
+                                   front_dereverb=base.front_dereverb, front_denoise=base.front_denoise,
+                                   always_scored=base.always_scored)
             refs = [i for i, r in enumerate(recordings) if r.reference is not None]
             if settings.refiner_prior is not None and base.refiner is not None and refs:
                 pairs = [reference_boundaries(model, recordings[i], where.frames(i)) for i in refs]
