@@ -140,7 +140,8 @@ class GraphAlignmentInput:
     """What the feature map and the decoder need for one utterance (frames).
 
     Build with :func:`make_graph_input`. Per node n of ``graph``: ``dur_mean``/``dur_std``
-    floored, ``max_len`` clipped to T, ``log_dur[n, l] = log N(l; mu_n, sigma_n)``;
+    floored, ``max_len`` clipped to T, ``log_dur[n, l] = log N(l; mu_n, sigma_n)`` (for an
+    any-length node its :attr:`PhoneGraph.flat_log_density` for every l);
     ``s_lo``/``s_hi`` the hull of n's feasible start frames and ``e_lo``/``e_hi`` of its
     feasible end frames (exact sets may have gaps; the DP holds -inf there), ``slot`` the
     value layer n uses in the DP (layers are reused once all successors are done).
@@ -334,6 +335,9 @@ def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, 
     sigma = np.maximum(graph.dur_std, float(sigma_floor))
     lengths = np.arange(int(max_len.max()) + 1, dtype=np.float64)
     log_dur = np.ascontiguousarray(_log_normal_pdf(lengths[None, :], mu[:, None], sigma[:, None]))
+    flat = graph.any_length
+    if flat.any():  # every length alike
+        log_dur[flat] = graph.flat_log_density[flat][:, None]
     slot, n_slots = _assign_slots(graph)
     return GraphAlignmentInput(cum, dist, graph, mu, sigma, max_len, log_dur, s_lo, s_hi, e_lo, e_hi,
                                slot, n_slots, min_len, k_min, k_max, _agreement_is_mean(agreement), name)
@@ -699,7 +703,8 @@ class GraphAlignmentTask(StructuredTask):
         per_phone = x.cum_agree[pc, ends] - x.cum_agree[pc, st]
         f[0] = np.sum(per_phone / lengths) if x.agreement_mean else np.sum(per_phone)
         f[1:5] = x.dist[st[1:]].sum(axis=0)
-        f[5] = np.sum(_log_normal_pdf(lengths, x.dur_mean[nd], x.dur_std[nd]))
+        flat = x.graph.flat_log_density[nd]
+        f[5] = np.sum(np.where(np.isnan(flat), _log_normal_pdf(lengths, x.dur_mean[nd], x.dur_std[nd]), flat))
         f[6] = np.sum(np.diff(lengths / x.dur_mean[nd]) ** 2)
         return f
 
