@@ -9,7 +9,13 @@ are decoded as TIMIT closure + release (as for ARPAbet phone transcripts,
 :mod:`aligner.alignment.decoding.stop_closures`) and merged back into the dictionary's symbol; the boundary
 refiner moves every decoded boundary off the 10 ms grid as for phone transcripts.
 
-Pauses use the duration statistics of TIMIT's ``pau`` between words and of ``h#`` at the edges.
+Pauses between words use the duration statistics of TIMIT's ``pau``. The silence at either edge
+lasts however long the recording was cut to leave, so it is of any length from 1 frame to
+``h#``'s longest, or none (:attr:`~aligner.alignment.decoding.graph.Segment.flat_log_density`:
+one log duration density for every length, :data:`LEADING_LOG_DENSITY` before the first word,
+the peak of ``h#``'s Gaussian after the last), and it takes the whole silence where a word
+begins (ends) with a stop closure another pronunciation of the word leaves out
+(:func:`~aligner.alignment.decoding.graph.build_word_graph`).
 Paths of different lengths are compared through a constant divisor (the fewest phones on any
 path) plus :data:`PHONE_BONUS` per phone, which offsets the negative per-phone score a phone adds
 (``docs/results.md`` has the measurement behind the value).
@@ -36,6 +42,12 @@ from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, 
 PHONE_BONUS = 2.0
 #: duration-statistics symbols of a pause between words and of the silence at either end
 PAUSE_SYMBOL, EDGE_SYMBOL = "pau", "h#"
+#: log duration density of the silence before the first word, for any length (frames): minus
+#: :data:`PHONE_BONUS`, so that (with the duration feature's weight 1) a leading silence adds
+#: nothing to a path's score but its classifier agreement. The trailing silence's is lower, the
+#: peak of ``h#``'s Gaussian (about -3.3): a word's fading end sounds like silence, and -2 there
+#: ends last words early (``python -m benchmarks.words.eval_tight_edges`` measures both)
+LEADING_LOG_DENSITY = -2.0
 FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
 
 
@@ -158,16 +170,23 @@ def _segment_cache(model) -> dict:
     return cached[1]
 
 
-def _pause(model, symbol: str) -> Segment:
-    """The one-phone segment of a pause with the duration statistics of ``symbol``."""
+def _pause(model, symbol: str, flat_log_density: float | None = None) -> Segment:
+    """The one-phone segment of a pause with the duration statistics of ``symbol`` (frames;
+    ``flat_log_density``: of any length from 1 frame to the longest, each with this log density)."""
     cache = _segment_cache(model)
-    key = ("pause", symbol)
+    key = ("pause", symbol, flat_log_density)
     seg = cache.get(key)
     if seg is None:
         sil = model.inventory.silence_index
         mean, std, mx = model.durations.for_phones(np.array([sil]), [symbol])
-        seg = cache[key] = Segment.make([sil], mean, std, mx, labels=[symbol])
+        seg = cache[key] = Segment.make([sil], mean, std, mx, labels=[symbol], flat_log_density=flat_log_density)
     return seg
+
+
+def _peak_log_density(model, symbol: str) -> float:
+    """The largest log duration density of ``symbol``'s Gaussian (at its mean; std in frames)."""
+    std = _pause(model, symbol).std[0]
+    return float(-np.log(max(std, 1.0)) - 0.5 * np.log(2.0 * np.pi))
 
 
 #: words kept from each chunk when a long recording is aligned in chunks
@@ -303,8 +322,8 @@ def _in_order(result: WordAlignment) -> WordAlignment:
 def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: Sequence[str] = DEFAULT_RULES) -> tuple:
     """``(graph, expansions)``: the pronunciation graph the decoder searches for W words (each
     word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
-    optional pause between words and at either end) with ``model``'s duration statistics, and
-    per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
+    optional pause between words, and at either end one of any length) with ``model``'s duration
+    statistics, and per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
     arpabet = words_phone_set(model)
     words, expansions = [], []
     for alternatives in pronunciations:
@@ -315,8 +334,9 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
                 exps.append((tuple(phones), exp))
         words.append(segs)
         expansions.append(exps)
-    graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL), leading_pause=_pause(model, EDGE_SYMBOL),
-                             trailing_pause=_pause(model, EDGE_SYMBOL))
+    graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL),
+                             leading_pause=_pause(model, EDGE_SYMBOL, LEADING_LOG_DENSITY),
+                             trailing_pause=_pause(model, EDGE_SYMBOL, _peak_log_density(model, EDGE_SYMBOL)))
     return graph, expansions
 
 
@@ -341,7 +361,30 @@ def decode_word_graph(model, frames, scores, pronunciations, duration_s, name="<
     else:
         starts_s = model.refiner.start_times(scores, frames, graph.classes[nodes], path.starts,
                                              x.dur_mean[nodes], x.dur_std[nodes], duration_s)
+        starts_s = _short_edges_on_grid(graph, path, starts_s, x.n_frames)
     return graph, expansions, x, path, starts_s
+
+
+#: an edge silence decoded shorter than this (frames) keeps its boundary with the word on the
+#: 10 ms grid: the refiner learned that boundary from TIMIT's edge silences, 2 of 240 of which
+#: last under 4 frames, and moves it 10 ms into the word after a 1-frame silence
+SHORT_EDGE_FRAMES = 3
+
+
+def _short_edges_on_grid(graph, path, starts_s: np.ndarray, T: int) -> np.ndarray:
+    """``starts_s`` (K,) seconds with the boundary after a leading silence and before a trailing
+    one of fewer than :data:`SHORT_EDGE_FRAMES` frames (T frames in all) at its grid time."""
+    nodes, starts = path.nodes, path.starts
+    K = len(nodes)
+    if K < 2:
+        return starts_s
+    grid = phone_start_times(starts)
+    out = np.array(starts_s, np.float64)
+    if graph.is_pause[nodes[0]] and graph.any_length[nodes[0]] and starts[1] < SHORT_EDGE_FRAMES:
+        out[1] = min(grid[1], out[2] - 0.001) if K > 2 else grid[1]
+    if graph.is_pause[nodes[-1]] and graph.any_length[nodes[-1]] and T - starts[-1] < SHORT_EDGE_FRAMES:
+        out[-1] = max(grid[-1], out[-2] + 0.001)
+    return out
 
 
 def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
