@@ -109,7 +109,7 @@ def edge_figures(errors_ms: np.ndarray) -> dict:
 
 def run_condition(utterances: list, model_of, margin_ms, align) -> dict:
     """Align every utterance's copy with ``margin_ms`` (None: untouched; ``"prevoiced"``: the
-    prevoiced utterances' copies, module docstring) and score it."""
+    prevoiced utterances' copies, module docstring) and score it; None if no copy was aligned."""
     pairs, first_err, last_err, failed, names = [], [], [], [], []
     for utt in utterances:
         pcm = audio_int16(utt.audio)
@@ -134,6 +134,8 @@ def run_condition(utterances: list, model_of, margin_ms, align) -> dict:
             last_err.append(1000.0 * (hyp[-1].end_s - ref[-1].end_s))
         else:
             failed.append(utt.name)
+    if not first_err:
+        return None  # no copy (no prevoiced utterance), or every one failed
     scores = score_word_alignments(pairs)
     condition = "orig" if margin_ms is None else margin_ms if isinstance(margin_ms, str) else f"{margin_ms:g} ms"
     return {"condition": condition, "utterances": len(pairs), "names": names,
@@ -151,13 +153,15 @@ def align_from_txt(samples: np.ndarray, utt, model) -> list:
 
 
 def format_rows(rows: list) -> str:
-    head = (f"{'condition':<9} {'utts':>4} | {'first start: mean':>17} {'|err|':>6} {'med':>5} {'<=20':>5} {'worst':>6} | "
+    head = (f"{'condition':<9} {'utts':>4} | {'first start: mean':>17} {'|err|':>6} {'med':>5} {'<=20':>5} "
+            f"{'worst':>6} | "
             f"{'last end: mean':>14} {'|err|':>6} {'med':>5} {'<=20':>5} {'worst':>6} | "
             f"{'word MAE':>8} {'<=50':>5} {'F1@20':>5}")
     lines = [head, "-" * len(head)]
     for r in rows:
         f, e = r["first_start"], r["last_end"]
-        lines.append(f"{r['condition']:<9} {r['utterances']:>4} | {f['mean']:17.1f} {f['mae']:6.1f} {f['median_abs']:5.1f} "
+        lines.append(f"{r['condition']:<9} {r['utterances']:>4} | {f['mean']:17.1f} {f['mae']:6.1f} "
+                     f"{f['median_abs']:5.1f} "
                      f"{f['within']:5.1f} {f['worst']:6.1f} | {e['mean']:14.1f} {e['mae']:6.1f} "
                      f"{e['median_abs']:5.1f} {e['within']:5.1f} {e['worst']:6.1f} | {r['word_mae']:8.1f} "
                      f"{r['within_50']:5.1f} {r['word_f1']:5.1f}")
@@ -195,14 +199,15 @@ def main(argv: list[str] | None = None) -> int:
         by_speaker = _fold_models(args.folds_dir)
         model_of, which = (lambda utt: by_speaker[speaker_of_utterance(utt)]), f"fold models of {args.folds_dir}"
     conditions = ([] if args.no_orig else [None]) + list(args.margins_ms) + ["prevoiced"]
-    rows = [run_condition(utterances, model_of, c, align_from_txt) for c in conditions]
+    rows = [r for r in (run_condition(utterances, model_of, c, align_from_txt) for c in conditions) if r is not None]
     print(f"{len(utterances)} utterances from {args.data}, words from .txt, {which}")
     print("condition: N ms of recording left before the first and after the last word (orig: untouched); "
           "errors hypothesis - reference in ms; <=20: % within 20 ms; word MAE over both edges of every "
           "paired word; <=50: % of edges within 50 ms; F1@20 in %")
     print(format_rows(rows))
+    names = [n for r in rows if r["condition"] == "prevoiced" for n in r["names"]]
     print(f"prevoiced: {PREVOICED_MARGIN_MS:g} ms before the voicing of an utterance-initial voiced stop voiced "
-          f"over {PREVOICING_MS:g} ms before its release: {', '.join(rows[-1]['names']) or 'none'}")
+          f"over {PREVOICING_MS:g} ms before its release: {', '.join(names) or 'none'}")
     for r in rows:
         if r["failed"]:
             print(f"{r['condition']}: {len(r['failed'])} utterance(s) returned no words: {', '.join(r['failed'])}")
