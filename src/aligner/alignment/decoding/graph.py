@@ -63,9 +63,12 @@ class Segment:
     labels: tuple = ()
     #: None, or every phone's log duration density for any length (an any-length node, module docstring)
     flat_log_density: float | None = None
+    #: added to a path's score where it takes this segment (its first node's ``node_bonus``)
+    bonus: float = 0.0
 
     @classmethod
-    def make(cls, classes, mean, std, max_frames, labels=None, flat_log_density: float | None = None) -> "Segment":
+    def make(cls, classes, mean, std, max_frames, labels=None, flat_log_density: float | None = None,
+             bonus: float = 0.0) -> "Segment":
         classes = tuple(int(c) for c in np.asarray(classes, np.int64).reshape(-1))
         k = len(classes)
         mean = tuple(float(v) for v in np.broadcast_to(np.asarray(mean, float), (k,)))
@@ -77,7 +80,7 @@ class Segment:
         flat = None if flat_log_density is None else float(flat_log_density)
         if flat is not None and not np.isfinite(flat):
             raise ValueError(f"segment: flat_log_density must be finite, got {flat}")
-        return cls(classes, mean, std, mx, labels, flat)
+        return cls(classes, mean, std, mx, labels, flat, float(bonus))
 
     def __len__(self) -> int:
         return len(self.classes)
@@ -106,13 +109,18 @@ class PhoneGraph:
     #: (N,) float64 log duration density of an any-length node, NaN for the others (module
     #: docstring); None: no any-length node
     flat_log_density: np.ndarray | None = None
+    #: (N,) float64 added to a path's score where it passes the node (a pronunciation's prior,
+    #: in the units of the decoder's phone bonus); None: zeros
+    node_bonus: np.ndarray | None = None
 
     def __post_init__(self):
         N = len(self.classes)
         flat = np.full(N, np.nan) if self.flat_log_density is None else np.asarray(self.flat_log_density, np.float64)
         object.__setattr__(self, "flat_log_density", flat)
+        bonus = np.zeros(N) if self.node_bonus is None else np.asarray(self.node_bonus, np.float64)
+        object.__setattr__(self, "node_bonus", bonus)
         for name in ("dur_mean", "dur_std", "max_frames", "is_start", "is_final", "is_pause",
-                     "word", "alt", "word_start", "pause_slot", "flat_log_density"):
+                     "word", "alt", "word_start", "pause_slot", "flat_log_density", "node_bonus"):
             if getattr(self, name).shape != (N,):
                 raise ValueError(f"phone graph: {name} must have one entry per node ({N})")
         if N == 0:
@@ -346,7 +354,7 @@ def build_word_graph(
                 raise ValueError("a pause segment must hold exactly one phone")
 
     cls, mean, std, mx, labels = [], [], [], [], []
-    preds, start, word, alt, wstart, pslot, ispause, flat = [], [], [], [], [], [], [], []
+    preds, start, word, alt, wstart, pslot, ispause, flat, bonus = [], [], [], [], [], [], [], [], []
 
     def add(seg: Segment, p: list, can_start: bool, w: int, a: int, ws: int, ps: int):
         """Append the phones of ``seg`` as a chain: the first after the nodes ``p`` (a start
@@ -359,6 +367,7 @@ def build_word_graph(
         start.extend([can_start] + [False] * (k - 1)); word.extend([w] * k); alt.extend([a] * k)  # noqa: E702
         wstart.extend([ws] + [-1] * (k - 1)); pslot.extend([ps] * k); ispause.extend([ps >= 0] * k)  # noqa: E702
         flat.extend([np.nan if seg.flat_log_density is None else seg.flat_log_density] * k)
+        bonus.extend([seg.bonus] + [0.0] * (k - 1))
         return first + k - 1
 
     frontier: list = []
@@ -382,7 +391,7 @@ def build_word_graph(
             s = _as_segment(a, stats)
             if len(s) == 0:
                 raise ValueError(f"word {i}: an empty pronunciation")
-            key = (s.classes, s.mean, s.std, s.max_frames, s.flat_log_density)
+            key = (s.classes, s.mean, s.std, s.max_frames, s.flat_log_density)  # the first of a tie's bonuses
             if key in seen:
                 continue
             seen.add(key)
@@ -410,7 +419,8 @@ def build_word_graph(
     g = PhoneGraph(np.array(cls, np.int64), np.array(mean, float), np.array(std, float),
                    np.array(mx, np.int64), ptr, idx, np.array(start, bool), is_final,
                    np.array(ispause, bool), np.array(word, np.int64), np.array(alt, np.int64),
-                   np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64))
+                   np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64),
+                   np.array(bonus, np.float64))
     return g
 
 
