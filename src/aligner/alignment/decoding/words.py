@@ -25,6 +25,7 @@ Times are in seconds; frames are the 10 ms frames of :mod:`aligner.frames`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -37,6 +38,7 @@ from aligner.alignment.decoding.stop_closures import ExpandedTranscript, expand_
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
+from aligner.words.dialects import DEFAULT_DIALECT, DIALECTS, DialectForm, begins_with_vowel, dialect_pronunciations
 
 #: per-phone bonus of the graph decoder (units of the per-phone score ``w . features``)
 PHONE_BONUS = 2.0
@@ -49,6 +51,10 @@ PAUSE_SYMBOL, EDGE_SYMBOL = "pau", "h#"
 #: ends last words early (``python -m benchmarks.words.eval_tight_edges`` measures both)
 LEADING_LOG_DENSITY = -2.0
 FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
+#: added to a path's score (units of :data:`PHONE_BONUS`) for each word it aligns with a
+#: dialect rule's pronunciation (:class:`~aligner.words.dialects.DialectForm`) where the
+#: dictionary's own are offered too (``dialect="auto"``): the dictionary's form is the likelier
+DIALECT_FORM_BONUS = -1.0
 
 
 @dataclass
@@ -199,7 +205,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
                        pronunciations: Sequence[Sequence[Sequence[str]]], duration_s: float,
                        name: str = "<utterance>", phone_bonus: float = PHONE_BONUS,
                        rules: Sequence[str] = DEFAULT_RULES, pause_bonus: float = 0.0,
-                       review: bool = False) -> WordAlignment:
+                       review: bool = False, dialect: str = DEFAULT_DIALECT) -> WordAlignment:
     """Align W words to an utterance's MFCC frames (T, 42) and classifier scores (T, 39).
 
     ``labels``: W word labels for the words tier; ``pronunciations``: for each word, its
@@ -207,6 +213,9 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     :class:`~aligner.errors.AlignmentError` naming ``name`` when no path fits the frames.
     ``review``: also the confidences and transcript-match probability of the model's
     confidence model (:meth:`~aligner.alignment.model.AlignmentModel.review`), if it has one.
+    ``dialect`` (:data:`~aligner.words.dialects.DIALECTS`): ``rhotic`` aligns the pronunciations
+    as given; ``non-rhotic`` their r-less forms, ``auto`` both, the decoder choosing per word
+    (:func:`with_dialect`).
 
     A recording whose exact DP would be large
     (:func:`~aligner.alignment.decoding.long_recordings.needs_long_path`, judged on the first
@@ -219,6 +228,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     from aligner.alignment.decoding.task import check_fits, dp_cells
 
     arpabet = words_phone_set(model)
+    pronunciations = with_dialect(model, pronunciations, dialect)
     # the first pronunciations as the dictionary writes them (the first expansion of each)
     canonical = [_pronunciation_segments(model, tuple(alternatives[0]), tuple(rules), arpabet)[0][1]
                  for alternatives in pronunciations]
@@ -247,6 +257,21 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     out = _join_chunks(decode_chunk, len(labels), CHUNK_WORDS, CHUNK_OVERLAP_WORDS)
     out.transcript_match = min(matches) if matches else None
     return out
+
+
+def with_dialect(model, pronunciations: Sequence[Sequence[Sequence[str]]], dialect: str = DEFAULT_DIALECT) -> list:
+    """Each word's pronunciation alternatives (ARPAbet) for ``dialect``
+    (:func:`aligner.words.dialects.dialect_pronunciations`; the linking r of ``non-rhotic``
+    where the next word may begin with a vowel). A model's own phone set (not the 39 classes)
+    has no English dialect rules: its pronunciations as given (an unknown ``dialect`` still
+    raises ``ValueError``)."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+    if dialect == "rhotic" or words_phone_set(model).inventory is not TIMIT39_INVENTORY:
+        return [list(alternatives) for alternatives in pronunciations]
+    W = len(pronunciations)
+    return [dialect_pronunciations(alternatives, dialect, i + 1 < W and begins_with_vowel(pronunciations[i + 1]))
+            for i, alternatives in enumerate(pronunciations)]
 
 
 def _per_word(result: WordAlignment) -> list:
@@ -330,7 +355,8 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
         segs, exps = [], []
         for phones in alternatives:
             for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
-                segs.append(seg)
+                segs.append(dataclasses.replace(seg, bonus=DIALECT_FORM_BONUS) if isinstance(phones, DialectForm)
+                            else seg)
                 exps.append((tuple(phones), exp))
         words.append(segs)
         expansions.append(exps)
@@ -427,10 +453,13 @@ def _align_words_span(model, frames, scores, labels, pronunciations, duration_s,
 
 def _chosen(alternatives, node_labels, nodes, k, graph):
     """The (phones, expansion) of the alternative whose nodes start at path position ``k``
-    (identical alternatives are kept once in the graph, so match by the labels on the path)."""
+    (identical alternatives are kept once in the graph, so match by the labels on the path, the
+    word's whole run of nodes: one alternative may be another's beginning, ``W AH1`` and ``W AH1 R``)."""
+    word = graph.word[nodes[k]]
+    end = k
+    while end < len(nodes) and graph.word[nodes[end]] == word:
+        end += 1
     for phones, expanded in alternatives:
-        m = len(expanded.symbols)
-        if k + m <= len(nodes) and [node_labels[n] for n in nodes[k:k + m]] == list(expanded.symbols) \
-                and all(graph.word[n] == graph.word[nodes[k]] for n in nodes[k:k + m]):
+        if [node_labels[n] for n in nodes[k:end]] == list(expanded.symbols):
             return phones, expanded
     raise AssertionError("decoded path does not follow any pronunciation of the word")
