@@ -1,8 +1,9 @@
 """Alignment from words: pronunciations -> a pronunciation graph -> words and phones tiers.
 
 The decoder (:mod:`aligner.alignment.decoding.graph_task`) chooses one pronunciation per word (the
-dictionary's variants, or a G2P guess) and whether a pause lies between two words and at either
-end of the utterance; the 7 weights are the alignment model's own. At inference the graph DP
+dictionary's variants, or a G2P guess, and with ``dialect="auto"`` their r-less forms too:
+:func:`with_dialect`; they are whole pronunciations, not expansions, so the phones tier names
+the one chosen) and whether a pause lies between two words and at either end of the utterance; the 7 weights are the alignment model's own. At inference the graph DP
 runs within a band around a first pass (:mod:`aligner.alignment.decoding.graph_band`): the exact DP's
 path whenever that path lies inside the band. Stops and affricates
 are decoded as TIMIT closure + release (as for ARPAbet phone transcripts,
