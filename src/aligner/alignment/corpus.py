@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
 from aligner.alignment.model import AlignmentModel
-from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, check_phone_map,
+from aligner.alignment.pipeline import (Alignment, _align_and_write, _g2p_pronunciation, check_dialect, check_phone_map,
                                         load_dictionary, load_model, phone_code, wants_universal, warm_up,
                                         warm_up_words, words_dictionary)
 from aligner.alignment.universal import UniversalModel
@@ -28,6 +28,7 @@ from aligner.runtime.batch import output_is_complete
 from aligner.runtime.blas import cap_worker_threads
 from aligner.runtime.distributed import (absolute_paths, as_given, check_dask_settings, dask_path, open_pool,
                                          resolve_engine)
+from aligner.words.dialects import DEFAULT_DIALECT
 
 
 class FileReview(NamedTuple):
@@ -125,10 +126,11 @@ def _warm_up_sphere_repair() -> None:
 
 def _align_one(job) -> tuple:
     """Align one corpus file: ``(audio, error or None, seconds of audio, oovs)``; never raises."""
-    audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers, plot_png, language, phone_map, phone_set = job
+    (audio, transcript, out, kind, fmt, dictionary, oov, confidence_tiers, plot_png, language, phone_map, phone_set,
+     dialect) = job
     try:
         _, result = _align_and_write(audio, transcript, out, _WORKER_MODEL, phone_set, None, kind, fmt,
-                                     dictionary, oov, confidence_tiers, language, phone_map)
+                                     dictionary, oov, confidence_tiers, language, phone_map, dialect)
         review = FileReview(*result.review(), result.transcript_match, result.transcript_flagged)
     except AlignerError as exc:
         return str(audio), str(exc), 0.0, {}, None, None
@@ -184,7 +186,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
                  fmt: str = "textgrid", dictionary=None, oov: str = "g2p", engine: Optional[str] = None,
                  scheduler: Optional[str] = None, resume: bool = False,
                  confidence_tiers: bool = False, plot_dir=None, language: Optional[str] = None,
-                 phone_map=None, phone_set: str = "auto") -> CorpusReport:
+                 phone_map=None, phone_set: str = "auto", dialect: str = DEFAULT_DIALECT) -> CorpusReport:
     """Align every audio file under ``corpus_dir`` that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's corpus layout (flat, or one folder per speaker; ``.lab``, ``.txt``
@@ -213,7 +215,8 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     (:func:`~aligner.alignment.pipeline.align_words`). ``phone_set``: of phone transcripts
     (``auto``, ``timit61``, ``timit39``, ``arpabet``; ``ipa`` or ``xsampa``: a phone transcript per
     file, a ``.lab``/``.txt`` of phones or a TextGrid's phones tier, aligned by the shipped
-    universal model unless ``model`` says otherwise, as is a ``language``'s words).
+    universal model unless ``model`` says otherwise, as is a ``language``'s words). ``dialect``:
+    of English words (:func:`~aligner.alignment.pipeline.align_words`).
     """
     from aligner.io.exports import SUFFIXES
 
@@ -225,6 +228,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
     engine = resolve_engine(engine, scheduler)
     check_dask_settings(engine, scheduler, jobs, model, (AlignmentModel, UniversalModel))
     check_phone_map(language, phone_map)
+    check_dialect(dialect)
     t0 = time.perf_counter()
     universal = wants_universal(phone_set, language)
     model_ref = model if isinstance(model, (AlignmentModel, UniversalModel)) else str(
@@ -253,7 +257,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
             continue
         png = None if plot_dir is None else Path(plot_dir) / (u.name + ".png")
         jobs_list.append((u.audio, u.transcript, out, kind, fmt, dictionary, oov, confidence_tiers, png, language,
-                          phone_map, phone_set))
+                          phone_map, phone_set, dialect))
     jobs = max(1, min(jobs, len(jobs_list) or 1))
     ipa_phones = wants_universal(phone_set) and language is None and dictionary is None and kind != "words"
     words = not ipa_phones and any(Path(job[1]).suffix.lower() != ".phn" for job in jobs_list)
@@ -265,7 +269,7 @@ def align_corpus(corpus_dir, out_dir, model=None, jobs: int = 1,
             load_model(model_ref)
         given = [absolute_paths(job[:3] + (dictionary,)) for job in jobs_list]
         tasks = [(dask_path(a), dask_path(t), dask_path(o), k, f, dask_path(d), v, c, dask_path(p), lang, dask_path(pm),
-                  ps) for a, t, o, k, f, d, v, c, p, lang, pm, ps in jobs_list]
+                  ps, dl) for a, t, o, k, f, d, v, c, p, lang, pm, ps, dl in jobs_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
         initializer, initargs = _corpus_worker_init, (dask_model, 1, dask_path(dictionary), words, language,
                                                       phone_set)

@@ -30,6 +30,7 @@ from aligner.io.bundles import ALIGNMENT_KIND, UNIVERSAL_KIND, bundle_kind, defa
 from aligner.io.textgrids import Interval
 from aligner.io.transcripts import read_transcript
 from aligner.phones.sets import OPEN_PHONE_SET_NAMES
+from aligner.words.dialects import DEFAULT_DIALECT
 
 
 PHONE_TIER = "phones"
@@ -453,6 +454,14 @@ def _g2p_pronunciation(word: str) -> tuple:
     return tuple(default_g2p().predict(word))
 
 
+def check_dialect(dialect: str) -> None:
+    """Refuse (one-line :class:`AlignerError`) a dialect not in :data:`~aligner.words.dialects.DIALECTS`."""
+    from aligner.words.dialects import DIALECTS
+
+    if dialect not in DIALECTS:
+        raise AlignerError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+
+
 def check_phone_map(language: str | None, phone_map) -> None:
     """Refuse (one-line :class:`AlignerError`) a ``phone_map`` given without a ``language``: it maps
     that language's phones onto the model's, and would otherwise be ignored."""
@@ -464,7 +473,7 @@ def check_phone_map(language: str | None, phone_map) -> None:
 def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
                 name: str | None = None, tier: str | None = None, language: str | None = None,
                 phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None,
-                phone_set: str = "auto") -> Alignment:
+                phone_set: str = "auto", dialect: str = DEFAULT_DIALECT) -> Alignment:
     """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
     ``words`` and ``phones`` tiers (MFA's names and order).
 
@@ -474,7 +483,11 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     speaker tier). ``dictionary``: None (CMU), a user dictionary path (MFA format, on top of
     CMU) or a loaded dictionary. ``oov``: ``"g2p"`` (unknown words get the G2P's
     pronunciation, listed in ``oovs``) or ``"error"``. ``tier``: of a TextGrid transcript, that
-    interval tier alone. Text normalisation: :mod:`aligner.words.normalize`.
+    interval tier alone. Text normalisation: :mod:`aligner.words.normalize`. ``dialect``
+    (English words, :data:`~aligner.words.dialects.DIALECTS`): ``rhotic`` aligns the dictionary's
+    pronunciations as they are (CMUdict's r-coloured American English), ``non-rhotic`` their
+    r-less forms (``offer`` AO1 F AH0, ``north`` N AO1 TH; a word-final r kept before a vowel),
+    ``auto`` both, the decoder choosing per word (:mod:`aligner.words.dialects`).
 
     ``language`` (e.g. ``es``): the words are in that language: each is read by its G2P, its
     IPA phones reach the model through their closest model phones by features (``phone_map``:
@@ -499,6 +512,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
 
     if oov not in ("g2p", "error"):
         raise ValueError(f"oov must be 'g2p' or 'error', got {oov!r}")
+    check_dialect(dialect)
     check_phone_map(language, phone_map)
     code = phone_code(phone_set)
     m = load_model(model, wants_universal(phone_set, language))
@@ -567,7 +581,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
             scored = ScoredRecording(samples, frames, decoder, scores)
         try:
             result = align_words_scored(decoder, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
-                                        review=True)
+                                        review=True, dialect=dialect if language is None else "rhotic")
         except AlignmentError as exc:
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
@@ -656,7 +670,8 @@ def _relabel_phones(words: list, phones: list, ipa_of: dict) -> list:
 def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_set: str = "auto",
                      split_stops: bool | None = None, dictionary=None, oov: str = "g2p",
                      sr: int | None = None, name: str | None = None, language: str | None = None,
-                     phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> Alignment:
+                     phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None,
+                     dialect: str = DEFAULT_DIALECT) -> Alignment:
     """Align ``audio`` to a phone or words transcript (``kind``: ``auto``, ``phones``, ``words``;
     see :func:`aligner.io.transcripts.transcript_kind`): :func:`align` or :func:`align_words`,
     as an :class:`Alignment`.
@@ -665,9 +680,10 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
     :class:`ScoredRecording` (samples, MFCC frames, decoder, classifier scores) when the
     recording was read and scored whole (not called otherwise), for a caller that works on the
     same recording next and can reuse them (``aligner vowels``' fusion). The alignment is the
-    same with or without it."""
+    same with or without it. ``dialect``: of a words transcript (:func:`align_words`)."""
     from aligner.io.transcripts import transcript_kind
 
+    check_dialect(dialect)
     check_phone_map(language, phone_map)
     if language is not None:  # an unknown language, or its missing pack: before any model is loaded
         from aligner.phones.languages import check_language
@@ -684,7 +700,7 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
         kind = "phones"  # a model of its own phones reads phone transcripts in its symbols (words need a dictionary)
     if transcript_kind(transcript, kind) == "words":
         return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name, language=language,
-                           phone_map=phone_map, on_scored=on_scored, phone_set=phone_set)
+                           phone_map=phone_map, on_scored=on_scored, phone_set=phone_set, dialect=dialect)
     return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr,
                                  on_scored=on_scored)
 
@@ -711,17 +727,18 @@ def check_output_not_input(out, *inputs) -> None:
 def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
                split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
                dictionary=None, oov: str = "g2p", oovs: dict | None = None,
-               confidence_tiers: bool = False) -> Path:
+               confidence_tiers: bool = False, dialect: str = DEFAULT_DIALECT) -> Path:
     """Align one file and write its alignment (``fmt``: ``textgrid``, ``json`` or ``csv``);
     ``out`` defaults to :func:`output_path`. A phone transcript gives a ``phones`` tier, a words
     transcript ``words`` and ``phones`` tiers (:func:`align_transcript`). Refuses an ``out``
     that is the audio, the transcript or the dictionary. ``oovs``, if given, receives the unknown
     words and the pronunciations the G2P gave them. CSV and JSON carry each interval's start
     confidence when the model has a confidence model; a TextGrid does with ``confidence_tiers``
-    (point tiers). See :func:`align_file_reviewed` for the review itself.
+    (point tiers). See :func:`align_file_reviewed` for the review itself. ``dialect``: as for
+    :func:`align_words`.
     """
     out, result = _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt,
-                                   dictionary, oov, confidence_tiers)
+                                   dictionary, oov, confidence_tiers, dialect=dialect)
     if oovs is not None:
         oovs.update(result.oovs)
     return out
@@ -730,23 +747,25 @@ def align_file(audio, transcript, out=None, model=None, phone_set: str = "auto",
 def align_file_reviewed(audio, transcript, out=None, model=None, phone_set: str = "auto",
                         split_stops: bool | None = None, kind: str = "auto", fmt: str = "textgrid",
                         dictionary=None, oov: str = "g2p", confidence_tiers: bool = False,
-                        language: str | None = None, phone_map=None) -> tuple[Path, Alignment]:
+                        language: str | None = None, phone_map=None,
+                        dialect: str = DEFAULT_DIALECT) -> tuple[Path, Alignment]:
     """:func:`align_file`, returning ``(path written, the Alignment written there)`` (its
-    confidences, transcript check and unknown words); ``language``, ``phone_map``: as for
-    :func:`align_words`."""
+    confidences, transcript check and unknown words); ``language``, ``phone_map``, ``dialect``: as
+    for :func:`align_words`."""
     return _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary, oov,
-                            confidence_tiers, language, phone_map)
+                            confidence_tiers, language, phone_map, dialect)
 
 
 def _align_and_write(audio, transcript, out, model, phone_set, split_stops, kind, fmt, dictionary,
-                     oov, confidence_tiers: bool = False, language=None, phone_map=None) -> tuple[Path, Alignment]:
+                     oov, confidence_tiers: bool = False, language=None, phone_map=None,
+                     dialect: str = DEFAULT_DIALECT) -> tuple[Path, Alignment]:
     """:func:`align_file`'s work: the path written and the :class:`Alignment` written there."""
     from aligner.io.exports import write_alignment
 
     out = Path(out) if out is not None else output_path(audio, fmt)
     check_output_not_input(out, audio, transcript, dictionary)
     result = align_transcript(audio, transcript, model, kind, phone_set, split_stops, dictionary, oov,
-                              language=language, phone_map=phone_map)
+                              language=language, phone_map=phone_map, dialect=dialect)
     return write_alignment(out, result.tiers, result.duration_s, fmt, speaker=Path(audio).stem,
                            confidences=result.confidences or None, confidence_tiers=confidence_tiers), result
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import echo, run
-from aligner.cli.options import phone_options, transcript_options
+from aligner.cli.options import dialect_option, phone_options, transcript_options
 
 
 @click.command("align")
@@ -27,9 +27,10 @@ from aligner.cli.options import phone_options, transcript_options
 @click.option("--phone-map", type=click.Path(dir_okay=False, exists=True),
               help="With --language: a file of 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @transcript_options
+@dialect_option
 @phone_options
 def align(audio, transcript, output, model, confidence_tier, language, phone_map, kind, fmt, dictionary, oov,
-          phone_set, split_stops):
+          dialect, phone_set, split_stops):
     """Align AUDIO to TRANSCRIPT and write its words and phones tiers (a phones tier alone for a
     phone transcript).
 
@@ -47,7 +48,8 @@ def align(audio, transcript, output, model, confidence_tier, language, phone_map
     from aligner import api
 
     out, result = run(api.align_file_reviewed, audio, transcript, output, model, phone_set, split_stops, kind,
-                      fmt, dictionary, oov, confidence_tier, language=language, phone_map=phone_map)
+                      fmt, dictionary, oov, confidence_tier, language=language, phone_map=phone_map,
+                      dialect=dialect)
     if result.phone_map:
         echo(f"{language} phones aligned as model phones: "
              + ", ".join(f"{p} -> {m}" for p, m in sorted(result.phone_map.items())), err=True)

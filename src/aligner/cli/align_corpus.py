@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from aligner.cli.common import LazyBar, echo, exit_if_failed, fail, run
-from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options, transcript_options
+from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options, dialect_option, transcript_options
 
 
 @click.command("align-corpus")
@@ -29,9 +29,10 @@ from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options, tra
               help="With --language: 'LANGUAGE_PHONE MODEL_PHONE' lines overriding the feature mapping.")
 @click.option("--phone-set", type=PHONE_SETS, default="auto", show_default=True, help=PHONE_SET_HELP)
 @transcript_options
+@dialect_option
 @cluster_options
 def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, language, phone_map, phone_set, kind,
-                 fmt, dictionary, oov, engine, scheduler, resume):
+                 fmt, dictionary, oov, dialect, engine, scheduler, resume):
     """Align every audio file under CORPUS_DIR that has a transcript of the same stem beside it.
 
     Montreal Forced Aligner's layout (flat or one folder per speaker; .lab, .txt or .TextGrid
@@ -55,7 +56,8 @@ def align_corpus(corpus_dir, out_dir, jobs, model, plot_dir, confidence_tier, la
     progress = LazyBar("aligning")
     report = run(api.align_corpus, corpus_dir, out_dir, model, jobs, progress, kind, fmt, dictionary, oov,
                  engine=engine, scheduler=scheduler, resume=resume, confidence_tiers=confidence_tier,
-                 plot_dir=plot_dir, language=language, phone_map=phone_map, phone_set=phone_set)
+                 plot_dir=plot_dir, language=language, phone_map=phone_map, phone_set=phone_set,
+                 dialect=dialect)
     progress.close()
     if report.resumed:
         echo(f"kept {len(report.resumed)} complete outputs of an earlier run (--resume)")

@@ -32,6 +32,19 @@ def transcript_options(command):
     return _apply(command, options)
 
 
+def dialect_option(command):
+    """``--dialect``: the English pronunciations a words transcript is aligned with."""
+    from aligner.words.dialects import DEFAULT_DIALECT, DIALECTS
+
+    options = [
+        click.option("--dialect", type=click.Choice(list(DIALECTS)), default=DEFAULT_DIALECT, show_default=True,
+                     help="English words: rhotic aligns the dictionary's (American, r-coloured) pronunciations; "
+                          "non-rhotic their r-less forms (offer AO1 F AH0, north N AO1 TH; a word-final r kept "
+                          "before a vowel: RP, Australian...); auto offers both and picks per word by the audio."),
+    ]
+    return _apply(command, options)
+
+
 def cluster_options(command):
     """``--engine``, ``--scheduler``, ``--resume``: where a batch command's files are worked on."""
     options = [

@@ -6,6 +6,8 @@
 * :mod:`aligner.words.normalize`: :func:`normalize_transcript` / :func:`read_words_transcript`,
   orthographic text -> :class:`Token` lookup words, with documented rules.
 * :mod:`aligner.words.oov`: :func:`find_oovs` and :func:`format_oov_report`.
+* :mod:`aligner.words.dialects`: r-less (non-rhotic) forms of CMUdict's pronunciations for
+  ``--dialect`` (:func:`~aligner.words.dialects.dialect_pronunciations`).
 
 Importing this package is cheap: the CMU data is read on the first :func:`load_cmudict` call, and
 num2words / numpy are imported only when needed.

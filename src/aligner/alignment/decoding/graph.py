@@ -10,7 +10,12 @@ Both are edges of one graph:
 * an **edge** ``m -> n`` says phone ``n`` may follow phone ``m``; nodes are numbered in
   topological order (every predecessor of ``n`` has a smaller index), so the segmental DP
   (:mod:`aligner.alignment.decoding.graph_task`) visits them in index order;
-* **start** nodes may begin the utterance (at frame 0), **final** nodes may end it (at T).
+* **start** nodes may begin the utterance (at frame 0), **final** nodes may end it (at T);
+* an **any-length** node (``flat_log_density`` not NaN) has no preferred duration: its log
+  duration density is that constant for every length from 1 frame to its longest (instead of
+  the Gaussian of its mean and std; :func:`~aligner.alignment.decoding.graph_task.make_graph_input`).
+  The silence at a recording's edges is one: it lasts however long the recording was cut to
+  leave, and none at all is a path too.
 
 A path from a start node to a final node is one phone sequence. The arrays are flat (CSR
 predecessor lists ``pred_ptr``/``pred_idx``) so the numba DP reads them directly.
@@ -56,9 +61,14 @@ class Segment:
     std: tuple
     max_frames: tuple
     labels: tuple = ()
+    #: None, or every phone's log duration density for any length (an any-length node, module docstring)
+    flat_log_density: float | None = None
+    #: added to a path's score where it takes this segment (its first node's ``node_bonus``)
+    bonus: float = 0.0
 
     @classmethod
-    def make(cls, classes, mean, std, max_frames, labels=None) -> "Segment":
+    def make(cls, classes, mean, std, max_frames, labels=None, flat_log_density: float | None = None,
+             bonus: float = 0.0) -> "Segment":
         classes = tuple(int(c) for c in np.asarray(classes, np.int64).reshape(-1))
         k = len(classes)
         mean = tuple(float(v) for v in np.broadcast_to(np.asarray(mean, float), (k,)))
@@ -67,7 +77,10 @@ class Segment:
         labels = tuple(str(s) for s in labels) if labels is not None else tuple(str(c) for c in classes)
         if len(labels) != k:
             raise ValueError(f"segment: {k} phones but {len(labels)} labels")
-        return cls(classes, mean, std, mx, labels)
+        flat = None if flat_log_density is None else float(flat_log_density)
+        if flat is not None and not np.isfinite(flat):
+            raise ValueError(f"segment: flat_log_density must be finite, got {flat}")
+        return cls(classes, mean, std, mx, labels, flat, float(bonus))
 
     def __len__(self) -> int:
         return len(self.classes)
@@ -93,11 +106,21 @@ class PhoneGraph:
     pause_slot: np.ndarray  #: (N,) int64 gap of a pause (0 .. W), -1 for a word phone
     labels: tuple  #: (N,) symbols
     n_words: int
+    #: (N,) float64 log duration density of an any-length node, NaN for the others (module
+    #: docstring); None: no any-length node
+    flat_log_density: np.ndarray | None = None
+    #: (N,) float64 added to a path's score where it passes the node (a pronunciation's prior,
+    #: in the units of the decoder's phone bonus); None: zeros
+    node_bonus: np.ndarray | None = None
 
     def __post_init__(self):
         N = len(self.classes)
+        flat = np.full(N, np.nan) if self.flat_log_density is None else np.asarray(self.flat_log_density, np.float64)
+        object.__setattr__(self, "flat_log_density", flat)
+        bonus = np.zeros(N) if self.node_bonus is None else np.asarray(self.node_bonus, np.float64)
+        object.__setattr__(self, "node_bonus", bonus)
         for name in ("dur_mean", "dur_std", "max_frames", "is_start", "is_final", "is_pause",
-                     "word", "alt", "word_start", "pause_slot"):
+                     "word", "alt", "word_start", "pause_slot", "flat_log_density", "node_bonus"):
             if getattr(self, name).shape != (N,):
                 raise ValueError(f"phone graph: {name} must have one entry per node ({N})")
         if N == 0:
@@ -124,6 +147,11 @@ class PhoneGraph:
             raise ValueError("phone graph: one label per node")
 
     # -- structure ---------------------------------------------------------------------
+    @property
+    def any_length(self) -> np.ndarray:
+        """(N,) bool: the any-length nodes (module docstring)."""
+        return ~np.isnan(self.flat_log_density)
+
     @property
     def n_nodes(self) -> int:
         return len(self.classes)
@@ -266,6 +294,19 @@ def _as_segment(alt, stats: Callable | None) -> Segment:
     return Segment.make(classes, mean, std, mx)
 
 
+def _absorbed(segs: list, edge: Segment, k: int) -> list:
+    """The alternatives of the first (``k=0``) or last (``k=-1``) word without those whose
+    phone ``k`` has the class of the any-length silence ``edge`` at that end, when another
+    alternative is left: an edge silence of any length and a phone of its class beside it (a
+    word-initial stop's closure) would share one silence at no cost, and the silence takes it
+    all (a recording's first frames of silence or prevoicing before a stop's release are the
+    leading silence, as TIMIT's annotators label them). Other alternatives as they were."""
+    if edge.flat_log_density is None:
+        return segs
+    kept = [s for s in segs if s.classes[k] != edge.classes[0]]
+    return kept or segs
+
+
 def build_word_graph(
     words: Sequence[Sequence],
     pause: Segment | None = None,
@@ -288,6 +329,10 @@ def build_word_graph(
         between: mode of every gap between words (``"optional"``, ``"required"``, ``"none"``),
             or a list of W-1 modes.
         leading, trailing: mode of the pause before the first / after the last word.
+        leading_pause, trailing_pause: their segments when not ``pause``; an any-length one
+            (:attr:`Segment.flat_log_density`) leaves out the first (last) word's alternatives
+            that begin (end) with a phone of its class when the word has others
+            (:func:`_absorbed`).
     """
     W = len(words)
     if W == 0:
@@ -309,7 +354,7 @@ def build_word_graph(
                 raise ValueError("a pause segment must hold exactly one phone")
 
     cls, mean, std, mx, labels = [], [], [], [], []
-    preds, start, word, alt, wstart, pslot, ispause = [], [], [], [], [], [], []
+    preds, start, word, alt, wstart, pslot, ispause, flat, bonus = [], [], [], [], [], [], [], [], []
 
     def add(seg: Segment, p: list, can_start: bool, w: int, a: int, ws: int, ps: int):
         """Append the phones of ``seg`` as a chain: the first after the nodes ``p`` (a start
@@ -321,6 +366,8 @@ def build_word_graph(
         preds.append(sorted(set(p))); preds.extend([n] for n in range(first, first + k - 1))  # noqa: E702
         start.extend([can_start] + [False] * (k - 1)); word.extend([w] * k); alt.extend([a] * k)  # noqa: E702
         wstart.extend([ws] + [-1] * (k - 1)); pslot.extend([ps] * k); ispause.extend([ps >= 0] * k)  # noqa: E702
+        flat.extend([np.nan if seg.flat_log_density is None else seg.flat_log_density] * k)
+        bonus.extend([seg.bonus] + [0.0] * (k - 1))
         return first + k - 1
 
     frontier: list = []
@@ -344,13 +391,17 @@ def build_word_graph(
             s = _as_segment(a, stats)
             if len(s) == 0:
                 raise ValueError(f"word {i}: an empty pronunciation")
-            key = (s.classes, s.mean, s.std, s.max_frames)
+            key = (s.classes, s.mean, s.std, s.max_frames, s.flat_log_density)  # the first of a tie's bonuses
             if key in seen:
                 continue
             seen.add(key)
             segs.append(s)
         if not segs:
             raise ValueError(f"word {i}: no pronunciation")
+        if i == 0 and leading != "none":
+            segs = _absorbed(segs, leading_pause, 0)
+        if i == W - 1 and trailing != "none":
+            segs = _absorbed(segs, trailing_pause, -1)
         ends = []
         for a, s in enumerate(segs):
             ends.append(add(s, frontier, can_start, i, a, i, -1))
@@ -368,7 +419,8 @@ def build_word_graph(
     g = PhoneGraph(np.array(cls, np.int64), np.array(mean, float), np.array(std, float),
                    np.array(mx, np.int64), ptr, idx, np.array(start, bool), is_final,
                    np.array(ispause, bool), np.array(word, np.int64), np.array(alt, np.int64),
-                   np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W)
+                   np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64),
+                   np.array(bonus, np.float64))
     return g
 
 

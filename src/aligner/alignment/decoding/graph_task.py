@@ -30,7 +30,9 @@ With a constant Z, ``argmax_y w.phi`` does not depend on Z at all (the objective
 by 1/Z), but each extra phone adds its own per-phone terms, which are negative on average
 (the log duration density, the agreement): a constant divisor prefers paths with fewer
 phones. ``phone_bonus`` (b, added per phone) and ``pause_bonus`` (added per pause phone)
-counter that; the decoder maximises ``w.phi(x, y) + (b K(y) + b_pause P(y)) / Z``
+counter that, and a node's own :attr:`~aligner.alignment.decoding.graph.PhoneGraph.node_bonus`
+(a pronunciation's prior, on its first phone) is added where it lies on the path; the decoder
+maximises ``w.phi(x, y) + (b K(y) + b_pause P(y) + B(y)) / Z``
 (:meth:`GraphAlignmentTask.score`). They are decode-time constants, not learned (they are
 not in phi): a trainer learns w with them fixed. ``"path"`` normalisation is the constant
 divisor with the bonus b = -lambda* chosen per utterance (lambda* the best path's mean
@@ -140,7 +142,8 @@ class GraphAlignmentInput:
     """What the feature map and the decoder need for one utterance (frames).
 
     Build with :func:`make_graph_input`. Per node n of ``graph``: ``dur_mean``/``dur_std``
-    floored, ``max_len`` clipped to T, ``log_dur[n, l] = log N(l; mu_n, sigma_n)``;
+    floored, ``max_len`` clipped to T, ``log_dur[n, l] = log N(l; mu_n, sigma_n)`` (for an
+    any-length node its :attr:`PhoneGraph.flat_log_density` for every l);
     ``s_lo``/``s_hi`` the hull of n's feasible start frames and ``e_lo``/``e_hi`` of its
     feasible end frames (exact sets may have gaps; the DP holds -inf there), ``slot`` the
     value layer n uses in the DP (layers are reused once all successors are done).
@@ -334,6 +337,9 @@ def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, 
     sigma = np.maximum(graph.dur_std, float(sigma_floor))
     lengths = np.arange(int(max_len.max()) + 1, dtype=np.float64)
     log_dur = np.ascontiguousarray(_log_normal_pdf(lengths[None, :], mu[:, None], sigma[:, None]))
+    flat = graph.any_length
+    if flat.any():  # every length alike
+        log_dur[flat] = graph.flat_log_density[flat][:, None]
     slot, n_slots = _assign_slots(graph)
     return GraphAlignmentInput(cum, dist, graph, mu, sigma, max_len, log_dur, s_lo, s_hi, e_lo, e_hi,
                                slot, n_slots, min_len, k_min, k_max, _agreement_is_mean(agreement), name)
@@ -346,8 +352,8 @@ def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, 
 
 @njit(cache=True, nogil=True)
 def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pred_ptr, pred_idx,
-              is_start, is_final, is_pause, s_lo, s_hi, e_lo, e_hi, slot, n_slots, bp_offset,
-              bp_pred, bp_len, w, inv_z, phone_bonus, pause_bonus, ref_start, node_word,
+              is_start, is_final, node_bias, s_lo, s_hi, e_lo, e_hi, slot, n_slots, bp_offset,
+              bp_pred, bp_len, w, inv_z, phone_bonus, ref_start, node_word,
               ref_word_start, eps, inv_kref, cost_kind, tau, mismatch, agreement_mean):
     """argmax over paths and segmentations of the objective (module docstring), in frames.
 
@@ -410,9 +416,7 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
             continue
         p = classes[n]
         r_mu = 1.0 / dur_mean[n]
-        bias = phone_bonus * inv_z
-        if is_pause[n]:
-            bias += pause_bonus * inv_z
+        bias = (phone_bonus + node_bias[n]) * inv_z
         for l in range(min_len, m_n + 1):
             x_cur[l] = l * r_mu
             dur_cur[l] = w_dur * log_dur[n, l]
@@ -699,7 +703,8 @@ class GraphAlignmentTask(StructuredTask):
         per_phone = x.cum_agree[pc, ends] - x.cum_agree[pc, st]
         f[0] = np.sum(per_phone / lengths) if x.agreement_mean else np.sum(per_phone)
         f[1:5] = x.dist[st[1:]].sum(axis=0)
-        f[5] = np.sum(_log_normal_pdf(lengths, x.dur_mean[nd], x.dur_std[nd]))
+        flat = x.graph.flat_log_density[nd]
+        f[5] = np.sum(np.where(np.isnan(flat), _log_normal_pdf(lengths, x.dur_mean[nd], x.dur_std[nd]), flat))
         f[6] = np.sum(np.diff(lengths / x.dur_mean[nd]) ** 2)
         return f
 
@@ -708,9 +713,12 @@ class GraphAlignmentTask(StructuredTask):
         return self.raw_features(x, y) / self.z(x, y)
 
     def bonus(self, x: GraphAlignmentInput, y: GraphPath) -> float:
-        """The decode-time bonus of ``y``: ``(b K + b_pause P) / Z``."""
-        n_pause = int(np.sum(x.graph.is_pause[y.nodes]))
-        return (self.phone_bonus * len(y) + self.pause_bonus * n_pause) / self.z(x, y)
+        """The decode-time bonus of ``y``: ``(b K + b_pause P + sum of its nodes' node_bonus) / Z``."""
+        return (self.phone_bonus * len(y) + float(np.sum(self._node_bias(x.graph)[y.nodes]))) / self.z(x, y)
+
+    def _node_bias(self, g: PhoneGraph) -> np.ndarray:
+        """(N,) per node: ``pause_bonus`` for a pause, plus its :attr:`PhoneGraph.node_bonus`."""
+        return self.pause_bonus * g.is_pause + g.node_bonus
 
     def score(self, x: GraphAlignmentInput, y: GraphPath, w) -> float:
         """The objective the decoder maximises: ``w . phi(x, y) + bonus(x, y)``."""
@@ -776,9 +784,10 @@ class GraphAlignmentTask(StructuredTask):
         y, _ = self._run(x, w, None, 0.0, 1.0, 0.0)
         w = np.asarray(w, float)
 
+        bias = self._node_bias(x.graph)
+
         def ratio(p):
-            n_pause = int(np.sum(x.graph.is_pause[p.nodes]))
-            return (float(np.dot(w, self.raw_features(x, p))) + self.pause_bonus * n_pause) / len(p)
+            return (float(np.dot(w, self.raw_features(x, p))) + float(np.sum(bias[p.nodes]))) / len(p)
 
         lam = ratio(y)
         for _ in range(100):
@@ -813,8 +822,8 @@ class GraphAlignmentTask(StructuredTask):
         bp_pred = np.empty(int(off[-1]), dtype=_uint_for(max(max_pred - 1, 0)))
         nodes, starts, k, value = _graph_dp(
             x.cum_agree, x.dist, g.classes, x.dur_mean, x.log_dur, x.max_len, x.min_len, g.pred_ptr,
-            g.pred_idx, g.is_start, g.is_final, g.is_pause, x.s_lo, x.s_hi, x.e_lo, x.e_hi, x.slot,
-            x.n_slots, off, bp_pred, bp_len, w, float(inv_z), float(phone_bonus), float(self.pause_bonus),
+            g.pred_idx, g.is_start, g.is_final, self._node_bias(g), x.s_lo, x.s_hi, x.e_lo, x.e_hi, x.slot,
+            x.n_slots, off, bp_pred, bp_len, w, float(inv_z), float(phone_bonus),
             ref_start, g.word_start, ref_ws, float(eps), float(inv_kref), _COST_KINDS[self.cost_name],
             self.tau, self.mismatch_cost, bool(x.agreement_mean))
         if k == 0:

@@ -1,15 +1,22 @@
 """Alignment from words: pronunciations -> a pronunciation graph -> words and phones tiers.
 
 The decoder (:mod:`aligner.alignment.decoding.graph_task`) chooses one pronunciation per word (the
-dictionary's variants, or a G2P guess) and whether a pause lies between two words and at either
-end of the utterance; the 7 weights are the alignment model's own. At inference the graph DP
+dictionary's variants, or a G2P guess, and with ``dialect="auto"`` their r-less forms too:
+:func:`with_dialect`; they are whole pronunciations, not expansions, so the phones tier names
+the one chosen) and whether a pause lies between two words and at either end of the utterance; the 7 weights are the alignment model's own. At inference the graph DP
 runs within a band around a first pass (:mod:`aligner.alignment.decoding.graph_band`): the exact DP's
 path whenever that path lies inside the band. Stops and affricates
 are decoded as TIMIT closure + release (as for ARPAbet phone transcripts,
 :mod:`aligner.alignment.decoding.stop_closures`) and merged back into the dictionary's symbol; the boundary
 refiner moves every decoded boundary off the 10 ms grid as for phone transcripts.
 
-Pauses use the duration statistics of TIMIT's ``pau`` between words and of ``h#`` at the edges.
+Pauses between words use the duration statistics of TIMIT's ``pau``. The silence at either edge
+lasts however long the recording was cut to leave, so it is of any length from 1 frame to
+``h#``'s longest, or none (:attr:`~aligner.alignment.decoding.graph.Segment.flat_log_density`:
+one log duration density for every length, :data:`LEADING_LOG_DENSITY` before the first word,
+the peak of ``h#``'s Gaussian after the last), and it takes the whole silence where a word
+begins (ends) with a stop closure another pronunciation of the word leaves out
+(:func:`~aligner.alignment.decoding.graph.build_word_graph`).
 Paths of different lengths are compared through a constant divisor (the fewest phones on any
 path) plus :data:`PHONE_BONUS` per phone, which offsets the negative per-phone score a phone adds
 (``docs/results.md`` has the measurement behind the value).
@@ -19,6 +26,7 @@ Times are in seconds; frames are the 10 ms frames of :mod:`aligner.frames`.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -31,12 +39,23 @@ from aligner.alignment.decoding.stop_closures import ExpandedTranscript, expand_
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
+from aligner.words.dialects import DEFAULT_DIALECT, DIALECTS, DialectForm, begins_with_vowel, dialect_pronunciations
 
 #: per-phone bonus of the graph decoder (units of the per-phone score ``w . features``)
 PHONE_BONUS = 2.0
 #: duration-statistics symbols of a pause between words and of the silence at either end
 PAUSE_SYMBOL, EDGE_SYMBOL = "pau", "h#"
+#: log duration density of the silence before the first word, for any length (frames): minus
+#: :data:`PHONE_BONUS`, so that (with the duration feature's weight 1) a leading silence adds
+#: nothing to a path's score but its classifier agreement. The trailing silence's is lower, the
+#: peak of ``h#``'s Gaussian (about -3.3): a word's fading end sounds like silence, and -2 there
+#: ends last words early (``python -m benchmarks.words.eval_tight_edges`` measures both)
+LEADING_LOG_DENSITY = -2.0
 FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
+#: added to a path's score (units of :data:`PHONE_BONUS`) for each word it aligns with a
+#: dialect rule's pronunciation (:class:`~aligner.words.dialects.DialectForm`) where the
+#: dictionary's own are offered too (``dialect="auto"``): the dictionary's form is the likelier
+DIALECT_FORM_BONUS = -1.0
 
 
 @dataclass
@@ -158,16 +177,23 @@ def _segment_cache(model) -> dict:
     return cached[1]
 
 
-def _pause(model, symbol: str) -> Segment:
-    """The one-phone segment of a pause with the duration statistics of ``symbol``."""
+def _pause(model, symbol: str, flat_log_density: float | None = None) -> Segment:
+    """The one-phone segment of a pause with the duration statistics of ``symbol`` (frames;
+    ``flat_log_density``: of any length from 1 frame to the longest, each with this log density)."""
     cache = _segment_cache(model)
-    key = ("pause", symbol)
+    key = ("pause", symbol, flat_log_density)
     seg = cache.get(key)
     if seg is None:
         sil = model.inventory.silence_index
         mean, std, mx = model.durations.for_phones(np.array([sil]), [symbol])
-        seg = cache[key] = Segment.make([sil], mean, std, mx, labels=[symbol])
+        seg = cache[key] = Segment.make([sil], mean, std, mx, labels=[symbol], flat_log_density=flat_log_density)
     return seg
+
+
+def _peak_log_density(model, symbol: str) -> float:
+    """The largest log duration density of ``symbol``'s Gaussian (at its mean; std in frames)."""
+    std = _pause(model, symbol).std[0]
+    return float(-np.log(max(std, 1.0)) - 0.5 * np.log(2.0 * np.pi))
 
 
 #: words kept from each chunk when a long recording is aligned in chunks
@@ -180,7 +206,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
                        pronunciations: Sequence[Sequence[Sequence[str]]], duration_s: float,
                        name: str = "<utterance>", phone_bonus: float = PHONE_BONUS,
                        rules: Sequence[str] = DEFAULT_RULES, pause_bonus: float = 0.0,
-                       review: bool = False) -> WordAlignment:
+                       review: bool = False, dialect: str = DEFAULT_DIALECT) -> WordAlignment:
     """Align W words to an utterance's MFCC frames (T, 42) and classifier scores (T, 39).
 
     ``labels``: W word labels for the words tier; ``pronunciations``: for each word, its
@@ -188,6 +214,9 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     :class:`~aligner.errors.AlignmentError` naming ``name`` when no path fits the frames.
     ``review``: also the confidences and transcript-match probability of the model's
     confidence model (:meth:`~aligner.alignment.model.AlignmentModel.review`), if it has one.
+    ``dialect`` (:data:`~aligner.words.dialects.DIALECTS`): ``rhotic`` aligns the pronunciations
+    as given; ``non-rhotic`` their r-less forms, ``auto`` both, the decoder choosing per word
+    (:func:`with_dialect`).
 
     A recording whose exact DP would be large
     (:func:`~aligner.alignment.decoding.long_recordings.needs_long_path`, judged on the first
@@ -200,6 +229,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     from aligner.alignment.decoding.task import check_fits, dp_cells
 
     arpabet = words_phone_set(model)
+    pronunciations = with_dialect(model, pronunciations, dialect)
     # the first pronunciations as the dictionary writes them (the first expansion of each)
     canonical = [_pronunciation_segments(model, tuple(alternatives[0]), tuple(rules), arpabet)[0][1]
                  for alternatives in pronunciations]
@@ -228,6 +258,21 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     out = _join_chunks(decode_chunk, len(labels), CHUNK_WORDS, CHUNK_OVERLAP_WORDS)
     out.transcript_match = min(matches) if matches else None
     return out
+
+
+def with_dialect(model, pronunciations: Sequence[Sequence[Sequence[str]]], dialect: str = DEFAULT_DIALECT) -> list:
+    """Each word's pronunciation alternatives (ARPAbet) for ``dialect``
+    (:func:`aligner.words.dialects.dialect_pronunciations`; the linking r of ``non-rhotic``
+    where the next word may begin with a vowel). A model's own phone set (not the 39 classes)
+    has no English dialect rules: its pronunciations as given (an unknown ``dialect`` still
+    raises ``ValueError``)."""
+    if dialect not in DIALECTS:
+        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+    if dialect == "rhotic" or words_phone_set(model).inventory is not TIMIT39_INVENTORY:
+        return [list(alternatives) for alternatives in pronunciations]
+    W = len(pronunciations)
+    return [dialect_pronunciations(alternatives, dialect, i + 1 < W and begins_with_vowel(pronunciations[i + 1]))
+            for i, alternatives in enumerate(pronunciations)]
 
 
 def _per_word(result: WordAlignment) -> list:
@@ -303,20 +348,22 @@ def _in_order(result: WordAlignment) -> WordAlignment:
 def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: Sequence[str] = DEFAULT_RULES) -> tuple:
     """``(graph, expansions)``: the pronunciation graph the decoder searches for W words (each
     word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
-    optional pause between words and at either end) with ``model``'s duration statistics, and
-    per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
+    optional pause between words, and at either end one of any length) with ``model``'s duration
+    statistics, and per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
     arpabet = words_phone_set(model)
     words, expansions = [], []
     for alternatives in pronunciations:
         segs, exps = [], []
         for phones in alternatives:
             for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
-                segs.append(seg)
+                segs.append(dataclasses.replace(seg, bonus=DIALECT_FORM_BONUS) if isinstance(phones, DialectForm)
+                            else seg)
                 exps.append((tuple(phones), exp))
         words.append(segs)
         expansions.append(exps)
-    graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL), leading_pause=_pause(model, EDGE_SYMBOL),
-                             trailing_pause=_pause(model, EDGE_SYMBOL))
+    graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL),
+                             leading_pause=_pause(model, EDGE_SYMBOL, LEADING_LOG_DENSITY),
+                             trailing_pause=_pause(model, EDGE_SYMBOL, _peak_log_density(model, EDGE_SYMBOL)))
     return graph, expansions
 
 
@@ -342,7 +389,30 @@ def decode_word_graph(model, frames, scores, pronunciations, duration_s, name="<
     else:
         starts_s = model.refiner.start_times(scores, frames, graph.classes[nodes], path.starts,
                                              x.dur_mean[nodes], x.dur_std[nodes], duration_s)
+        starts_s = _short_edges_on_grid(graph, path, starts_s, x.n_frames)
     return graph, expansions, x, path, starts_s
+
+
+#: an edge silence decoded shorter than this (frames) keeps its boundary with the word on the
+#: 10 ms grid: the refiner learned that boundary from TIMIT's edge silences, 2 of 240 of which
+#: last under 4 frames, and moves it 10 ms into the word after a 1-frame silence
+SHORT_EDGE_FRAMES = 3
+
+
+def _short_edges_on_grid(graph, path, starts_s: np.ndarray, T: int) -> np.ndarray:
+    """``starts_s`` (K,) seconds with the boundary after a leading silence and before a trailing
+    one of fewer than :data:`SHORT_EDGE_FRAMES` frames (T frames in all) at its grid time."""
+    nodes, starts = path.nodes, path.starts
+    K = len(nodes)
+    if K < 2:
+        return starts_s
+    grid = phone_start_times(starts)
+    out = np.array(starts_s, np.float64)
+    if graph.is_pause[nodes[0]] and graph.any_length[nodes[0]] and starts[1] < SHORT_EDGE_FRAMES:
+        out[1] = min(grid[1], out[2] - 0.001) if K > 2 else grid[1]
+    if graph.is_pause[nodes[-1]] and graph.any_length[nodes[-1]] and T - starts[-1] < SHORT_EDGE_FRAMES:
+        out[-1] = max(grid[-1], out[-2] + 0.001)
+    return out
 
 
 def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
@@ -385,10 +455,13 @@ def _align_words_span(model, frames, scores, labels, pronunciations, duration_s,
 
 def _chosen(alternatives, node_labels, nodes, k, graph):
     """The (phones, expansion) of the alternative whose nodes start at path position ``k``
-    (identical alternatives are kept once in the graph, so match by the labels on the path)."""
+    (identical alternatives are kept once in the graph, so match by the labels on the path, the
+    word's whole run of nodes: one alternative may be another's beginning, ``W AH1`` and ``W AH1 R``)."""
+    word = graph.word[nodes[k]]
+    end = k
+    while end < len(nodes) and graph.word[nodes[end]] == word:
+        end += 1
     for phones, expanded in alternatives:
-        m = len(expanded.symbols)
-        if k + m <= len(nodes) and [node_labels[n] for n in nodes[k:k + m]] == list(expanded.symbols) \
-                and all(graph.word[n] == graph.word[nodes[k]] for n in nodes[k:k + m]):
+        if [node_labels[n] for n in nodes[k:end]] == list(expanded.symbols):
             return phones, expanded
     raise AssertionError("decoded path does not follow any pronunciation of the word")
