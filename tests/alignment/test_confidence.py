@@ -25,6 +25,11 @@ class _Model:
         self.weights = np.asarray(weights, float)
         self.min_frames = 1
 
+    always_scored = None  # every class scored
+
+    def transcript_scores(self, scores, classes):
+        return AlignmentModel.transcript_scores(self, scores, classes)
+
     def make_input(self, frames, classes, scores):
         return AlignmentModel.make_input(self, frames, classes, scores)
 
