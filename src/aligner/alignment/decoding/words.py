@@ -349,15 +349,24 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
     """``(graph, expansions)``: the pronunciation graph the decoder searches for W words (each
     word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
     optional pause between words, and at either end one of any length) with ``model``'s duration
-    statistics, and per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
+    statistics, and per word its ``[(phones, expansion), ...]`` in the graph's alternative order.
+    An alternative's segment carries :data:`DIALECT_FORM_BONUS` (a dialect form) plus the model's
+    :attr:`~aligner.alignment.model.AlignmentModel.pronunciation_bonus` of it, if any."""
     arpabet = words_phone_set(model)
+    bonus = getattr(model, "pronunciation_bonus", None) or {}
+    if bonus:
+        from aligner.alignment.adaptation.pronunciations import alternative_key, word_key
     words, expansions = [], []
     for alternatives in pronunciations:
         segs, exps = [], []
+        word = word_key(alternatives) if bonus else None
         for phones in alternatives:
             for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
-                segs.append(dataclasses.replace(seg, bonus=DIALECT_FORM_BONUS) if isinstance(phones, DialectForm)
-                            else seg)
+                extra = bonus.get(alternative_key(word, exp.symbols), 0.0) if bonus else 0.0
+                if isinstance(phones, DialectForm) or extra:
+                    seg = dataclasses.replace(seg, bonus=extra + (DIALECT_FORM_BONUS if isinstance(phones, DialectForm)
+                                                                  else 0.0))
+                segs.append(seg)
                 exps.append((tuple(phones), exp))
         words.append(segs)
         expansions.append(exps)
