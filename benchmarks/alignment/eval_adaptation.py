@@ -102,6 +102,8 @@ for _alpha in (0.3, 1, 3, 10):
     SETTINGS[f"pron{_alpha:g}"] = AdaptSettings(**dict(_NONE, pronunciation_prior=float(_alpha)))
     SETTINGS[f"clf3r+dur30+pron{_alpha:g}"] = dataclasses.replace(SETTINGS["clf3r+dur30"],
                                                                 pronunciation_prior=float(_alpha))
+    SETTINGS[f"pronv{_alpha:g}"] = AdaptSettings(**dict(_NONE, pronunciation_prior=float(_alpha),
+                                                        pronunciation_level="phones"))
 #: settings that first choose a frequency warp per speaker (:func:`choose_warps`) with the fold model
 VTLN = {"vtln", "vtln+clf3r", "vtln+clf3r-drop"}
 CONFIDENCE_SETTINGS = (16, 10.0, "platt", (20.0,))

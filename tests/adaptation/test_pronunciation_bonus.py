@@ -94,3 +94,27 @@ def test_adapting_words_counts_choices_and_saves_the_bonuses(words_corpus, tmp_p
                                                         phone_set="timit61")], rounds=1,
                             settings=settings)[0]
     assert phones.pronunciation_bonus is None
+
+
+def test_a_variant_level_bonus_reaches_every_expansion_of_the_variant(words_corpus):
+    from aligner.alignment.decoding.words import word_graph
+
+    model, _ = words_corpus
+    prons = [[("D", "OW1", "N", "T"), ("D", "OW1", "N")], [("AE1", "S", "K")]]
+    graph0, exps = word_graph(model, prons)
+    key = pr.alternative_key(pr.word_key(prons[0]), prons[0][0], "phones")
+    assert key.endswith("\t=D OW1 N T")
+    n_expansions = sum(1 for phones, _ in exps[0] if phones == prons[0][0])
+    graph1, _ = word_graph(dataclasses.replace(model, pronunciation_bonus={key: -0.5}), prons)
+    assert 1 <= np.count_nonzero(graph1.node_bonus) <= n_expansions  # expansions may share a first node
+    assert np.all(graph1.node_bonus[graph1.node_bonus != 0] == -0.5)
+
+
+def test_variant_level_choices_name_dictionary_variants(words_corpus):
+    model, recs = words_corpus
+    settings = ad.AdaptSettings(classifier_prior=None, pronunciation_prior=1.0, pronunciation_level="phones",
+                                skip_flagged=False)
+    adapted, _ = ad.adapt_model(model, recs[:1], rounds=1, settings=settings)
+    assert adapted.pronunciation_bonus and all("\t=" in k for k in adapted.pronunciation_bonus)
+    with pytest.raises(ValueError, match="pronunciation_level"):
+        ad.AdaptSettings(pronunciation_level="words").check()

@@ -707,9 +707,9 @@ class AlignmentModel:
                         front_band_hz=None if front_band is None else check_band(front_band),
                         **_front_end_settings(p), always_scored=always)
             if p.get("pronunciation_bonus") is not None:
-                from aligner.alignment.adaptation.pronunciations import check_bonuses
+                from aligner.alignment.decoding.words import check_pronunciation_bonus
 
-                model.pronunciation_bonus = check_bonuses(p["pronunciation_bonus"])
+                model.pronunciation_bonus = check_pronunciation_bonus(p["pronunciation_bonus"])
             expert = p.get("condition_expert")
             if expert is not None or "expert_classifier" in arrays or "band_expert_classifier" in arrays:
                 if not isinstance(expert, dict) or "expert_classifier" not in arrays:

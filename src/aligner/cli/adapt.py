@@ -74,8 +74,12 @@ class _StageBars:
                    "(classifier output layer, durations) only where it raises their mean boundary confidence "
                    "(the base's confidence model; own: each candidate's evidence, base: the base model's). "
                    "Needs a model with a confidence model and at least 10 recordings.")
+@click.option("--pronunciation-prior", type=click.FloatRange(min=0, min_open=True), default=None, metavar="ALPHA",
+              help="Words: count which pronunciation of each word (dictionary variant, rule variant, dialect form) "
+                   "the decoder chooses and save a bonus per alternative, log of its relative frequency with ALPHA "
+                   "pseudo-counts each (e.g. 1) [off].")
 def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, language, phone_map, phone_set, rounds,
-          output_dir, jobs, engine, scheduler, keep_check):
+          output_dir, jobs, engine, scheduler, keep_check, pronunciation_prior):
     """Adapt the alignment model to the recordings of CORPUS_DIR and save it to MODEL_OUT.
 
     CORPUS_DIR is any corpus align-corpus reads (Montreal Forced Aligner's layout with .lab,
@@ -105,7 +109,7 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, langu
     report = run(api.adapt, corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir,
                  jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)), engine=engine,
                  scheduler=scheduler, language=language, phone_map=phone_map, phone_set=phone_set,
-                 keep_check=None if keep_check == "off" else keep_check)
+                 keep_check=None if keep_check == "off" else keep_check, pronunciation_prior=pronunciation_prior)
     bars.close()
     if report.phone_map:
         echo(f"{language} phones aligned as model phones: "

@@ -26,10 +26,18 @@ model's calibrated confidence model (:mod:`aligner.alignment.review.confidence`)
   prefers the base's alignment: a change is kept only when its boundaries look better to the
   base model itself (conservative: biased toward reverting).
 
-Which is the default is decided by the speaker-fold benchmark
-(``benchmarks.alignment.eval_adaptation``); a corpus of fewer than :data:`MIN_RECORDINGS`
-recordings, or a model without a confidence model, holds nothing back and keeps every change
-(the report says why).
+A corpus of fewer than :data:`MIN_RECORDINGS` recordings, or a model without a confidence
+model, holds nothing back and keeps every change (the report says why).
+
+Measured (``python -m benchmarks.alignment.eval_adaptation --modes words phones --rounds 2``, the
+4 speaker folds of the TIMIT sample, 30 recordings per fold, 6 held back): neither judge is
+sound enough to be on by default, so ``keep_better`` is off. ``"own"`` keeps most changes (its
+held-back confidence changes, -0.002 to +0.005, do not follow the word-MAE changes, -1.7 to
++0.8 ms per fold), so it protects nothing (durations alone on the phones: 8.49 -> 8.62 ms mean).
+``"base"`` reverts nearly everything (60 of 64 component judgements, every duration change),
+which gives back the unadapted figures (words 17.47 -> 17.47-17.51 ms, phones 8.49 ms) but loses
+the gains too:
+classifier + durations without a judge: words 16.97 ms after one round.
 """
 
 from __future__ import annotations
@@ -65,14 +73,17 @@ class HeldBackJudge:
     ``base``: the model adapted (its confidence model judges); ``recordings``/``prons``: the
     held-back :class:`~aligner.alignment.adaptation.rounds.Recording` and their
     pronunciations (None for phones); ``frames``: ``callable(j)`` giving the MFCC frames
-    (T, D) of held-back recording ``j``; ``judge``: ``"own"`` or ``"base"``."""
+    (T, D) of held-back recording ``j``; ``judge``: ``"own"`` or ``"base"``; ``decode``:
+    :func:`~aligner.alignment.adaptation.rounds.decode_recording`."""
 
-    def __init__(self, base, recordings: Sequence, prons: Sequence, frames: Callable, judge: str = "own"):
+    def __init__(self, base, recordings: Sequence, prons: Sequence, frames: Callable, judge: str = "own",
+                 decode: Callable | None = None):
         if judge not in JUDGES:
             raise ValueError(f"judge must be one of {JUDGES}, got {judge!r}")
         if base.confidence is None:
             raise ValueError("the base model has no confidence model to judge with")
         self.base, self.recordings, self.prons, self.frames, self.judge = base, recordings, prons, frames, judge
+        self.decode = decode
         self._base_scores: dict = {}
         self._values: dict = {}  # id(model) -> value, for the current model of a round
         self._boundaries: dict = {}  # held-back index -> boundaries of its first successful alignment
@@ -87,14 +98,12 @@ class HeldBackJudge:
         aligned)`` of ``model``'s alignments; the first phone start of each (1 by construction)
         is not counted. A recording that fails to align counts as confidence 0 for each of its
         boundaries (as first aligned) so that a candidate cannot gain by failing."""
-        from aligner.alignment.adaptation.rounds import decode_recording
-
         total, count, aligned = 0.0, 0, 0
         for j, (rec, prons) in enumerate(zip(self.recordings, self.prons)):
             frames = self.frames(j)
             scores = self._scores_of_base(j, frames) if model is self.base else model.classifier.scores(frames)
             try:
-                classes, symbols, y, starts, conf, _, _ = decode_recording(model, rec, frames, scores, prons)
+                classes, symbols, y, starts, conf, _, _ = self.decode(model, rec, frames, scores, prons)
             except AlignerError:
                 count += self._boundaries.get(j, 0)  # confidence 0 for each of its boundaries
                 continue
@@ -131,13 +140,13 @@ class HeldBackJudge:
         return chosen, record
 
 
-def split_held_back(base, recordings: Sequence, prons_of: list, warps: dict, settings) -> tuple:
+def split_held_back(base, recordings: Sequence, prons_of: list, warps: dict, settings, frames_of: Callable,
+                    decode: Callable) -> tuple:
     """``(recordings to re-estimate on, their prons, judge or None, why nothing is judged or
     None)``: with ``settings.keep_better``, the held-back recordings of
     :func:`held_back` go to a
-    :class:`HeldBackJudge` and out of the re-estimation."""
-    from aligner.alignment.adaptation.rounds import frames_of
-
+    :class:`HeldBackJudge` and out of the re-estimation. ``frames_of(rec, warp, model)`` and
+    ``decode``: :func:`~aligner.alignment.adaptation.rounds.frames_of` and ``decode_recording``."""
     if not settings.keep_better:
         return recordings, prons_of, None, None
     if base.confidence is None:
@@ -156,5 +165,5 @@ def split_held_back(base, recordings: Sequence, prons_of: list, warps: dict, set
             cache[j] = frames_of(rec, warps.get(rec.speaker, 1.0), base)
         return cache[j]
 
-    judge = HeldBackJudge(base, kept_recs, [prons_of[i] for i in held], frames, settings.keep_judge)
+    judge = HeldBackJudge(base, kept_recs, [prons_of[i] for i in held], frames, settings.keep_judge, decode)
     return [recordings[i] for i in train], [prons_of[i] for i in train], judge, None

@@ -20,52 +20,40 @@ decodes words.
 
 A word type is named by its alternatives, not its spelling: :func:`word_key` of the sorted
 dictionary alternatives (dialect forms left out, so that adapting without them and aligning with
-``--dialect auto`` name the same type); an alternative by :func:`alternative_key`, the word key
+``--dialect auto`` name the same type); an alternative by :func:`alternative_key`: at ``level="expansion"`` the word key
 and the internal phone symbols of the expansion (TIMIT closures split), so each rule expansion
-has a bonus of its own.
+has a bonus of its own; at ``level="phones"`` the word key, ``=`` and the ARPAbet phones of the
+dictionary variant or dialect form, whose bonus every rule expansion of it then carries.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from typing import Sequence
 
 import numpy as np
 
-#: largest absolute bonus (path-score units; a dialect form's fixed penalty is -1)
-MAX_BONUS = 2.0
+from aligner.alignment.decoding.words import (  # noqa: F401  (re-exported)
+    LEVELS, MAX_PRONUNCIATION_BONUS as MAX_BONUS, _chosen, _key, alternative_key,
+    check_pronunciation_bonus as check_bonuses,
+    word_key)
 
 
-def word_key(alternatives: Sequence[Sequence[str]]) -> str:
-    """The name of a word type: its sorted non-dialect alternatives (ARPAbet), ``"|"``-joined."""
-    from aligner.words.dialects import DialectForm
 
-    plain = sorted({" ".join(p) for p in alternatives if not isinstance(p, DialectForm)})
-    return "|".join(plain or sorted({" ".join(p) for p in alternatives}))
-
-
-def alternative_key(word: str, symbols: Sequence[str]) -> str:
-    """The name of one alternative of word type ``word``: ``word`` and the expansion's internal
-    phone symbols (tab-separated)."""
-    return f"{word}\t{' '.join(symbols)}"
-
-
-def graph_alternatives(expansions: Sequence, words: Sequence[str]) -> list:
+def graph_alternatives(expansions: Sequence, words: Sequence[str], level: str = "expansion") -> list:
     """Per word, the sorted distinct :func:`alternative_key` of its graph alternatives;
     ``expansions``: :func:`~aligner.alignment.decoding.words.word_graph`'s per-word
     ``[(phones, expansion), ...]``; ``words``: the :func:`word_key` of each word."""
-    return [sorted({alternative_key(w, exp.symbols) for _, exp in alts}) for alts, w in zip(expansions, words)]
+    return [sorted({_key(w, ph, exp, level) for ph, exp in alts}) for alts, w in zip(expansions, words)]
 
 
-def chosen_alternatives(graph, expansions: Sequence, path, pronunciations: Sequence) -> list:
+def chosen_alternatives(graph, expansions: Sequence, path, pronunciations: Sequence,
+                        level: str = "expansion") -> list:
     """``[(word key, [alternative keys of the word], chosen alternative key)]`` of one decoded
     path, one per word (W,), as :func:`~aligner.alignment.decoding.words.align_words_scored`
     reads the path."""
-    from aligner.alignment.decoding.words import _chosen
-
     words = [word_key(alts) for alts in pronunciations]
-    options = graph_alternatives(expansions, words)
+    options = graph_alternatives(expansions, words, level)
     nodes, out, k = path.nodes, [], 0
     while k < len(nodes):
         n = nodes[k]
@@ -73,8 +61,8 @@ def chosen_alternatives(graph, expansions: Sequence, path, pronunciations: Seque
             k += 1
             continue
         w = int(graph.word[n])
-        _, expanded = _chosen(expansions[w], graph.labels, nodes, k, graph)
-        out.append((words[w], options[w], alternative_key(words[w], expanded.symbols)))
+        phones, expanded = _chosen(expansions[w], graph.labels, nodes, k, graph)
+        out.append((words[w], options[w], _key(words[w], phones, expanded, level)))
         k += len(expanded.symbols)
     return out
 
@@ -107,13 +95,3 @@ def pronunciation_bonuses(counts: dict, options: dict, alpha: float) -> dict:
             if abs(v) > 1e-12:
                 out[a] = float(v)
     return out
-
-
-def check_bonuses(bonus) -> dict:
-    """``bonus`` as read from a bundle: a dict of alternative keys to finite floats of at most
-    :data:`MAX_BONUS` in absolute value (ValueError otherwise)."""
-    if not isinstance(bonus, dict) or not all(
-            isinstance(k, str) and "\t" in k and isinstance(v, (int, float)) and math.isfinite(v)
-            and abs(v) <= MAX_BONUS + 1e-9 for k, v in bonus.items()):
-        raise ValueError("pronunciation_bonus must map word alternatives to finite bonuses")
-    return {k: float(v) for k, v in bonus.items()}

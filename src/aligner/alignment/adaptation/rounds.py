@@ -54,6 +54,14 @@ within 20 ms by -0.7 to +0.4 points and the word MAE by +0.8 to -0.9 ms, far fro
 targets; the defaults of :class:`AdaptSettings` are the output-layer refit on refined labels
 that did best on the phones (+0.4 points, 9.23 -> 9.09 ms mean, one round).
 
+Issue 46 adds, as options: keep-or-revert of each round's components on held-back recordings
+(``keep_better``, :mod:`aligner.alignment.adaptation.keep`) and per-alternative pronunciation
+bonuses from the decoder's choices (``pronunciation_prior``,
+:mod:`aligner.alignment.adaptation.pronunciations`). On the same folds (word MAE of the 120
+test recordings, unadapted 17.47 ms): pronunciation bonuses alone 17.35 ms (alpha 1, one round;
+fold 2 +0.2 ms worse), output layer + durations 16.97 ms (fold 0 +0.6 ms worse; phones 8.49 ->
+8.51 ms); neither option is on by default.
+
 Units: samples at 16 kHz; frames of 10 ms (:mod:`aligner.frames`); times in seconds unless a
 name says ms.
 """
@@ -141,9 +149,12 @@ class AdaptSettings:
     ``refiner_prior``: with reference recordings, refit the boundary refiner's output layer on
     their boundaries (:func:`refit_refiner_output`), pulled toward the base refiner's by this
     ridge penalty (in squared ms per unit of weight; None: keep the base refiner).
-    ``pronunciation_prior``: words recordings only: re-estimate a bonus per pronunciation
-    alternative from the decoder's choices of the round, ``alpha`` pseudo-counts per alternative
-    (:mod:`aligner.alignment.adaptation.pronunciations`; None: keep the base's).
+    ``pronunciation_prior``: words recordings only: decode them with the dialect forms aligning
+    offers too (``--dialect auto``) and re-estimate a bonus per pronunciation alternative from
+    the decoder's choices of the round, ``alpha`` pseudo-counts per alternative
+    (:mod:`aligner.alignment.adaptation.pronunciations`; None: keep the base's), one per rule
+    expansion (``pronunciation_level="expansion"``) or per dictionary variant or dialect form
+    (``"phones"``).
     ``keep_better``: hold back every 5th recording and keep each round's re-estimated
     component only where it raises the held-back recordings' mean boundary confidence, judged
     with ``keep_judge`` (``"own"`` or ``"base"`` evidence; :mod:`aligner.alignment.adaptation.keep`).
@@ -164,6 +175,7 @@ class AdaptSettings:
     keep_better: bool = False
     keep_judge: str = "own"
     pronunciation_prior: float | None = None
+    pronunciation_level: str = "expansion"
 
     def check(self) -> "AdaptSettings":
         if self.classifier_prior is not None and not self.classifier_prior > 0:
@@ -182,6 +194,8 @@ class AdaptSettings:
             raise ValueError(f"decoded_weight must be >= 0, got {self.decoded_weight}")
         if self.pronunciation_prior is not None and not self.pronunciation_prior > 0:
             raise ValueError(f"pronunciation_prior must be > 0 or None, got {self.pronunciation_prior}")
+        if self.pronunciation_level not in ("expansion", "phones"):
+            raise ValueError(f"pronunciation_level must be 'expansion' or 'phones', got {self.pronunciation_level!r}")
         if self.keep_judge not in ("own", "base"):
             raise ValueError(f"keep_judge must be 'own' or 'base', got {self.keep_judge!r}")
         return self
@@ -289,7 +303,7 @@ def _phone_sequence(rec: Recording, model: AlignmentModel) -> tuple[list, np.nda
 
 
 def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, scores: np.ndarray,
-                     prons: tuple | None = None, choices: list | None = None) -> tuple:
+                     prons: tuple | None = None, choices: list | None = None, level: str = "expansion") -> tuple:
     """Align ``rec`` with ``model`` from its MFCC frames (T, 42) and classifier scores (T, 39).
 
     Returns ``(classes (K,), internal symbols (K), start frames y (K,), start times (K,) s,
@@ -320,7 +334,7 @@ def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, 
     if choices is not None:
         from aligner.alignment.adaptation.pronunciations import chosen_alternatives
 
-        choices.extend(chosen_alternatives(graph, built[1], path, pronunciations))
+        choices.extend(chosen_alternatives(graph, built[1], path, pronunciations, level))
     classes = np.asarray(graph.classes[nodes], np.int64)
     symbols = [graph.labels[n] for n in nodes]
     conf, match = model.review(frames, scores, classes, symbols, y, starts)
@@ -602,7 +616,8 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     from aligner.alignment.adaptation.keep import split_held_back
 
     n_recordings = len(recordings)
-    recordings, prons_of, judge, not_judged = split_held_back(base, recordings, all_prons, warps, settings)
+    recordings, prons_of, judge, not_judged = split_held_back(base, recordings, all_prons, warps, settings,
+                                                              frames_of, decode_recording)
     W_base, b_base = base.classifier.weights, base.classifier.bias
     whiten = whitening(base.classifier) if settings.classifier_prior is not None else None
     model = base
@@ -924,10 +939,14 @@ def _decode_for_round(model: AlignmentModel, rec: Recording, frames: np.ndarray,
     """:class:`Decoded` of one recording in one round, or the reason (str) it is left out."""
     T = len(frames)
     scores = model.classifier.scores(frames)
+    if settings.pronunciation_prior is not None and rec.kind == "words" and prons is not None:
+        from aligner.alignment.decoding.words import with_dialect  # the alternatives aligning offers
+
+        prons = (prons[0], with_dialect(model, prons[1]))
     try:
         choices: list = []
-        classes, symbols, y, starts, conf, match, compare_s = decode_recording(model, rec, frames, scores, prons,
-                                                                               choices)
+        classes, symbols, y, starts, conf, match, compare_s = decode_recording(
+            model, rec, frames, scores, prons, choices, settings.pronunciation_level)
     except AlignmentError as exc:
         if rec.reference is None:
             return f"not aligned: {exc}"
