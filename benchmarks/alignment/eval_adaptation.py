@@ -104,6 +104,9 @@ for _alpha in (0.3, 1, 3, 10):
                                                                 pronunciation_prior=float(_alpha))
     SETTINGS[f"pronv{_alpha:g}"] = AdaptSettings(**dict(_NONE, pronunciation_prior=float(_alpha),
                                                         pronunciation_level="phones"))
+for _name in ("pron1", "pron3", "pronv0.3", "pronv1", "pronv3", "clf3r+dur30+pron1"):  # ... judged on held-back recordings
+    SETTINGS[f"{_name}-keep"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="own")
+    SETTINGS[f"{_name}-keepb"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="base")
 #: settings that first choose a frequency warp per speaker (:func:`choose_warps`) with the fold model
 VTLN = {"vtln", "vtln+clf3r", "vtln+clf3r-drop"}
 CONFIDENCE_SETTINGS = (16, 10.0, "platt", (20.0,))
