@@ -33,6 +33,7 @@ run in separate processes (``--folds 0,1``) and ``--summary`` prints from the ca
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import sys
@@ -91,6 +92,21 @@ SETTINGS = {
     "clf3-refonly": AdaptSettings(classifier_prior=3.0, confidence="none", reference_weight=1.0, decoded_weight=0.0),
     "clf1-refonly": AdaptSettings(classifier_prior=1.0, confidence="none", reference_weight=1.0, decoded_weight=0.0),
 }
+# keep-or-revert (issue 46): every 5th recording held back; each round's change kept only where
+# it raises their mean boundary confidence ("-keep": the candidate's own evidence, "-keepb": the base's)
+for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30"):
+    SETTINGS[f"{_name}-keep"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="own")
+    SETTINGS[f"{_name}-keepb"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="base")
+# pronunciation bonuses from the decoder's choices (alpha pseudo-counts per alternative), alone and with the refit
+for _alpha in (0.3, 1, 3, 10):
+    SETTINGS[f"pron{_alpha:g}"] = AdaptSettings(**dict(_NONE, pronunciation_prior=float(_alpha)))
+    SETTINGS[f"clf3r+dur30+pron{_alpha:g}"] = dataclasses.replace(SETTINGS["clf3r+dur30"],
+                                                                pronunciation_prior=float(_alpha))
+    SETTINGS[f"pronv{_alpha:g}"] = AdaptSettings(**dict(_NONE, pronunciation_prior=float(_alpha),
+                                                        pronunciation_level="phones"))
+for _name in ("pron1", "pron3", "pronv0.3", "pronv1", "pronv3", "clf3r+dur30+pron1"):  # ... judged on held-back recordings
+    SETTINGS[f"{_name}-keep"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="own")
+    SETTINGS[f"{_name}-keepb"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="base")
 #: settings that first choose a frequency warp per speaker (:func:`choose_warps`) with the fold model
 VTLN = {"vtln", "vtln+clf3r", "vtln+clf3r-drop"}
 CONFIDENCE_SETTINGS = (16, 10.0, "platt", (20.0,))

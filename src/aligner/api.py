@@ -95,7 +95,8 @@ def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float |
 def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None, rounds: int = 3,
           kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
           message=None, engine: Optional[str] = None, scheduler: Optional[str] = None,
-          language: Optional[str] = None, phone_map=None, phone_set: str = "auto") -> AdaptReport:
+          language: Optional[str] = None, phone_map=None, phone_set: str = "auto",
+          keep_check: Optional[str] = None, pronunciation_prior: Optional[float] = None) -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
     ``rounds`` rounds aligns the corpus and re-estimates the model on it, pulled toward the base
@@ -110,13 +111,18 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
     language=...)`` reads them, and ``references`` hold the language's IPA phones, read through the
     same mapping; align with the adapted model through the same ``language``. ``phone_set``
     ``ipa``/``xsampa`` (or a ``language``): the shipped universal model is the default base, adapted
-    through its view of the corpus's phones into a model of them.
+    through its view of the corpus's phones into a model of them. ``keep_check`` (``"own"``,
+    ``"base"``, ``"off"``; None: as ``settings`` say): keep each round's change only where it
+    helps held-back recordings (:mod:`aligner.alignment.adaptation.keep`). ``pronunciation_prior``
+    (pseudo-counts; None: off): a bonus per pronunciation alternative from the decoder's choices
+    (:mod:`aligner.alignment.adaptation.pronunciations`).
     Returns an :class:`AdaptReport`; see :func:`aligner.alignment.adaptation.corpus.adapt_corpus`."""
     from aligner.alignment.adaptation.corpus import adapt_corpus
 
     return adapt_corpus(corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir, jobs,
                         settings, progress, message, engine=engine, scheduler=scheduler, language=language,
-                        phone_map=phone_map, phone_set=phone_set)
+                        phone_map=phone_map, phone_set=phone_set, keep_check=keep_check,
+                        pronunciation_prior=pronunciation_prior)
 
 
 # -- evaluation and training ------------------------------------------------------------------

@@ -256,6 +256,10 @@ class AlignmentModel:
     #: classes and these only, as in a view of the transcript alone (:meth:`transcript_scores`);
     #: None = over every class
     always_scored: np.ndarray | None = None
+    #: ``{alternative key: bonus}`` added by the word decoder to a path taking that pronunciation
+    #: alternative (path-score units; re-estimated by adaptation,
+    #: :mod:`aligner.alignment.adaptation.pronunciations`); None = every alternative 0
+    pronunciation_bonus: dict | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -651,6 +655,8 @@ class AlignmentModel:
         if self.front_band_hz is not None:
             params["alignment"]["front_band_hz"] = [float(v) for v in self.front_band_hz]
         params["alignment"].update(_front_end_json(self))
+        if self.pronunciation_bonus:
+            params["alignment"]["pronunciation_bonus"] = dict(sorted(self.pronunciation_bonus.items()))
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
 
     @classmethod
@@ -700,6 +706,10 @@ class AlignmentModel:
                         confidence, utterance_check, inventory, phone_symbols,
                         front_band_hz=None if front_band is None else check_band(front_band),
                         **_front_end_settings(p), always_scored=always)
+            if p.get("pronunciation_bonus") is not None:
+                from aligner.alignment.decoding.words import check_pronunciation_bonus
+
+                model.pronunciation_bonus = check_pronunciation_bonus(p["pronunciation_bonus"])
             expert = p.get("condition_expert")
             if expert is not None or "expert_classifier" in arrays or "band_expert_classifier" in arrays:
                 if not isinstance(expert, dict) or "expert_classifier" not in arrays:

@@ -69,8 +69,17 @@ class _StageBars:
 @click.option("--scheduler", metavar="tcp://HOST:PORT",
               help="Run on this running Dask scheduler's workers. They must see the corpus, the model and "
                    "MODEL_OUT's folder at the same paths as here (a shared file system).")
+@click.option("--keep-check", type=click.Choice(["off", "own", "base"]), default="off", show_default=True,
+              help="Hold back every 5th recording (never adapted on) and keep each round's re-estimated part "
+                   "(classifier output layer, durations) only where it raises their mean boundary confidence "
+                   "(the base's confidence model; own: each candidate's evidence, base: the base model's). "
+                   "Needs a model with a confidence model and at least 10 recordings.")
+@click.option("--pronunciation-prior", type=click.FloatRange(min=0, min_open=True), default=None, metavar="ALPHA",
+              help="Words: count which pronunciation of each word (dictionary variant, rule variant, dialect form) "
+                   "the decoder chooses and save a bonus per alternative, log of its relative frequency with ALPHA "
+                   "pseudo-counts each (e.g. 1) [off].")
 def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, language, phone_map, phone_set, rounds,
-          output_dir, jobs, engine, scheduler):
+          output_dir, jobs, engine, scheduler, keep_check, pronunciation_prior):
     """Adapt the alignment model to the recordings of CORPUS_DIR and save it to MODEL_OUT.
 
     CORPUS_DIR is any corpus align-corpus reads (Montreal Forced Aligner's layout with .lab,
@@ -99,7 +108,8 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, langu
     bars = _StageBars()
     report = run(api.adapt, corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir,
                  jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)), engine=engine,
-                 scheduler=scheduler, language=language, phone_map=phone_map, phone_set=phone_set)
+                 scheduler=scheduler, language=language, phone_map=phone_map, phone_set=phone_set,
+                 keep_check=None if keep_check == "off" else keep_check, pronunciation_prior=pronunciation_prior)
     bars.close()
     if report.phone_map:
         echo(f"{language} phones aligned as model phones: "

@@ -408,9 +408,16 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                  progress: Optional[Callable[[str, int, int], None]] = None,
                  message: Optional[Callable[[str], None]] = None, engine: Optional[str] = None,
                  scheduler: Optional[str] = None, language: Optional[str] = None, phone_map=None,
-                 phone_set: str = "auto") -> AdaptReport:
+                 phone_set: str = "auto", keep_check: Optional[str] = None,
+                 pronunciation_prior: Optional[float] = None) -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it to ``model_out`` (module docstring).
+    ``keep_check``: ``"own"`` or ``"base"`` holds back every 5th recording and keeps each
+    round's re-estimated component only where it helps them
+    (:mod:`aligner.alignment.adaptation.keep`; ``AdaptSettings.keep_better``), ``"off"`` never;
+    None: as ``settings`` say. ``pronunciation_prior``: words transcripts: re-estimate a bonus per
+    pronunciation alternative from the decoder's choices, this many pseudo-counts per alternative
+    (:mod:`aligner.alignment.adaptation.pronunciations`; None: as ``settings`` say).
 
     ``rounds``: align, re-estimate, repeat. ``references``: a folder of hand-aligned TextGrids
     for some files. ``kind``, ``dictionary``, ``oov``: as for ``align-corpus``. ``settings``: an
@@ -520,6 +527,18 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
             else:
                 base_arg = decoder
 
+    if keep_check is not None:
+        from aligner.alignment.adaptation.rounds import AdaptSettings
+
+        if keep_check not in ("off", "own", "base"):
+            raise ValueError(f"keep_check must be one of off, own, base; got {keep_check!r}")
+        settings = replace(settings or AdaptSettings(), keep_better=keep_check != "off",
+                           keep_judge="own" if keep_check == "off" else keep_check)
+    if pronunciation_prior is not None:
+        from aligner.alignment.adaptation.rounds import AdaptSettings
+
+        settings = replace(settings or AdaptSettings(), pronunciation_prior=float(pronunciation_prior)).check()
+
     def on_round(rnd, _model, round_report):
         if message:
             left = round_report.files_left_out
@@ -529,6 +548,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
             message(f"round {rnd}: {round_report.files_used} files used, {len(left)} left out, "
                     f"{round_report.frames} frames, mean confidence {'-' if conf is None else f'{conf:.2f}'}"
                     f"{moved} ({round_report.seconds:.1f} s)")
+            for name, what in ((round_report.kept or {}).get("components") or {}).items():
+                message(f"round {rnd}: {name}: {what['why']}")
 
     file_progress = None if progress is None else (lambda rnd, done, total: progress(f"round {rnd}", done, total))
     try:

@@ -27,6 +27,7 @@ Times are in seconds; frames are the 10 ms frames of :mod:`aligner.frames`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -345,19 +346,61 @@ def _in_order(result: WordAlignment) -> WordAlignment:
     return result
 
 
+def word_key(alternatives: Sequence[Sequence[str]]) -> str:
+    """The name of a word type (:mod:`aligner.alignment.adaptation.pronunciations`): its sorted
+    non-dialect alternatives (ARPAbet), ``"|"``-joined."""
+    plain = sorted({" ".join(p) for p in alternatives if not isinstance(p, DialectForm)})
+    return "|".join(plain or sorted({" ".join(p) for p in alternatives}))
+
+
+LEVELS = ("expansion", "phones")
+#: largest absolute pronunciation bonus (path-score units; a dialect form's fixed one is -1)
+MAX_PRONUNCIATION_BONUS = 2.0
+
+
+def check_pronunciation_bonus(bonus) -> dict:
+    """``bonus`` as read from a bundle (:attr:`AlignmentModel.pronunciation_bonus`): a dict of
+    :func:`alternative_key` names to finite floats of at most :data:`MAX_PRONUNCIATION_BONUS` in
+    absolute value (ValueError otherwise)."""
+    if not isinstance(bonus, dict) or not all(
+            isinstance(k, str) and "\t" in k and isinstance(v, (int, float)) and math.isfinite(v)
+            and abs(v) <= MAX_PRONUNCIATION_BONUS + 1e-9 for k, v in bonus.items()):
+        raise ValueError("pronunciation_bonus must map word alternatives to finite bonuses")
+    return {k: float(v) for k, v in bonus.items()}
+
+
+def alternative_key(word: str, symbols: Sequence[str], level: str = "expansion") -> str:
+    """The name of one alternative of word type ``word``: ``word`` and the expansion's internal
+    phone symbols (``level="expansion"``), or ``=`` and the variant's ARPAbet phones
+    (``"phones"``), tab-separated."""
+    return f"{word}\t{'=' if level == 'phones' else ''}{' '.join(symbols)}"
+
+
+def _key(word: str, phones, expanded, level: str) -> str:
+    return alternative_key(word, phones if level == "phones" else expanded.symbols, level)
+
+
 def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: Sequence[str] = DEFAULT_RULES) -> tuple:
     """``(graph, expansions)``: the pronunciation graph the decoder searches for W words (each
     word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
     optional pause between words, and at either end one of any length) with ``model``'s duration
-    statistics, and per word its ``[(phones, expansion), ...]`` in the graph's alternative order."""
+    statistics, and per word its ``[(phones, expansion), ...]`` in the graph's alternative order.
+    An alternative's segment carries :data:`DIALECT_FORM_BONUS` (a dialect form) plus the model's
+    :attr:`~aligner.alignment.model.AlignmentModel.pronunciation_bonus` of it, if any."""
     arpabet = words_phone_set(model)
+    bonus = getattr(model, "pronunciation_bonus", None) or {}
     words, expansions = [], []
     for alternatives in pronunciations:
         segs, exps = [], []
+        word = word_key(alternatives) if bonus else None
         for phones in alternatives:
             for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
-                segs.append(dataclasses.replace(seg, bonus=DIALECT_FORM_BONUS) if isinstance(phones, DialectForm)
-                            else seg)
+                extra = (bonus.get(alternative_key(word, exp.symbols), 0.0)
+                         + bonus.get(alternative_key(word, phones, "phones"), 0.0)) if bonus else 0.0
+                if isinstance(phones, DialectForm) or extra:
+                    seg = dataclasses.replace(seg, bonus=extra + (DIALECT_FORM_BONUS if isinstance(phones, DialectForm)
+                                                                  else 0.0))
+                segs.append(seg)
                 exps.append((tuple(phones), exp))
         words.append(segs)
         expansions.append(exps)
