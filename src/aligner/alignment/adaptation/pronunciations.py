@@ -34,7 +34,7 @@ from typing import Sequence
 import numpy as np
 
 from aligner.alignment.decoding.words import (  # noqa: F401  (re-exported)
-    LEVELS, MAX_PRONUNCIATION_BONUS as MAX_BONUS, _chosen, _key, alternative_key,
+    LEVELS, MAX_PRONUNCIATION_BONUS as MAX_BONUS, _key, alternative_key, path_words,
     check_pronunciation_bonus as check_bonuses,
     word_key)
 
@@ -54,17 +54,8 @@ def chosen_alternatives(graph, expansions: Sequence, path, pronunciations: Seque
     reads the path."""
     words = [word_key(alts) for alts in pronunciations]
     options = graph_alternatives(expansions, words, level)
-    nodes, out, k = path.nodes, [], 0
-    while k < len(nodes):
-        n = nodes[k]
-        if graph.is_pause[n]:
-            k += 1
-            continue
-        w = int(graph.word[n])
-        phones, expanded = _chosen(expansions[w], graph.labels, nodes, k, graph)
-        out.append((words[w], options[w], _key(words[w], phones, expanded, level)))
-        k += len(expanded.symbols)
-    return out
+    return [(words[w], options[w], _key(words[w], phones, expanded, level))
+            for _, w, phones, expanded in path_words(graph, expansions, path.nodes)]
 
 
 def count_choices(choices: Sequence) -> tuple:

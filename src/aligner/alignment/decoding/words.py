@@ -473,14 +473,7 @@ def _align_words_span(model, frames, scores, labels, pronunciations, duration_s,
     out = WordAlignment(transcript_match=match)
     if conf is not None:
         out.word_confidences, out.phone_confidences = [], []
-    k = 0
-    while k < len(nodes):
-        n = nodes[k]
-        if graph.is_pause[n]:
-            k += 1
-            continue
-        w = int(graph.word[n])
-        phones, expanded = _chosen(expansions[w], graph.labels, nodes, k, graph)
+    for k, w, phones, expanded in path_words(graph, expansions, nodes):
         m = len(expanded.symbols)
         first = np.ones(m, dtype=bool)
         first[1:] = expanded.owner[1:] != expanded.owner[:-1]
@@ -492,8 +485,23 @@ def _align_words_span(model, frames, scores, labels, pronunciations, duration_s,
         if conf is not None:  # a phone's interval starts at its first internal phone's start
             out.phone_confidences += [float(c) for c in conf[k:k + m][first]]
             out.word_confidences.append(float(conf[k]))
-        k += m
     return out
+
+
+def path_words(graph, expansions, nodes):
+    """``(k, w, phones, expansion)`` of each word on a decoded path ``nodes`` (the graph's node
+    indices, pauses skipped): the path position ``k`` of its first node, its index ``w``, the
+    pronunciation chosen (as the dictionary writes it) and its expansion (``expansions[w]``, as
+    :func:`word_graph` lists them)."""
+    k = 0
+    while k < len(nodes):
+        if graph.is_pause[nodes[k]]:
+            k += 1
+            continue
+        w = int(graph.word[nodes[k]])
+        phones, expanded = _chosen(expansions[w], graph.labels, nodes, k, graph)
+        yield k, w, phones, expanded
+        k += len(expanded.symbols)
 
 
 def _chosen(alternatives, node_labels, nodes, k, graph):
