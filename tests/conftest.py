@@ -7,7 +7,6 @@ skipped, with the path in the reason, when it is not there (a user's fresh clone
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,11 +15,8 @@ from click.testing import CliRunner
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The tests live in one folder per room; a test module may import a helper of another room's
-# module by its name (module names are unique across rooms), whatever order pytest collects them in.
-for _room in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.is_dir() and p.name.isidentifier() and not p.name.startswith("_")):
-    if str(_room) not in sys.path:
-        sys.path.append(str(_room))
+# The tests live in one package per room (``tests.<room>``); a test module imports a helper of
+# another room's module, or of this file, by its package path (``from tests.conftest import ...``).
 SHARED_DATA = REPO.parent / "shared" / "data"
 TIMIT = SHARED_DATA / "timit-sample"
 VOWEL_TUTORIAL = SHARED_DATA / "vowel-tutorial"

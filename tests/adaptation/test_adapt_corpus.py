@@ -20,7 +20,7 @@ from aligner.io.bundles import default_model_dir
 from aligner.io.textgrids import write_textgrid
 from aligner.io.transcripts import read_phn
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 
 pytestmark = pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
 

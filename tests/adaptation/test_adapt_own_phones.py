@@ -25,7 +25,7 @@ from aligner.io.bundles import default_model_dir
 from aligner.io.textgrids import Interval, write_textgrid
 from aligner.phones.sets import TIMIT39_INVENTORY
 
-from conftest import TIMIT, one_line_error, run
+from tests.conftest import TIMIT, one_line_error, run
 
 pytestmark = [pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning"),
               pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT}")]
@@ -52,7 +52,7 @@ def own(tmp_path_factory):
     pytest.importorskip("panphon")
     pytest.importorskip("phonecodes.phonecodes")
     from aligner.io.transcripts import read_phn
-    from test_phone_inventory import _ipa_corpus
+    from tests.phones.test_phone_inventory import _ipa_corpus
 
     root = tmp_path_factory.mktemp("own-phones")
     held_out = _ipa_corpus(root / "corpus")

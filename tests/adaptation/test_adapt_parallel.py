@@ -29,7 +29,7 @@ from aligner.errors import AlignerError
 from aligner.io.bundles import default_model_dir
 from aligner.runtime.batch import LOST_MESSAGE
 
-from conftest import TIMIT, cut_classifier, one_line_error, run
+from tests.conftest import TIMIT, cut_classifier, one_line_error, run
 
 pytestmark = [pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning"),
               pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT}")]

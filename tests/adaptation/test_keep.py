@@ -13,7 +13,7 @@ import pytest
 
 from aligner.alignment.adaptation import keep
 from aligner.alignment.adaptation import rounds as ad
-from conftest import cut_classifier
+from tests.conftest import cut_classifier
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "timit-sample"
 MODEL = Path(__file__).resolve().parents[2] / "models" / "timit-alignment"

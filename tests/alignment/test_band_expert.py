@@ -18,7 +18,7 @@ from aligner.io.audio import file_samples, load_audio
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir, load_bundle, save_bundle
 from aligner.phones.sets import get_phone_set
 
-from conftest import TIMIT, assert_reads_like, needs_timit
+from tests.conftest import TIMIT, assert_reads_like, needs_timit
 
 DEMO = Path(__file__).resolve().parents[2] / "examples"
 

@@ -19,7 +19,7 @@ from aligner.io.audio import load_audio
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
 from aligner.phones.sets import get_phone_set
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 
 pytestmark = pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
 

@@ -13,7 +13,7 @@ from aligner.alignment.decoding.task import AlignmentTask
 from aligner.errors import ModelError
 from aligner.phones.sets import CLASSES39
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 
 
 class _Model:
@@ -409,7 +409,7 @@ def test_utterance_check_separates_and_round_trips():
 def timit_confidence():
     """The shipped model, its decodes of a few TIMIT utterances, and a confidence model fitted on
     them (in-sample; enough to compare a boundary with a deliberately shifted copy)."""
-    from conftest import TIMIT
+    from tests.conftest import TIMIT
 
     if not TIMIT.is_dir():
         pytest.skip(f"TIMIT sample not found at {TIMIT}")

@@ -8,7 +8,7 @@ from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
 from aligner.phones.sets import CLASSES39
 from aligner.alignment.training import UtteranceData, duration_stats
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 SIL = CLASSES39.index("sil")
 
 
@@ -103,7 +103,7 @@ def test_train_cli_passes_the_classifier_choice(tmp_path, monkeypatch, options, 
     from aligner import api
     from aligner.alignment.training import DEFAULT_CLASSIFIER_PARAMS
     from aligner.features.frame_classifier import FrameClassifier
-    from conftest import run
+    from tests.conftest import run
 
     seen = {}
 
@@ -122,7 +122,7 @@ def test_train_cli_passes_the_classifier_choice(tmp_path, monkeypatch, options, 
 
 
 def test_train_cli_refuses_networks_of_the_kernel(tmp_path):
-    from conftest import run
+    from tests.conftest import run
 
     (tmp_path / "corpus").mkdir()
     code, out = run("train", tmp_path / "corpus", tmp_path / "model", "--classifier", "kernel", "--networks", "2")

@@ -15,7 +15,7 @@ pytest.importorskip("panphon")
 from aligner.errors import ModelError, TranscriptError  # noqa: E402
 from aligner.io.textgrids import Interval, write_textgrid  # noqa: E402
 
-from conftest import one_line_error, run  # noqa: E402
+from tests.conftest import one_line_error, run  # noqa: E402
 
 #: each synthetic phone: the frequencies (Hz) of its tones; silence is quiet noise
 _TONES = {"a": (700, 1200), "i": (300, 2300), "u": (300, 800), "s": (5000, 6500), "m": (250, 500), "t": (3500, 4500),

@@ -18,7 +18,7 @@ from aligner.alignment.evaluation.words import (
 from aligner.errors import TranscriptError
 from aligner.io.textgrids import Interval, write_textgrid
 
-from conftest import needs_timit, TIMIT
+from tests.conftest import needs_timit, TIMIT
 
 
 def words(*spec):

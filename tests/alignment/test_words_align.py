@@ -15,7 +15,7 @@ from aligner.errors import AlignmentError, TranscriptError
 from aligner.io.exports import write_alignment
 from aligner.io.textgrids import read_interval_tier
 
-from conftest import TIMIT, needs_timit, one_line_error, run
+from tests.conftest import TIMIT, needs_timit, one_line_error, run
 
 UTT = TIMIT / "dr1-fvmh0" / "sa1"
 

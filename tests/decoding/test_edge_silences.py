@@ -11,8 +11,8 @@ from aligner.alignment.decoding.graph import Segment, build_word_graph
 from aligner.alignment.decoding.graph_task import GraphAlignmentTask, make_graph_input
 from aligner.alignment.evaluation.words import read_wrd
 
-from conftest import TIMIT, needs_timit
-from test_graph_task import D, P, all_outputs, seg
+from tests.conftest import TIMIT, needs_timit
+from tests.decoding.test_graph_task import D, P, all_outputs, seg
 
 SIL = P - 1
 

@@ -11,7 +11,7 @@ import pytest
 from aligner.alignment.decoding.graph import PhoneGraph, build_word_graph
 from aligner.alignment.decoding.graph_band import WORD_BAND_FRAMES, decode_banded, graph_viterbi, restrict_to_band, word_bands
 from aligner.alignment.decoding.graph_task import GraphAlignmentTask, make_graph_input
-from test_graph_task import planted_example, toy_graph_input
+from tests.decoding.test_graph_task import planted_example, toy_graph_input
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "timit-sample"
 
@@ -72,7 +72,7 @@ def test_default_band_decodes_the_exact_path_on_planted_examples(seed):
 
 def test_graph_validation_names_the_bad_node():
     rng = np.random.default_rng(2)
-    from test_graph_task import pause_seg, seg
+    from tests.decoding.test_graph_task import pause_seg, seg
 
     g = build_word_graph([[seg(rng, 2)], [seg(rng, 2)]], pause_seg(rng))
     fields = {f: getattr(g, f) for f in g.__dataclass_fields__}

@@ -15,7 +15,7 @@ from aligner.features import mfcc as M
 from aligner.io.transcripts import read_phn
 from aligner.phones.sets import get_phone_set
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 
 pytestmark = pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
 

@@ -10,7 +10,7 @@ from aligner.alignment.decoding.graph import Segment, build_word_graph
 from aligner.alignment.decoding.graph_task import GraphAlignmentTask, make_graph_input
 from aligner.alignment.decoding.words import _chosen
 
-from test_graph_task import D, P, all_outputs, pause_seg, seg
+from tests.decoding.test_graph_task import D, P, all_outputs, pause_seg, seg
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -23,7 +23,7 @@ from aligner.features import mfcc as M
 from aligner.io import sphere_repair as S
 from aligner.io.audio import audio_duration
 
-from conftest import needs_timit
+from tests.conftest import needs_timit
 
 
 # --------------------------------------------------------------------------------------

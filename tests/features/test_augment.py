@@ -9,7 +9,7 @@ import pytest
 from aligner.features.augment import (AugmentationRecipe, Augmenter, RecipeError, SpeechPool, simulate_rooms,
                                       telephone_line)
 
-from conftest import TIMIT, needs_timit, one_line_error, run
+from tests.conftest import TIMIT, needs_timit, one_line_error, run
 
 REPO = Path(__file__).resolve().parents[2]
 SR = 16000

@@ -8,7 +8,7 @@ import pytest
 from aligner.features.frame_classifier import FrameClassifier, stack_context
 from aligner.errors import FeatureError, ModelError
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 SMALL = dict(n_components=150, max_iter=60, kmeans_iter=2)
 
 

@@ -15,8 +15,8 @@ from aligner.features.mfcc import mfcc_features
 from aligner.io.audio import file_samples, load_audio
 from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir, load_bundle, save_bundle
 
-from conftest import assert_reads_like
-from test_dereverb import _bursts, _room
+from tests.conftest import assert_reads_like
+from tests.features.test_dereverb import _bursts, _room
 
 DEMO = Path(__file__).resolve().parents[2] / "examples"
 SR = 16000

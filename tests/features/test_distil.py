@@ -7,7 +7,7 @@ from aligner.errors import ModelError
 from aligner.features.distil import distil_network
 from aligner.features.frame_classifier import FrameClassifier, averaged_networks
 
-from test_classifier import _synthetic
+from tests.features.test_classifier import _synthetic
 
 TEACHER = dict(hidden=48, alpha=1.0, epochs=30, max_iter=60)
 

@@ -8,7 +8,7 @@ from aligner.errors import FeatureError
 from aligner.features.mfcc import (FRAME_SHIFT, N_FEATURES, WINDOW, boundary_time, mfcc_features,
                                    n_frames, time_to_boundary_frame)
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 
 
 def _noise(n, seed=0, scale=0.1):

@@ -10,7 +10,7 @@ import soundfile as sf
 from aligner.io.bundles import default_model_dir
 from aligner.io.textgrids import read_interval_tier
 
-from conftest import TIMIT, needs_timit, one_line_error, run
+from tests.conftest import TIMIT, needs_timit, one_line_error, run
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_WAV = REPO / "examples" / "demo.wav"

@@ -16,7 +16,7 @@ import pytest
 from aligner import api
 from aligner.runtime.batch import LOST_MESSAGE
 
-from conftest import one_line_error, run
+from tests.conftest import one_line_error, run
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_WAV = REPO / "examples" / "demo.wav"

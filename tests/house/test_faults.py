@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import one_line_error, run
+from tests.conftest import one_line_error, run
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_WAV = REPO / "examples" / "demo.wav"
@@ -114,7 +114,7 @@ def test_an_option_that_would_be_ignored_is_refused(tmp_path):
 def test_a_warning_is_one_line_naming_the_file(tmp_path):
     """The SPHERE repair warning (and every other warning) prints as one line, not as a raw
     Python warning with its source line."""
-    from conftest import TIMIT
+    from tests.conftest import TIMIT
     from aligner.io.sphere_repair import looks_newline_damaged, missing_bytes, read_sphere_header_file
 
     if not TIMIT.is_dir():

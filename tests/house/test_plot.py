@@ -12,7 +12,7 @@ import soundfile as sf
 from aligner.io.exports import write_alignment
 from aligner.io.textgrids import write_textgrid
 
-from conftest import TIMIT, needs_timit, one_line_error, run
+from tests.conftest import TIMIT, needs_timit, one_line_error, run
 
 SR = 16000
 PHONES = [(0.0, 0.2, ""), (0.2, 0.35, "s"), (0.35, 0.55, "aa"), (0.55, 0.58, "t"), (0.58, 0.8, "iy"),

@@ -18,7 +18,7 @@ from aligner.io.corpus import (
 )
 from recipes.timit.recipe import GRIDS, RecipeError, grid_points, main, make_splits, run_recipe
 
-from conftest import TIMIT as SAMPLE
+from tests.conftest import TIMIT as SAMPLE
 UTTERANCE_IDS = ("sa1", "sa2", "si100", "si200", "si300", "sx10", "sx20", "sx30", "sx40", "sx50")
 
 

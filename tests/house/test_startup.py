@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, run
+from tests.conftest import REPO, run
 
 DEMO_WAV, DEMO_PHONES = REPO / "examples" / "demo.wav", REPO / "examples" / "demo.phones"
 
@@ -65,7 +65,7 @@ def test_align_program_output_and_lean_imports(tmp_path):
 def test_vowels_program_lean_imports(tmp_path):
     import soundfile as sf
 
-    from test_vowels_cli import SR, synthetic_cvc
+    from tests.vowels.test_vowels_cli import SR, synthetic_cvc
 
     wav = tmp_path / "cvc.wav"
     sf.write(wav, synthetic_cvc(), SR)

@@ -16,7 +16,7 @@ from aligner.io.audio import (
 )
 from aligner.errors import AlignerError, AudioError
 
-from conftest import TIMIT
+from tests.conftest import TIMIT
 
 
 def sine(freq_hz: float, seconds: float, rate: int, amplitude: float = 0.5) -> np.ndarray:

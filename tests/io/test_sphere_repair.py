@@ -92,7 +92,7 @@ def _clean_timit_payloads(limit=6):
     """(header bytes, clean payload) of TIMIT files that hold CR LF pairs: the shared copies of
     exactly these were damaged, so they are repaired first (a repair that meets the header's
     sample_min/sample_max exactly)."""
-    from conftest import TIMIT
+    from tests.conftest import TIMIT
 
     out = []
     for wav in sorted(TIMIT.glob("*/*.wav")):
@@ -120,7 +120,7 @@ def test_one_lost_cr_is_put_back_anywhere_in_a_synthetic_file(fraction):
 
 
 def test_one_lost_cr_is_put_back_at_many_positions_of_real_timit_files():
-    from conftest import TIMIT
+    from tests.conftest import TIMIT
 
     if not TIMIT.is_dir():
         pytest.skip(f"TIMIT sample not found at {TIMIT}")
@@ -145,7 +145,7 @@ def test_one_lost_cr_planted_anywhere_in_real_speech_is_put_back_exactly():
     alone refused about 1 in 11 of these)."""
     import warnings
 
-    from conftest import TIMIT
+    from tests.conftest import TIMIT
 
     if not TIMIT.is_dir():
         pytest.skip(f"TIMIT sample not found at {TIMIT}")

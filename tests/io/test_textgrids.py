@@ -17,7 +17,7 @@ from aligner.io.atomic import atomic_write_text
 from aligner.io.textgrids import read_interval_tier, write_textgrid
 from aligner.io.transcripts import read_alignment
 
-from conftest import TIMIT
+from tests.conftest import TIMIT
 
 
 def leftovers(directory: Path) -> list[str]:

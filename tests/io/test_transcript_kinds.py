@@ -8,7 +8,7 @@ from aligner.errors import TranscriptError
 from aligner.io.exports import write_alignment
 from aligner.io.transcripts import TranscriptSegment, read_word_segments, transcript_kind
 
-from conftest import TIMIT
+from tests.conftest import TIMIT
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from sklearn.base import clone
 from aligner.learn import (MulticlassTask, OrbitTrainer, PerceptronTrainer, SeedAveragedTrainer, SVMTrainer,
                            Trainer, seed_averaged)
 
-from conftest import noisy_problem
+from tests.conftest import noisy_problem
 
 
 def test_epoch_weights_are_the_weights_of_each_epoch_end():

@@ -16,7 +16,7 @@ from aligner.learn import (
     plain_params,
 )
 
-from conftest import noisy_problem
+from tests.conftest import noisy_problem
 
 
 COSTS = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [2.0, 1.0, 0.0]])

@@ -9,7 +9,7 @@ import pytest
 from aligner.phones.inventory import PhoneClassError
 from aligner.phones.languages import language_words, phone_mapping, read_phone_map
 
-from conftest import TIMIT, needs_timit, one_line_error, run
+from tests.conftest import TIMIT, needs_timit, one_line_error, run
 
 
 def test_words_of_any_language_keep_letters_and_drop_annotations():

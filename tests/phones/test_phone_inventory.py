@@ -17,7 +17,7 @@ from aligner.io.transcripts import read_reference_phones
 from aligner.phones.sets import (BROAD_CLASS_OF, TIMIT39_INVENTORY, TIMIT61, TIMIT61_TO_39, PhoneInventory,
                                model_phone_set)
 
-from conftest import TIMIT, needs_timit, one_line_error, run
+from tests.conftest import TIMIT, needs_timit, one_line_error, run
 
 
 def _textgrid(path: Path, intervals, tier="phones", xmax=None):

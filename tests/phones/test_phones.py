@@ -21,7 +21,7 @@ from aligner.phones.sets import (
 from aligner.io.transcripts import read_phn, read_transcript
 
 REPO = Path(__file__).resolve().parents[2]
-from conftest import TIMIT
+from tests.conftest import TIMIT
 
 
 def timit_phn_files() -> list[Path]:

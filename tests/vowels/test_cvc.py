@@ -4,7 +4,7 @@ from aligner.vowels.cvc import TIMIT_FLANKS, TIMIT_VOWELS, cvc_tokens
 from aligner.io.transcripts import read_phn
 from aligner.phones.sets import TIMIT61
 
-from conftest import TIMIT, needs_timit
+from tests.conftest import TIMIT, needs_timit
 
 
 def phones(*spec):

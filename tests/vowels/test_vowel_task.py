@@ -36,7 +36,7 @@ from benchmarks.vowels.avd import (
     read_avd_list,
 )
 
-from conftest import VOWEL_TUTORIAL as VOWELS
+from tests.conftest import VOWEL_TUTORIAL as VOWELS
 
 
 # --------------------------------------------------------------------------------------

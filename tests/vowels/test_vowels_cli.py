@@ -23,7 +23,7 @@ from benchmarks.vowels.avd import PEER_COLUMNS, read_avd_features
 from aligner.io.textgrids import read_interval_tier, write_textgrid
 from aligner.vowels.model import VowelModel
 
-from conftest import TIMIT, VOWEL_TUTORIAL, needs_timit, run
+from tests.conftest import TIMIT, VOWEL_TUTORIAL, needs_timit, run
 
 SR = 16000
 TUTORIAL = VOWEL_TUTORIAL

@@ -19,7 +19,7 @@ from aligner.errors import AlignerError
 from aligner.vowels.fused import (ALIGN_MODE, DEFAULT_FUSION, FUSED_MODE, FusionSettings, consonant_runs,
                                   cvc_context, decode_fused, fuse_vowels, fusion_cut, fusion_features, is_flank,
                                   neighbour_bounds)
-from conftest import needs_timit
+from tests.conftest import needs_timit
 
 PHONES = [(0.00, 0.10, "sil"), (0.10, 0.16, "B"), (0.16, 0.30, "AE1"), (0.30, 0.36, "D"), (0.36, 0.40, "Z"),
           (0.40, 0.52, "IY0"), (0.52, 0.60, "L"), (0.60, 0.70, "AH0"), (0.75, 0.80, "T")]

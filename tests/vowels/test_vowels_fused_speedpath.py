@@ -22,7 +22,7 @@ from aligner.errors import FeatureError
 from aligner.features import vowel_acoustics as VA
 from aligner.features import vowel_kernels as VK
 from aligner.vowels.fused import DEFAULT_FUSION, fuse_vowels, fusion_cut, fusion_features
-from conftest import needs_timit
+from tests.conftest import needs_timit
 
 
 def _recording(n: int, seed: int = 3) -> np.ndarray:
@@ -373,7 +373,7 @@ def test_shared_log_posteriors_only_from_the_same_classifier():
     from aligner.io.audio import load_audio
     from aligner.vowels.fused import same_classifier, shared_log_posteriors
 
-    from conftest import REPO
+    from tests.conftest import REPO
 
     aligner_model, vowel_model = load_model(), _vowel_model_sharing_the_classifier()
     audio = REPO / "examples" / "demo.wav"

@@ -18,7 +18,7 @@ from aligner.vowels.model import VowelModel
 from aligner.vowels.training import (VowelSettingsError, check_settings, load_cvc_examples, predict_seconds,
                                      train_vowel_model, validation_speakers)
 
-from conftest import TIMIT as SAMPLE
+from tests.conftest import TIMIT as SAMPLE
 
 pytestmark = pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")  # damaged shared files
 needs_sample = pytest.mark.skipif(not SAMPLE.is_dir(), reason=f"shared TIMIT sample not found at {SAMPLE}")

@@ -117,7 +117,7 @@ def test_cli_dialect_reaches_align_and_align_corpus(tmp_path):
 
     import soundfile as sf
 
-    from conftest import TIMIT, run
+    from tests.conftest import TIMIT, run
 
     if not TIMIT.is_dir():
         pytest.skip(f"TIMIT sample not found at {TIMIT}")
