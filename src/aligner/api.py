@@ -211,7 +211,8 @@ def train(corpus_dir, out_dir, trainer: Optional[str] = None, trainer_params: Op
     if universal:
         return _train_universal(corpus_dir, out_dir, trainer, trainer_params, classifier_params, n_folds, progress,
                                 epoch_callback, phones_tier, phone_code, failed)
-    from aligner.alignment.training import load_utterances, read_training_corpus, train_alignment_model
+    from aligner.alignment.training import (DEFAULT_TRAINER, load_utterances, read_training_corpus,
+                                            train_alignment_model)
     from aligner.features.augment import AugmentationRecipe
     from aligner.features.band import check_band
 
@@ -234,7 +235,7 @@ def train(corpus_dir, out_dir, trainer: Optional[str] = None, trainer_params: Op
                            augment=augment, front_band_hz=front_band_hz, failed=failed)
     if not data:
         raise AlignerError(f"{corpus_dir}: no utterance could be read ({failed[-1][1]})")
-    model, _ = train_alignment_model(data, trainer or "orbit", trainer_params, classifier_params, n_folds,
+    model, _ = train_alignment_model(data, trainer or DEFAULT_TRAINER, trainer_params, classifier_params, n_folds,
                                      n_val_speakers, progress=progress, epoch_callback=epoch_callback,
                                      phone_set=corpus.phone_set)
     model.training["corpus"] = str(corpus_dir)

@@ -46,6 +46,9 @@ INITIAL_WEIGHTS = np.array([1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0])
 #: Trainer defaults for the 7 weights (chosen on validation speakers of the TIMIT sample);
 #: parameters given by the caller override them.
 DEFAULT_TRAINER_PARAMS = {"epochs": 8, "eta0": 0.01, "schedule": "constant", "average": True}
+#: the trainer of the 7 weights of ``aligner train`` (a universal model has its own:
+#: :data:`aligner.alignment.universal_training.UNIVERSAL_TRAINER`)
+DEFAULT_TRAINER = "orbit"
 #: A step-size grid to pass as ``train_alignment_model(eta0_grid=...)``: each is fitted and the one
 #: with the lowest validation cost kept. Off by default: in speaker-fold CV on the TIMIT sample
 #: it did not beat the fixed 0.01 (figures in docs/results.md).
@@ -412,7 +415,7 @@ def prepare_weight_training(
 
 def fit_weights(
     prepared: PreparedWeightTraining,
-    trainer: str | Trainer = "orbit",
+    trainer: str | Trainer = DEFAULT_TRAINER,
     trainer_params: Optional[dict] = None,
     task_params: Optional[dict] = None,
     epoch_callback=None,
@@ -479,7 +482,7 @@ def weights_model(prepared: PreparedWeightTraining, fitted: Trainer, refine: boo
 
 def train_alignment_model(
     data: list,
-    trainer: str = "orbit",
+    trainer: str = DEFAULT_TRAINER,
     trainer_params: Optional[dict] = None,
     classifier_params: Optional[dict] = None,
     n_folds: int = 4,
