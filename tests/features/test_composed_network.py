@@ -46,3 +46,27 @@ def test_refit_trains_on_the_held_out_groups_for_the_epochs_they_chose():
     assert again.refit is True
     old = {k: v for k, v in held_out.to_arrays().items() if k != "refit"}
     assert ComposedNetwork.from_arrays(old).refit is False
+
+
+def test_balanced_groups_weigh_each_held_out_group_the_same():
+    """With ``balanced_groups`` the held-out loss is the mean of the groups' means: a group of
+    many frames no longer decides alone when training stops."""
+    frames, labels, groups = _groups()
+    # group "a" ten times the frames of the others
+    big = [(np.tile(f, (10, 1)), np.tile(y, 10)) for f, y, g in zip(frames, labels, groups) if g == "a"]
+    frames = [f for f, _ in big] + [f for f, g in zip(frames, groups) if g != "a"]
+    labels = [y for _, y in big] + [y for y, g in zip(labels, groups) if g != "a"]
+    groups = ["a"] * len(big) + [g for g in groups if g != "a"]
+    Phi = np.eye(4, dtype=np.float32)
+    settings = dict(hidden=8, epochs=2, seed=0, calibration_fraction=0.5, context=1, batch=64)
+    net = ComposedNetwork(balanced_groups=True, **settings).fit(frames, labels, Phi, groups)
+    w = net._held_weights
+    assert w is not None and abs(w.sum() - 1.0) < 1e-9
+    # two groups held out, "a" (10x the frames) one of them with this seed: each carries half the
+    # weight, whatever its number of frames
+    values, counts = np.unique(w, return_counts=True)
+    assert len(values) == 2 and counts.max() >= 5 * counts.min()
+    np.testing.assert_allclose(values * counts, 0.5)
+    plain = ComposedNetwork(**settings).fit(frames, labels, Phi, groups)
+    assert plain._held_weights is None
+    assert ComposedNetwork.from_arrays(net.to_arrays()).balanced_groups is True

@@ -55,7 +55,8 @@ class UniversalSettings:
     docs/results.md): the scorer's ``hidden`` units, L2 ``alpha`` (``residual_alpha`` > 0: each
     training phone also a logit of its own, :class:`~aligner.features.composed_network.ComposedNetwork`),
     at most ``epochs``, ``refit_scorer``: then trained again on every language, the held-out ones
-    included, for the epochs they chose; trained on
+    included, for the epochs they chose; ``balanced_scorer_groups``: each held-out language weighs
+    the same in the loss that chooses them; trained on
     at most ``max_train_frames`` frames; ``warps``: VTLP copies of every recording for the scorer;
     ``prior``: divide the scores by each phone's prior; ``background``: how many of the commonest
     training phones every view also scores; ``duration_spread``: the views' duration deviations
@@ -69,6 +70,7 @@ class UniversalSettings:
     alpha: float = 3.0
     residual_alpha: float = 0.0
     refit_scorer: bool = False
+    balanced_scorer_groups: bool = False
     epochs: int = 40
     max_train_frames: int = 200_000
     warps: tuple = DEFAULT_WARPS
@@ -87,7 +89,8 @@ class UniversalSettings:
     def network(self, seed_offset: int = 0) -> ComposedNetwork:
         return ComposedNetwork(hidden=self.hidden, alpha=self.alpha, epochs=self.epochs,
                                max_train_frames=self.max_train_frames, seed=self.seed + seed_offset,
-                               residual_alpha=self.residual_alpha, refit=self.refit_scorer)
+                               residual_alpha=self.residual_alpha, refit=self.refit_scorer,
+                               balanced_groups=self.balanced_scorer_groups)
 
 
 @dataclass

@@ -39,9 +39,9 @@ from aligner.runtime import blas
 
 FORMAT_VERSION = 1
 _HYPER = ("context", "hidden", "alpha", "epochs", "seed", "max_train_frames", "batch", "learning_rate",
-          "calibration_fraction", "n_features", "patience", "residual_alpha", "refit")
+          "calibration_fraction", "n_features", "patience", "residual_alpha", "refit", "balanced_groups")
 #: settings that files saved before them lack (their defaults then)
-_OPTIONAL = ("residual_alpha", "refit")
+_OPTIONAL = ("residual_alpha", "refit", "balanced_groups")
 _LEARNED = ("mean", "inv_std", "hidden_weights", "hidden_bias", "projection", "projection_bias", "temperature")
 
 
@@ -63,13 +63,15 @@ class ComposedNetwork:
     a class scored later uses when it is one of them (:meth:`frame_classifier` ``residual_index``);
     ``refit``: once the held-out groups have chosen the number of epochs and the temperature, train
     again from the same first values on every group for that many epochs (else the held-out groups'
-    frames, ``calibration_fraction`` of them, never train the network).
+    frames, ``calibration_fraction`` of them, never train the network); ``balanced_groups``: the
+    held-out loss that chooses the epochs is the mean of each held-out group's mean (else of every
+    frame's, so that a group of many frames, a large corpus among small ones, decides alone).
     """
 
     def __init__(self, context: int = 4, hidden: int = 512, alpha: float = 3.0, epochs: int = 40, seed: int = 0,
                  max_train_frames: int = 200_000, batch: int = 256, learning_rate: float = 1e-3,
                  calibration_fraction: float = 0.2, n_features: int = 42, patience: int = 5,
-                 residual_alpha: float = 0.0, refit: bool = False):
+                 residual_alpha: float = 0.0, refit: bool = False, balanced_groups: bool = False):
         self.context = int(context)
         self.hidden = int(hidden)
         self.alpha = float(alpha)
@@ -83,6 +85,7 @@ class ComposedNetwork:
         self.patience = int(patience)
         self.residual_alpha = float(residual_alpha)
         self.refit = bool(refit)
+        self.balanced_groups = bool(balanced_groups)
         #: with ``residual_alpha > 0``: (hidden, C) weights and (C,) biases of each *training* class's
         #: own logit, added to its composed one (L2 penalty ``residual_alpha``); (0, 0) and (0,) without
         self.residual_weights = np.zeros((0, 0), np.float32)
@@ -158,6 +161,10 @@ class ComposedNetwork:
             held_groups[rng.permutation(n_grp)[:n_held]] = True
         held = held_groups[group_of[utt]]
         Xtr, ytr, Xva, yva = X[~held], y[~held], X[held], y[held]
+        self._held_weights = None
+        if self.balanced_groups and np.any(held):  # each held-out group weighs the same in the loss
+            _, inverse, counts = np.unique(group_of[utt][held], return_inverse=True, return_counts=True)
+            self._held_weights = (1.0 / counts)[inverse] / len(counts)
         PhiT = np.ascontiguousarray(Phi.T)
         initial = self._initial(X.shape[1], Phi.shape, rng)
         self.history_ = []
@@ -248,7 +255,7 @@ class ComposedNetwork:
             if not len(Xva):
                 best = [p.copy() for p in params]
                 continue
-            loss = self._loss(Xva, yva, params, PhiT)
+            loss = self._loss(Xva, yva, params, PhiT, self._held_weights)
             self.history_.append(round(loss, 5))
             if progress:
                 progress(epoch, loss)
@@ -272,9 +279,11 @@ class ComposedNetwork:
             out.append(z)
         return np.vstack(out)
 
-    def _loss(self, X, y, params, PhiT) -> float:
+    def _loss(self, X, y, params, PhiT, weights=None) -> float:
+        """Mean cross-entropy of frames X (N, d) of classes y (N,), or its ``weights`` (N,) sum."""
         ls = _log_softmax(self._logits(X, params, PhiT))
-        return float(-ls[np.arange(len(y)), y].mean())
+        losses = -ls[np.arange(len(y)), y]
+        return float(losses.mean() if weights is None else losses @ weights)
 
     def _fit_temperature(self, X, y, PhiT, params) -> float:
         import scipy.optimize  # training only
