@@ -323,10 +323,9 @@ class UniversalModel:
         residual = table.residual[rows] if self.network.class_names else None
         _, bias = self.network.output_layer(table.descriptions[rows], residual, "bias")
         classifier = self.network.classifier_of(np.take(table.weights, rows, axis=1), bias, log_prior)
-        spans, longest = table.spans[rows], table.longest[rows]
-        durations = DurationStats(spans[:, 0], spans[:, 1], longest[:, 0], final_mean=spans[:, 2],
-                                  final_std=spans[:, 3], final_max_frames=longest[:, 1],
-                                  silence_class=len(names) - 1)
+        spans, longest = table.spans[rows].T.copy(), table.longest[rows].T.copy()  # a row per statistic
+        durations = DurationStats(spans[0], spans[1], longest[0], final_mean=spans[2], final_std=spans[3],
+                                  final_max_frames=longest[1], silence_class=len(names) - 1)
         if self.duration_spread != 1.0:
             durations.std = durations.std * self.duration_spread
             durations.final_std = durations.final_std * self.duration_spread

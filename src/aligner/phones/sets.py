@@ -101,8 +101,8 @@ class PhoneInventory:
     """
 
     def __init__(self, classes, broad):
-        self.classes: tuple[str, ...] = tuple(str(c) for c in classes)
-        self.broad: tuple[str, ...] = tuple(str(b) for b in broad)
+        self.classes: tuple[str, ...] = tuple(map(str, classes))
+        self.broad: tuple[str, ...] = tuple(map(str, broad))
         if len(self.classes) != len(self.broad) or len(self.classes) < 2:
             raise ValueError("a phone inventory needs at least two classes, each with one broad class")
         if len(set(self.classes)) != len(self.classes) or any(not c.strip() for c in self.classes):
