@@ -66,6 +66,13 @@ def _ridge(X: np.ndarray, t: np.ndarray, w: np.ndarray, alpha: float) -> np.ndar
     return np.linalg.solve(X.T @ Xw + penalty, Xw.T @ t)
 
 
+def _row_products(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(n,) inner products of the rows of ``X`` (n, D) with ``w`` (D,), each summed on its own: a
+    matrix-vector product may order a row's sums by its position among the others, and a phone's
+    prediction must not depend on the phones predicted with it (nor a view on the views before)."""
+    return (X * w).sum(axis=1)
+
+
 @dataclass
 class FeatureDurations:
     """Phone durations (frames) by phonological features and position.
@@ -141,7 +148,7 @@ class FeatureDurations:
 
     def _predict(self, segments: Sequence[Segment], r: int) -> tuple:
         Phi = composition_matrix(list(segments)).astype(np.float64)
-        pred = np.maximum(np.hstack([Phi, np.full((len(Phi), 1), float(r))]) @ self.mean_coef, 2.0)
+        pred = np.maximum(_row_products(np.hstack([Phi, np.full((len(Phi), 1), float(r))]), self.mean_coef), 2.0)
         k = DURATION_PRIOR_TOKENS
         mean, std, mx = np.empty(len(segments)), np.empty(len(segments)), np.empty(len(segments), np.int64)
         for i, seg in enumerate(segments):
@@ -212,7 +219,7 @@ class PhonePrior:
         todo = [i for i, key in enumerate(keys) if key not in self._predicted]
         if todo:
             index = {c: i for i, c in enumerate(self.classes)}
-            pred = composition_matrix([segments[i] for i in todo]).astype(np.float64) @ self.coef
+            pred = _row_products(composition_matrix([segments[i] for i in todo]).astype(np.float64), self.coef)
             for j, i in enumerate(todo):
                 self._predicted[keys[i]] = float(self.log_prior[index[keys[i]]]) if keys[i] in index else float(pred[j])
         return np.array([self._predicted[key] for key in keys], np.float32)
