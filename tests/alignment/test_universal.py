@@ -91,6 +91,38 @@ def test_the_scorer_scores_a_phone_it_never_heard_by_its_features(universal):
     assert model.view(["a", "t'"]).phone_set.class_of("t'") == "tʼ"
 
 
+def test_a_view_from_the_class_table_is_the_view_worked_out_afresh(universal):
+    from aligner.alignment.universal import SILENCE_CLASS, UniversalModel
+    from aligner.phones.ipa import composition_matrix, read_ipa
+
+    _, path = universal
+    warm, fresh = UniversalModel.load(path), UniversalModel.load(path)
+    for symbols in (["sil", "a", "ʃ", "sil"], ["m", "i", "tʼ"], ["u", "ɓ", "a", "s"]):  # classes met before
+        warm.view(symbols)
+    symbols = ["sil", "ʃ", "a", "ɓ", "kʷ", "sil"]
+    a, b = warm.view(symbols), fresh.view(symbols)
+    for m, v in ((warm, a), (fresh, b)):  # the output layer, prior and durations as the model gives them
+        names = list(v.inventory.classes)
+        segments = [read_ipa(c) for c in names]
+        clf = m.network.frame_classifier(composition_matrix(segments), m.prior.predict(segments))
+        np.testing.assert_array_equal(v.classifier.weights, clf.weights)
+        np.testing.assert_array_equal(v.classifier.bias, clf.bias)
+        np.testing.assert_array_equal(v.classifier.log_prior, clf.log_prior)
+        assert v.classifier.weights.flags.c_contiguous
+        stats = m.durations.stats(segments, names.index(SILENCE_CLASS))
+        for key in ("mean", "max_frames", "final_mean", "final_max_frames"):
+            np.testing.assert_array_equal(getattr(v.durations, key), getattr(stats, key))
+        for key in ("std", "final_std"):
+            np.testing.assert_array_equal(getattr(v.durations, key), getattr(stats, key) * m.duration_spread)
+    # and the same whatever the model met before: a phone's prediction never depends on the others'
+    for key in ("weights", "bias", "log_prior"):
+        np.testing.assert_array_equal(getattr(a.classifier, key), getattr(b.classifier, key))
+    for key in ("mean", "std", "max_frames", "final_mean", "final_std", "final_max_frames"):
+        np.testing.assert_array_equal(getattr(a.durations, key), getattr(b.durations, key))
+    assert a.inventory == b.inventory and a.phone_symbols == b.phone_symbols
+    np.testing.assert_array_equal(a.always_scored, b.always_scored)
+
+
 def test_the_bundle_round_trips_and_a_damaged_one_is_one_error(universal, tmp_path):
     from aligner.alignment.universal import UniversalModel
 

@@ -50,6 +50,8 @@ SILENCE_CLASS = "sil"
 DURATION_PRIOR_TOKENS = 5.0
 #: views kept per model (each shares the network's units; its output layer is (units, its phones))
 VIEW_CACHE_SIZE = 64
+#: classes a model's table keeps (:meth:`UniversalModel._class_rows`; past them it starts again)
+CLASS_TABLE_SIZE = 4096
 #: longest silence a view's decoder considers (frames): field recordings hold longer pauses than
 #: read sentences (up to 2.4 s in the 40 languages), and a recording must fit its transcript
 UNIVERSAL_MAX_SILENCE_FRAMES = 300
@@ -62,6 +64,13 @@ def _ridge(X: np.ndarray, t: np.ndarray, w: np.ndarray, alpha: float) -> np.ndar
     penalty = alpha * np.eye(X.shape[1])
     penalty[0, 0] = 1e-6
     return np.linalg.solve(X.T @ Xw + penalty, Xw.T @ t)
+
+
+def _row_products(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(n,) inner products of the rows of ``X`` (n, D) with ``w`` (D,), each summed on its own: a
+    matrix-vector product may order a row's sums by its position among the others, and a phone's
+    prediction must not depend on the phones predicted with it (nor a view on the views before)."""
+    return (X * w).sum(axis=1)
 
 
 @dataclass
@@ -139,7 +148,7 @@ class FeatureDurations:
 
     def _predict(self, segments: Sequence[Segment], r: int) -> tuple:
         Phi = composition_matrix(list(segments)).astype(np.float64)
-        pred = np.maximum(np.hstack([Phi, np.full((len(Phi), 1), float(r))]) @ self.mean_coef, 2.0)
+        pred = np.maximum(_row_products(np.hstack([Phi, np.full((len(Phi), 1), float(r))]), self.mean_coef), 2.0)
         k = DURATION_PRIOR_TOKENS
         mean, std, mx = np.empty(len(segments)), np.empty(len(segments)), np.empty(len(segments), np.int64)
         for i, seg in enumerate(segments):
@@ -210,10 +219,54 @@ class PhonePrior:
         todo = [i for i, key in enumerate(keys) if key not in self._predicted]
         if todo:
             index = {c: i for i, c in enumerate(self.classes)}
-            pred = composition_matrix([segments[i] for i in todo]).astype(np.float64) @ self.coef
+            pred = _row_products(composition_matrix([segments[i] for i in todo]).astype(np.float64), self.coef)
             for j, i in enumerate(todo):
                 self._predicted[keys[i]] = float(self.log_prior[index[keys[i]]]) if keys[i] in index else float(pred[j])
         return np.array([self._predicted[key] for key in keys], np.float32)
+
+
+class _ClassTable:
+    """What a universal model's views need of each class met so far, a row per class (by its
+    canonical IPA, from which its features follow): ``broad`` class names, ``residual`` (R,) its
+    training class in the network (-1 for none), ``log_prior`` (R,) float32, ``weights`` (hidden, R)
+    float32 output-layer columns (room for more beyond R), ``descriptions`` (R, D) float32 composition vectors, ``spans`` (R, 4)
+    float64 duration mean and std within an utterance and before a pause, ``longest`` (R, 2) int64
+    max frames likewise. Rows are filled by :meth:`UniversalModel._class_rows`."""
+
+    def __init__(self, owners: tuple, hidden: int):
+        self.owners = owners
+        self.row: dict = {}
+        self.broad: list = []
+        n = 256
+        self.residual = np.empty(n, np.int64)
+        self.log_prior = np.empty(n, np.float32)
+        self.weights = np.empty((hidden, n), np.float32)
+        self.descriptions = np.empty((n, COMPOSITION_DIMS), np.float32)
+        self.spans = np.empty((n, 4))
+        self.longest = np.empty((n, 2), np.int64)
+
+    def add(self, names, broad, residual, log_prior, weights, descriptions, spans, longest) -> None:
+        """Append rows for the classes ``names`` (each array's rows in the same order; ``weights``
+        (hidden, k) their columns)."""
+        at, k = len(self.broad), len(names)
+        if at + k > len(self.residual):
+            grow = max(2 * len(self.residual), at + k)
+            for key in ("residual", "log_prior", "descriptions", "spans", "longest"):
+                old = getattr(self, key)
+                new = np.empty((grow,) + old.shape[1:], old.dtype)
+                new[:at] = old[:at]
+                setattr(self, key, new)
+            columns = np.empty((self.weights.shape[0], grow), np.float32)
+            columns[:, :at] = self.weights[:, :at]
+            self.weights = columns
+        self.residual[at:at + k] = residual
+        self.log_prior[at:at + k] = log_prior
+        self.weights[:, at:at + k] = weights
+        self.descriptions[at:at + k] = descriptions
+        self.spans[at:at + k] = spans
+        self.longest[at:at + k] = longest
+        self.broad.extend(broad)
+        self.row.update((c, at + j) for j, c in enumerate(names))
 
 
 @dataclass
@@ -273,16 +326,16 @@ class UniversalModel:
         names = sorted(c for c in by_class if c != SILENCE_CLASS)
         names += [c for c in self.background if c not in by_class and c != SILENCE_CLASS]
         names.append(SILENCE_CLASS)
-        class_segments = [by_class.get(c) or read_ipa(c) for c in names]
-        inventory = PhoneInventory(names, [broad_class(seg) for seg in class_segments])
-        Phi = composition_matrix(class_segments)
-        log_prior = None if self.prior is None else self.prior.predict(class_segments)
-        residual_index = None
-        if self.network.class_names:
-            own = {c: i for i, c in enumerate(self.network.class_names)}
-            residual_index = np.array([own.get(c, -1) for c in names], np.int64)
-        classifier = self.network.frame_classifier(Phi, log_prior, residual_index)
-        durations = self.durations.stats(class_segments, len(names) - 1)
+        rows = self._class_rows(names, [by_class.get(c) or read_ipa(c) for c in names])
+        table = self.__dict__["_classes"]
+        inventory = PhoneInventory(names, [table.broad[r] for r in rows])
+        log_prior = None if self.prior is None else table.log_prior[rows]
+        residual = table.residual[rows] if self.network.class_names else None
+        _, bias = self.network.output_layer(table.descriptions[rows], residual, "bias")
+        classifier = self.network.classifier_of(np.take(table.weights, rows, axis=1), bias, log_prior)
+        spans, longest = table.spans[rows].T.copy(), table.longest[rows].T.copy()  # a row per statistic
+        durations = DurationStats(spans[0], spans[1], longest[0], final_mean=spans[2], final_std=spans[3],
+                                  final_max_frames=longest[1], silence_class=len(names) - 1)
         if self.duration_spread != 1.0:
             durations.std = durations.std * self.duration_spread
             durations.final_std = durations.final_std * self.duration_spread
@@ -299,6 +352,35 @@ class UniversalModel:
         while len(self._views) > VIEW_CACHE_SIZE:
             self._views.popitem(last=False)
         return view
+
+    def _class_rows(self, names: Sequence[str], segments: Sequence[Segment]) -> np.ndarray:
+        """(C,) int64 rows of the classes ``names`` (read as ``segments``) in this model's
+        :class:`_ClassTable`, each class worked out once while the network, durations and prior
+        stay the same: the output-layer columns of new classes from one product with the
+        background phones and silence beside them, the shape of a view's own."""
+        owners = (self.network, self.durations, self.prior)
+        table = self.__dict__.get("_classes")
+        if table is None or any(a is not b for a, b in zip(table.owners, owners)) or \
+                len(table.broad) > CLASS_TABLE_SIZE:
+            table = self.__dict__["_classes"] = _ClassTable(owners, self.network.hidden_weights.shape[1])
+        todo = [i for i, c in enumerate(names) if c not in table.row]
+        if todo:
+            new = set(todo)
+            fill = [i for i, c in enumerate(names) if i not in new and
+                    (c == SILENCE_CLASS or c in self.background)]  # the background's, worked out again
+            rows = todo + fill
+            Phi = composition_matrix([segments[i] for i in rows])
+            own = {c: i for i, c in enumerate(self.network.class_names)}
+            residual = np.array([own.get(names[i], -1) for i in rows], np.int64)
+            weights, _ = self.network.output_layer(Phi, residual if own else None, "weights")
+            k = len(todo)
+            todo_segments = [segments[i] for i in todo]
+            log_prior = np.zeros(k, np.float32) if self.prior is None else self.prior.predict(todo_segments)
+            within, final = self.durations.predict(todo_segments, False), self.durations.predict(todo_segments, True)
+            table.add([names[i] for i in todo], [broad_class(seg) for seg in todo_segments], residual[:k], log_prior,
+                      weights[:, :k], Phi[:k], np.column_stack([within[0], within[1], final[0], final[1]]),
+                      np.column_stack([within[2], final[2]]))
+        return np.array([table.row[c] for c in names], np.int64)
 
     # -- persistence ----------------------------------------------------------------------------------------
     def save(self, directory) -> None:

@@ -307,28 +307,59 @@ class ComposedNetwork:
         (C',) when given (then a scaled likelihood, as the English model's). ``residual_index`` (C',):
         each class's training class (a row of the training descriptions; -1 for none), whose own
         logit a network trained with ``residual_alpha`` adds."""
+        weights, bias = self.output_layer(descriptions, residual_index)
+        return self.classifier_of(weights, bias, log_prior)
+
+    def output_layer(self, descriptions: np.ndarray, residual_index: np.ndarray | None = None,
+                     parts: str = "both") -> tuple:
+        """``(weights (hidden, C') float32, bias (C',) float32)``: the output layer of the classes
+        described by ``descriptions`` (C', D), ``V Phi'^T`` and ``v Phi'^T`` plus each class's own
+        residual logit (``residual_index``, as for :meth:`frame_classifier`), subnormals flushed;
+        ``parts``: ``weights`` or ``bias`` leaves the other out (None). A column of the weights
+        depends on its class alone (a caller may keep columns and assemble the layer of another
+        set of classes from them, :meth:`classifier_of`); the bias, a vector-matrix product whose
+        sums BLAS may order by a column's position, is worked out for each set of classes."""
         if not self._fitted:
             raise ModelError("the composed network is not trained")
         Phi = np.asarray(descriptions, np.float32)
         if Phi.ndim != 2 or Phi.shape[1] != self.n_descriptions or Phi.shape[0] < 2:
             raise ValueError(f"descriptions must be (C >= 2, {self.n_descriptions}), got {Phi.shape}")
-        base = self.__dict__.get("_base")
-        if base is None:
-            base = self.__dict__["_base"] = FrameClassifier.from_arrays(self._classifier_arrays(Phi, log_prior))
-        clf = copy.copy(base)  # the standardisation and the ReLU units shared, the output layer its own
-        clf.n_classes = Phi.shape[0]
-        weights = (self.projection @ Phi.T).astype(np.float32)
-        bias = (self.projection_bias @ Phi.T).astype(np.float32)
+        known = index = None
         if residual_index is not None and self.residual_weights.size:
             index = np.asarray(residual_index, np.int64).reshape(Phi.shape[0])
             known = np.flatnonzero((index >= 0) & (index < self.residual_weights.shape[1]))
-            weights[:, known] += self.residual_weights[:, index[known]]
-            bias[known] += self.residual_bias[index[known]]
-        clf.weights = flush_subnormals(weights)
-        clf.bias = flush_subnormals(bias)
+        weights = bias = None
+        if parts != "bias":
+            weights = (self.projection @ Phi.T).astype(np.float32)
+            if known is not None:
+                weights[:, known] += self.residual_weights[:, index[known]]
+            flush_subnormals(weights)
+        if parts != "weights":
+            bias = (self.projection_bias @ Phi.T).astype(np.float32)
+            if known is not None:
+                bias[known] += self.residual_bias[index[known]]
+            flush_subnormals(bias)
+        return weights, bias
+
+    def classifier_of(self, weights: np.ndarray, bias: np.ndarray, log_prior: np.ndarray | None = None
+                      ) -> FrameClassifier:
+        """The :class:`FrameClassifier` of an output layer from :meth:`output_layer` (``weights``
+        (hidden, C') float32, ``bias`` (C',) float32, used as given) and ``log_prior`` (C',) or None
+        (:meth:`frame_classifier`): the standardisation and the ReLU units shared with every other."""
+        if not self._fitted:
+            raise ModelError("the composed network is not trained")
+        C = weights.shape[1]
+        base = self.__dict__.get("_base")
+        if base is None:
+            base = self.__dict__["_base"] = FrameClassifier.from_arrays(self._classifier_arrays(
+                np.zeros((C, self.n_descriptions), np.float32), log_prior))
+        clf = copy.copy(base)  # the standardisation and the ReLU units shared, the output layer its own
+        clf.n_classes = C
+        clf.weights = weights
+        clf.bias = bias
         clf.prior_division = log_prior is not None
-        clf.log_prior = (np.zeros(Phi.shape[0], np.float32) if log_prior is None
-                         else np.asarray(log_prior, np.float32).reshape(Phi.shape[0]))
+        clf.log_prior = (np.zeros(C, np.float32) if log_prior is None
+                         else np.asarray(log_prior, np.float32).reshape(C))
         return clf
 
     def _classifier_arrays(self, Phi: np.ndarray, log_prior) -> dict:

@@ -86,6 +86,10 @@ NASAL_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c]
 GLIDE_CLASSES: tuple[str, ...] = tuple(c for c in CLASSES39 if BROAD_CLASS_OF[c] == "glide")
 
 
+#: broad class -> its index in :data:`BROAD_CLASSES`
+_BROAD_INDEX: dict[str, int] = {b: i for i, b in enumerate(BROAD_CLASSES)}
+
+
 class PhoneInventory:
     """The classes a model tells apart, each with its broad class (a key of :data:`BROAD_CLASSES`).
 
@@ -97,8 +101,8 @@ class PhoneInventory:
     """
 
     def __init__(self, classes, broad):
-        self.classes: tuple[str, ...] = tuple(str(c) for c in classes)
-        self.broad: tuple[str, ...] = tuple(str(b) for b in broad)
+        self.classes: tuple[str, ...] = tuple(map(str, classes))
+        self.broad: tuple[str, ...] = tuple(map(str, broad))
         if len(self.classes) != len(self.broad) or len(self.classes) < 2:
             raise ValueError("a phone inventory needs at least two classes, each with one broad class")
         if len(set(self.classes)) != len(self.classes) or any(not c.strip() for c in self.classes):
@@ -113,7 +117,7 @@ class PhoneInventory:
         self.silence_index: int = silences[0]
         self._index = {c: i for i, c in enumerate(self.classes)}
         #: (C,) int64: index of every class's broad class in :data:`BROAD_CLASSES`
-        self.broad_indices: np.ndarray = np.array([list(BROAD_CLASSES).index(b) for b in self.broad], np.int64)
+        self.broad_indices: np.ndarray = np.array([_BROAD_INDEX[b] for b in self.broad], np.int64)
         self.broad_indices.setflags(write=False)
 
     def __len__(self) -> int:

@@ -60,6 +60,7 @@ import numpy as np
 from numba import njit
 
 from aligner.errors import AlignmentError, FeatureError, TranscriptError
+from aligner.features.numeric import _pairwise_sum
 from aligner.learn.costs import tau_alignment_cost, tau_insensitive_cost
 from aligner.learn.task import StructuredTask
 
@@ -149,10 +150,15 @@ def _log_normal_pdf(l, mu, sigma):
 def boundary_distances(frames: np.ndarray, dist_scale: float) -> np.ndarray:
     """``dist_scale * ||s_{t-j} - s_{t+j}||`` for every frame t and j = 1..4: shape (T, 4).
 
-    Frame indices ``t-j`` and ``t+j`` are clipped to [0, T-1].
+    Frame indices ``t-j`` and ``t+j`` are clipped to [0, T-1]. Float64 frames go through
+    :func:`_boundary_distances64` (the same values, without the (4, T, D) temporaries).
     """
     frames = np.asarray(frames)
     T = frames.shape[0]
+    if frames.dtype == np.float64 and T:
+        out = np.empty((T, N_DIST), dtype=np.float64)
+        _boundary_distances64(np.ascontiguousarray(frames), float(dist_scale), out)
+        return out
     padded = frames[np.clip(np.arange(-N_DIST, T + N_DIST), 0, T - 1)]  # row N_DIST + t: frame clip(t)
     diff = np.empty((N_DIST, T, frames.shape[1]), dtype=frames.dtype)  # one block per j
     for j in range(1, N_DIST + 1):
@@ -162,6 +168,23 @@ def boundary_distances(frames: np.ndarray, dist_scale: float) -> np.ndarray:
     out[:] = np.sqrt(np.sum(diff, axis=2)).T
     out *= dist_scale
     return out
+
+
+@njit(cache=True, nogil=True)
+def _boundary_distances64(frames, dist_scale, out):
+    """:func:`boundary_distances` of (T, D) float64 frames into ``out`` (T, N_DIST), in numpy's
+    order of operations: each squared difference's D values summed pairwise as ``np.sum`` sums
+    them (:func:`~aligner.features.numeric._pairwise_sum`), the root, then times ``dist_scale``."""
+    T, D = frames.shape
+    sq = np.empty(D)
+    for t in range(T):
+        for j in range(1, N_DIST + 1):
+            a = max(t - j, 0)
+            b = min(t + j, T - 1)
+            for d in range(D):
+                v = frames[a, d] - frames[b, d]
+                sq[d] = v * v
+            out[t, j - 1] = np.sqrt(_pairwise_sum(sq, 0, D, 1)) * dist_scale
 
 
 def make_alignment_input(
