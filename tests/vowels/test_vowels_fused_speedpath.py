@@ -10,6 +10,7 @@ BLAS may round differently, so they are compared to 1e-9.
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 from dataclasses import replace
@@ -406,3 +407,38 @@ def test_shared_log_posteriors_only_from_the_same_classifier():
     holder = SimpleNamespace(classifier=plain)
     scored = ScoredRecording(samples, kept[0].frames, holder, plain.scores(kept[0].frames))
     np.testing.assert_array_equal(shared_log_posteriors(scored, holder, plain), plain.log_posteriors(kept[0].frames))
+
+
+def test_shared_mfcc_frames_only_when_they_are_the_samples():
+    """The aligner's MFCC frames feed the vowel model's classifier (another classifier) only
+    when the alignment model itself decoded the recording and hears it through no front end of
+    its own; they are then the samples' :func:`mfcc_features`, and the fused rows are the same."""
+    from aligner.alignment.pipeline import align_transcript, load_model
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import load_audio
+    from aligner.vowels.from_alignment import aligned_vowels
+    from aligner.vowels.fused import shared_mfcc_frames
+
+    from tests.conftest import REPO
+
+    aligner_model = load_model()
+    audio = REPO / "examples" / "demo.wav"
+    kept = []
+    result = align_transcript(audio, audio.with_suffix(".lab"), aligner_model, on_scored=kept.append)
+    samples = load_audio(audio)
+    frames = shared_mfcc_frames(kept[0], aligner_model)
+    np.testing.assert_array_equal(frames, mfcc_features(samples))
+    assert shared_mfcc_frames(None, aligner_model) is None
+    if aligner_model.condition_expert is not None:
+        assert shared_mfcc_frames(replace(kept[0], decoder=aligner_model.condition_expert), aligner_model) is None
+    banded = copy.copy(aligner_model)
+    banded.front_band_hz = (300.0, 3400.0)
+    assert shared_mfcc_frames(replace(kept[0], decoder=banded), banded) is None
+    assert shared_mfcc_frames(replace(kept[0], frames=frames[1:]), aligner_model) is None
+    model = api.load_vowel_model()
+    spans = [(v.onset_s, v.offset_s, v.runs_start_s if v.runs_start_s is not None else v.onset_s,
+              v.runs_end_s if v.runs_end_s is not None else v.offset_s)
+             for v in aligned_vowels(result.tiers, result.confidences)]
+    settings = DEFAULT_FUSION["phones"]
+    _assert_same_rows(fuse_vowels(model, samples, spans, settings, mfcc_frames=frames),
+                      fuse_vowels(model, samples, spans, settings))

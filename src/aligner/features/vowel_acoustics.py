@@ -614,7 +614,7 @@ CUT_GROUP_FRAMES = 256
 
 
 def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_posteriors: bool = False,
-                         log_posteriors: np.ndarray | None = None) -> list:
+                         log_posteriors: np.ndarray | None = None, recording_columns=None) -> list:
     """:func:`vowel_acoustics_many` of the cuts ``samples[a:b]`` of one 16 kHz recording, for
     ``(a, b)`` in ``cuts`` (the fusion's cuts, :mod:`aligner.vowels.fused`): per cut its (T, 22)
     float64 frames or the :class:`~aligner.errors.FeatureError` it would raise, in order.
@@ -626,7 +626,9 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_poster
     :func:`vowel_acoustics` of the cut gives). ``log_posteriors``: with it, the recording's (Tc,
     n_classes) :meth:`~aligner.features.frame_classifier.FrameClassifier.log_posteriors` of its
     :func:`~aligner.features.mfcc.mfcc_features`, if the caller has them (then not recomputed).
-    The other columns are the same either way.
+    The other columns are the same either way. ``recording_columns``: with ``log_posteriors``,
+    :func:`recording_classifier_columns` of them if the caller has computed them (or the
+    :class:`FeatureError` that raised), not computed again.
 
     The cuts overlap, and each is analysed as a recording of its own (its zero padding, its
     z-scores, its classifier input standardised over it); but most of the work is per frame and
@@ -653,7 +655,8 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_poster
     cuts = [(int(a), int(b)) for a, b in cuts]
     y = samples.astype(np.float64)  # what _checked_signal makes of each cut
     if cuts and (recording_posteriors or log_posteriors is not None):
-        return _cuts_with_recording_posteriors(samples, y, cuts, classifier, log_posteriors)
+        return _cuts_with_recording_posteriors(samples, y, cuts, classifier, log_posteriors,
+                                               recording_columns if log_posteriors is not None else None)
     return _acoustics_of_cuts(samples, y, cuts, classifier)
 
 
@@ -725,15 +728,19 @@ def _columns_from_posteriors(post: np.ndarray, T: int) -> np.ndarray:
 
 
 def _cuts_with_recording_posteriors(samples: np.ndarray, y: np.ndarray, cuts: list, classifier,
-                                    log_posteriors: np.ndarray | None) -> list:
+                                    log_posteriors: np.ndarray | None, columns=None) -> list:
     """:func:`vowel_acoustics_cuts` with ``recording_posteriors``: columns 0-8 and 14-21 as
     without, 9-13 the recording's (:func:`recording_classifier_columns`) at each cut's frames
     (cut ``(a, b)``'s frame f is at ``a / HOP + f`` recording frames, interpolated between
-    frames when ``a`` is not a multiple of HOP)."""
+    frames when ``a`` is not a multiple of HOP); ``columns``: those columns (or the
+    :class:`FeatureError` computing them raised) if the caller has them."""
     if y.ndim != 1 or not np.isfinite(y).all():  # each cut fails or not on its own, as without
         return _acoustics_of_cuts(samples, y, cuts, classifier)
     try:
-        columns = recording_classifier_columns(classifier, samples, log_posteriors)
+        if columns is None:
+            columns = recording_classifier_columns(classifier, samples, log_posteriors)
+        elif isinstance(columns, FeatureError):
+            raise columns
     except FeatureError as exc:  # under 25 ms: so is every cut
         return [exc] * len(cuts)
     results = _acoustics_of_cuts(samples, y, cuts, classifier, with_classifier=False)
