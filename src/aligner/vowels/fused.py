@@ -244,18 +244,41 @@ def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSe
         raise AlignerError(f"{name}: no vowel-like frame near the aligned vowel")
     x = make_vowel_input(features, model.min_dur, model.max_dur, on, off, columns=model.columns,
                          widths=model.widths, outside_width=model.outside_width, name=name)
-    norm = float(np.linalg.norm(model.weights))
-    ys, values = [], []
+    norm = _weight_norm(model.weights)
+    ons, offs, values = [], [], []
     for pull in settings.pulls:
         if pull > 0 and a_b < a_e:
             y, value = model.task.decode_with_value(x, model.weights, y=np.array([a_b, a_e]), eps=-pull * norm,
                                                     cap=settings.cap)
         else:
             y, value = model.task.decode_with_value(x, model.weights)
-        ys.append(y)
+        ons.append(float(y[0]))
+        offs.append(float(y[1]))
         values.append(value)
-    y = np.mean(np.asarray(ys, dtype=np.float64), axis=0)
-    return (float(y[0]), float(y[1])), float(np.mean(values))
+    return (_mean(ons), _mean(offs)), _mean(values)
+
+
+def _mean(values: list) -> float:
+    """``np.mean`` of a few floats (fewer than 8: numpy adds them one by one, as here)."""
+    if len(values) >= 8:
+        return float(np.mean(np.asarray(values, dtype=np.float64)))
+    total = 0.0
+    for v in values:
+        total += v
+    return total / len(values)
+
+
+#: (the weights' bytes, their Euclidean norm) of the last weight vector :func:`_weight_norm` was asked about
+_NORM: list = []
+
+
+def _weight_norm(weights: np.ndarray) -> float:
+    """``np.linalg.norm(weights)``, computed once per weight vector (the vowel model's; keyed
+    by its values, so weights changed in place are seen)."""
+    key = np.asarray(weights).tobytes()
+    if not _NORM or _NORM[0][0] != key:
+        _NORM[:] = [(key, float(np.linalg.norm(weights)))]
+    return _NORM[0][1]
 
 
 def neighbour_bounds(vowels: Sequence[tuple], end_s: float) -> np.ndarray:
