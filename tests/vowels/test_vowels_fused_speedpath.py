@@ -10,6 +10,7 @@ BLAS may round differently, so they are compared to 1e-9.
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 from dataclasses import replace
@@ -406,3 +407,91 @@ def test_shared_log_posteriors_only_from_the_same_classifier():
     holder = SimpleNamespace(classifier=plain)
     scored = ScoredRecording(samples, kept[0].frames, holder, plain.scores(kept[0].frames))
     np.testing.assert_array_equal(shared_log_posteriors(scored, holder, plain), plain.log_posteriors(kept[0].frames))
+
+
+def test_shared_mfcc_frames_only_when_they_are_the_samples():
+    """The aligner's MFCC frames feed the vowel model's classifier (another classifier) only
+    when the alignment model itself decoded the recording and hears it through no front end of
+    its own; they are then the samples' :func:`mfcc_features`, and the fused rows are the same."""
+    from aligner.alignment.pipeline import align_transcript, load_model
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import load_audio
+    from aligner.vowels.from_alignment import aligned_vowels
+    from aligner.vowels.fused import shared_mfcc_frames
+
+    from tests.conftest import REPO
+
+    aligner_model = load_model()
+    audio = REPO / "examples" / "demo.wav"
+    kept = []
+    result = align_transcript(audio, audio.with_suffix(".lab"), aligner_model, on_scored=kept.append)
+    samples = load_audio(audio)
+    frames = shared_mfcc_frames(kept[0], aligner_model)
+    np.testing.assert_array_equal(frames, mfcc_features(samples))
+    assert shared_mfcc_frames(None, aligner_model) is None
+    if aligner_model.condition_expert is not None:
+        assert shared_mfcc_frames(replace(kept[0], decoder=aligner_model.condition_expert), aligner_model) is None
+    banded = copy.copy(aligner_model)
+    banded.front_band_hz = (300.0, 3400.0)
+    assert shared_mfcc_frames(replace(kept[0], decoder=banded), banded) is None
+    assert shared_mfcc_frames(replace(kept[0], frames=frames[1:]), aligner_model) is None
+    model = api.load_vowel_model()
+    spans = [(v.onset_s, v.offset_s, v.runs_start_s if v.runs_start_s is not None else v.onset_s,
+              v.runs_end_s if v.runs_end_s is not None else v.offset_s)
+             for v in aligned_vowels(result.tiers, result.confidences)]
+    settings = DEFAULT_FUSION["phones"]
+    _assert_same_rows(fuse_vowels(model, samples, spans, settings, mfcc_frames=frames),
+                      fuse_vowels(model, samples, spans, settings))
+
+
+def test_row_values_in_single_precision_stay_near_double():
+    """:func:`_row_values` with ``single`` (FFTs in float32): the same time-domain sums, spectra
+    and levels within float32 rounding, the voicing and pitch of nearly every frame the same."""
+    y = _recording(16000).astype(np.float64)
+    T = VA.n_frames(y.shape[0])
+    centres = 80 * np.arange(T, dtype=np.int64)
+    lo, hi = np.zeros(T, np.int64), np.full(T, y.shape[0], np.int64)
+    want = VA._row_values(y, centres, lo, hi)
+    got = VA._row_values(y, centres, lo, hi, single=True)
+    logs, log_flatness, log2_f0, voicing, power, r0, r1 = got
+    assert r0.tobytes() == want[5].tobytes() and r1.tobytes() == want[6].tobytes()  # time domain: untouched
+    assert logs[:, 0].tobytes() == want[0][:, 0].tobytes()  # the short-term energy: no FFT
+    np.testing.assert_allclose(logs, want[0], rtol=0, atol=1e-4)
+    loud = want[0][:, 1] > want[0][:, 1].max() - 6  # within 60 dB of the loudest frame
+    np.testing.assert_allclose(log_flatness[loud], want[1][loud], rtol=0, atol=1e-3)
+    np.testing.assert_allclose(voicing, want[3], rtol=0, atol=1e-4)
+    assert np.mean(log2_f0 == want[2]) > 0.97
+
+
+@needs_timit
+def test_single_precision_ffts_move_no_fused_boundary(timit_dir, monkeypatch):
+    """Fused rows of a few utterances with the cuts' FFTs in single precision
+    (:data:`~aligner.features.vowel_acoustics.CUT_SINGLE_FFT`) and in double: the same
+    boundaries, modes and notes, scores to 1e-6."""
+    from aligner.alignment.pipeline import align_transcript
+    from aligner.io.audio import load_audio
+    from aligner.vowels.from_alignment import aligned_vowels
+
+    model = api.load_vowel_model()
+    n_rows = 0
+    for stem, suffix in (("dr1-fvmh0/sx206.wav", ".phn"), ("dr5-ftlg0/si483.wav", ".txt"),
+                         ("dr8-mbcg0/sx327.wav", ".txt")):
+        audio = timit_dir / stem
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = align_transcript(audio, audio.with_suffix(suffix))
+            samples = load_audio(audio)
+        spans = [(v.onset_s, v.offset_s, v.runs_start_s if v.runs_start_s is not None else v.onset_s,
+                  v.runs_end_s if v.runs_end_s is not None else v.offset_s)
+                 for v in aligned_vowels(result.tiers, result.confidences)]
+        settings = DEFAULT_FUSION["phones" if suffix == ".phn" else "words"]
+        rows = {}
+        for single in (False, True):
+            monkeypatch.setattr(VA, "CUT_SINGLE_FFT", single)
+            rows[single] = fuse_vowels(model, samples, spans, settings, stem)
+        assert len(rows[True]) == len(rows[False])
+        for g, w in zip(rows[True], rows[False]):
+            assert (g.onset_s, g.offset_s, g.mode, g.note) == (w.onset_s, w.offset_s, w.mode, w.note)
+            assert g.score == pytest.approx(w.score, rel=1e-6, abs=1e-6, nan_ok=True)
+        n_rows += len(rows[True])
+    assert n_rows > 30

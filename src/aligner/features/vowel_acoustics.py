@@ -438,19 +438,27 @@ def _frame_values(short_energy: np.ndarray, spec_in: np.ndarray, pitch_in: np.nd
 ROW_CHUNK = 32
 
 
-def _row_values(y: np.ndarray, centres: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple:
+def _row_values(y: np.ndarray, centres: np.ndarray, lo: np.ndarray, hi: np.ndarray, single: bool = False) -> tuple:
     """:func:`_frame_rows` then :func:`_frame_values` of R frames of float64 ``y`` (centred on the
     samples ``centres`` (R,), the samples outside ``lo[r] .. hi[r] - 1`` counting as 0), the
     rows taken :data:`ROW_CHUNK` at a time through the time-domain kernel, the FFTs and the
     per-row kernels, in reused buffers: ``(logs (R, 4), log_flatness (R,), log2_f0 (R,), raw
     voicing (R,), power (R, 257), r0 (R,), r1 (R,))``, the same bits as the two calls (each
     row's values depend on its own row alone; the transcendental functions run on the whole
-    arrays as there)."""
+    arrays as there).
+
+    ``single``: the three FFTs in single precision (``scipy.fft`` on the windowed frames rounded
+    to float32, the pitch frame's power spectrum in float32 too), everything else as without;
+    about half the FFTs' time, the values within float32 rounding of the FFTs' (the fusion's
+    cuts, :data:`CUT_SINGLE_FFT`)."""
     k = _fast_constants()
     R = centres.shape[0]
     C = max(1, min(R, ROW_CHUNK))
     short_energy, r0, r1 = np.empty(R), np.empty(R), np.empty(R)
-    spec_in, pitch_in = np.empty((C, N_FFT)), np.empty((C, _PITCH_NFFT))
+    dtype = np.float32 if single else np.float64
+    spec_in, pitch_in = np.empty((C, N_FFT), dtype), np.empty((C, _PITCH_NFFT), dtype)
+    if single:
+        from scipy import fft as sfft
     spectrum = np.empty((C, N_FFT // 2 + 1), dtype=np.complex128)
     pitch_spec = np.empty((C, _PITCH_NFFT // 2 + 1), dtype=np.complex128)
     ac = np.empty((C, _PITCH_NFFT))
@@ -463,12 +471,20 @@ def _row_values(y: np.ndarray, centres: np.ndarray, lo: np.ndarray, hi: np.ndarr
         m = b - a
         _frame_rows(y, centres[a:b], lo[a:b], hi[a:b], k["hann"], k["pitch_hann"], short_energy[a:b], r0[a:b],
                     r1[a:b], spec_in[:m], pitch_in[:m])
-        np.fft.rfft(spec_in[:m], axis=1, out=spectrum[:m])
+        if single:
+            spectrum[:m] = sfft.rfft(spec_in[:m], axis=1)
+        else:
+            np.fft.rfft(spec_in[:m], axis=1, out=spectrum[:m])
         _spectral_sums(spectrum[:m], k["low_hi"], k["high_lo"], _LOG_FLOOR, power[a:b], sums[a:b], thresh[:m])
         _row_means(np.log(thresh[:m], out=thresh[:m]), log_mean[a:b])
-        np.fft.rfft(pitch_in[:m], axis=1, out=pitch_spec[:m])
-        _pitch_power(pitch_spec[:m])
-        np.fft.irfft(pitch_spec[:m], n=_PITCH_NFFT, axis=1, out=ac[:m])
+        if single:
+            pitch_spec32 = sfft.rfft(pitch_in[:m], axis=1)
+            _pitch_power(pitch_spec32)
+            ac[:m] = sfft.irfft(pitch_spec32, n=_PITCH_NFFT, axis=1)
+        else:
+            np.fft.rfft(pitch_in[:m], axis=1, out=pitch_spec[:m])
+            _pitch_power(pitch_spec[:m])
+            np.fft.irfft(pitch_spec[:m], n=_PITCH_NFFT, axis=1, out=ac[:m])
         _pitch_peaks(ac[:m], lag_lo, lag_hi, k["wac"], _LOG_FLOOR, f0[a:b], voicing[a:b])
     logs = np.empty((R, 4))
     logs[:, 0] = np.log10(np.maximum(short_energy, _LOG_FLOOR))
@@ -611,10 +627,16 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
 #: products run on a group's rows at once, so the group size decides the cepstra's last bits:
 #: changing it changes the features (at rounding level) and possibly the fused rows.
 CUT_GROUP_FRAMES = 256
+#: True: the cuts' frames go through their FFTs in single precision (:func:`_row_values` with
+#: ``single``; the FFTs are most of the cuts' cost), the features moved by the float32 rounding
+#: of the spectra and autocorrelations, which moves no decoded boundary of the fused vowels in
+#: tests/vowels/test_vowels_fused_speedpath.py but is not the same bits. False (shipped): the
+#: same bits as :func:`vowel_acoustics` of each cut.
+CUT_SINGLE_FFT = False
 
 
 def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_posteriors: bool = False,
-                         log_posteriors: np.ndarray | None = None) -> list:
+                         log_posteriors: np.ndarray | None = None, recording_columns=None) -> list:
     """:func:`vowel_acoustics_many` of the cuts ``samples[a:b]`` of one 16 kHz recording, for
     ``(a, b)`` in ``cuts`` (the fusion's cuts, :mod:`aligner.vowels.fused`): per cut its (T, 22)
     float64 frames or the :class:`~aligner.errors.FeatureError` it would raise, in order.
@@ -626,7 +648,9 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_poster
     :func:`vowel_acoustics` of the cut gives). ``log_posteriors``: with it, the recording's (Tc,
     n_classes) :meth:`~aligner.features.frame_classifier.FrameClassifier.log_posteriors` of its
     :func:`~aligner.features.mfcc.mfcc_features`, if the caller has them (then not recomputed).
-    The other columns are the same either way.
+    The other columns are the same either way. ``recording_columns``: with ``log_posteriors``,
+    :func:`recording_classifier_columns` of them if the caller has computed them (or the
+    :class:`FeatureError` that raised), not computed again.
 
     The cuts overlap, and each is analysed as a recording of its own (its zero padding, its
     z-scores, its classifier input standardised over it); but most of the work is per frame and
@@ -653,7 +677,8 @@ def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_poster
     cuts = [(int(a), int(b)) for a, b in cuts]
     y = samples.astype(np.float64)  # what _checked_signal makes of each cut
     if cuts and (recording_posteriors or log_posteriors is not None):
-        return _cuts_with_recording_posteriors(samples, y, cuts, classifier, log_posteriors)
+        return _cuts_with_recording_posteriors(samples, y, cuts, classifier, log_posteriors,
+                                               recording_columns if log_posteriors is not None else None)
     return _acoustics_of_cuts(samples, y, cuts, classifier)
 
 
@@ -725,15 +750,19 @@ def _columns_from_posteriors(post: np.ndarray, T: int) -> np.ndarray:
 
 
 def _cuts_with_recording_posteriors(samples: np.ndarray, y: np.ndarray, cuts: list, classifier,
-                                    log_posteriors: np.ndarray | None) -> list:
+                                    log_posteriors: np.ndarray | None, columns=None) -> list:
     """:func:`vowel_acoustics_cuts` with ``recording_posteriors``: columns 0-8 and 14-21 as
     without, 9-13 the recording's (:func:`recording_classifier_columns`) at each cut's frames
     (cut ``(a, b)``'s frame f is at ``a / HOP + f`` recording frames, interpolated between
-    frames when ``a`` is not a multiple of HOP)."""
+    frames when ``a`` is not a multiple of HOP); ``columns``: those columns (or the
+    :class:`FeatureError` computing them raised) if the caller has them."""
     if y.ndim != 1 or not np.isfinite(y).all():  # each cut fails or not on its own, as without
         return _acoustics_of_cuts(samples, y, cuts, classifier)
     try:
-        columns = recording_classifier_columns(classifier, samples, log_posteriors)
+        if columns is None:
+            columns = recording_classifier_columns(classifier, samples, log_posteriors)
+        elif isinstance(columns, FeatureError):
+            raise columns
     except FeatureError as exc:  # under 25 ms: so is every cut
         return [exc] * len(cuts)
     results = _acoustics_of_cuts(samples, y, cuts, classifier, with_classifier=False)
@@ -787,7 +816,8 @@ def _cut_group(y: np.ndarray, y_mfcc: np.ndarray, starts: np.ndarray, lengths: n
     own = ~inner(f, cut_of)
     lo = np.where(own, starts[cut_of], 0)
     hi = np.where(own, starts[cut_of] + lengths[cut_of], n)
-    logs, log_flatness, log2_f0, voicing, power, r0, r1 = _row_values(y, starts[cut_of] + HOP * f, lo, hi)
+    logs, log_flatness, log2_f0, voicing, power, r0, r1 = _row_values(y, starts[cut_of] + HOP * f, lo, hi,
+                                                                     CUT_SINGLE_FFT)
     with blas.limit(1):
         cepstra = _cepstra(power)
     out = np.zeros((offsets[-1], N_COLUMNS))

@@ -244,18 +244,41 @@ def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSe
         raise AlignerError(f"{name}: no vowel-like frame near the aligned vowel")
     x = make_vowel_input(features, model.min_dur, model.max_dur, on, off, columns=model.columns,
                          widths=model.widths, outside_width=model.outside_width, name=name)
-    norm = float(np.linalg.norm(model.weights))
-    ys, values = [], []
+    norm = _weight_norm(model.weights)
+    ons, offs, values = [], [], []
     for pull in settings.pulls:
         if pull > 0 and a_b < a_e:
             y, value = model.task.decode_with_value(x, model.weights, y=np.array([a_b, a_e]), eps=-pull * norm,
                                                     cap=settings.cap)
         else:
             y, value = model.task.decode_with_value(x, model.weights)
-        ys.append(y)
+        ons.append(float(y[0]))
+        offs.append(float(y[1]))
         values.append(value)
-    y = np.mean(np.asarray(ys, dtype=np.float64), axis=0)
-    return (float(y[0]), float(y[1])), float(np.mean(values))
+    return (_mean(ons), _mean(offs)), _mean(values)
+
+
+def _mean(values: list) -> float:
+    """``np.mean`` of a few floats (fewer than 8: numpy adds them one by one, as here)."""
+    if len(values) >= 8:
+        return float(np.mean(np.asarray(values, dtype=np.float64)))
+    total = 0.0
+    for v in values:
+        total += v
+    return total / len(values)
+
+
+#: (the weights' bytes, their Euclidean norm) of the last weight vector :func:`_weight_norm` was asked about
+_NORM: list = []
+
+
+def _weight_norm(weights: np.ndarray) -> float:
+    """``np.linalg.norm(weights)``, computed once per weight vector (the vowel model's; keyed
+    by its values, so weights changed in place are seen)."""
+    key = np.asarray(weights).tobytes()
+    if not _NORM or _NORM[0][0] != key:
+        _NORM[:] = [(key, float(np.linalg.norm(weights)))]
+    return _NORM[0][1]
 
 
 def neighbour_bounds(vowels: Sequence[tuple], end_s: float) -> np.ndarray:
@@ -273,7 +296,7 @@ def neighbour_bounds(vowels: Sequence[tuple], end_s: float) -> np.ndarray:
 
 
 def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings,
-                    log_posteriors: Optional[np.ndarray] = None) -> tuple:
+                    log_posteriors: Optional[np.ndarray] = None, mfcc_frames: Optional[np.ndarray] = None) -> tuple:
     """``(cuts, features)`` of :func:`fuse_vowels`'s first step: each vowel's cut
     (:func:`fusion_cut`; for a vowel to relocate, :attr:`FusionSettings.relocate`, the stretch
     between its aligned neighbours, :func:`neighbour_bounds`, as ``(first sample, end sample,
@@ -283,19 +306,31 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
     ``settings.extend``, ``settings.recording_posteriors`` and ``settings.relocate`` alone.
     ``log_posteriors``: the recording's (Tc, n_classes) log posteriors by the vowel model's
     classifier (``log_posteriors`` of its :func:`~aligner.features.mfcc.mfcc_features`), if the
-    caller has them; else computed here when the settings need them."""
-    from aligner.features.vowel_acoustics import vowel_acoustics_cuts
+    caller has them; else computed here when the settings need them, from ``mfcc_frames``, the
+    recording's (Tc, 42) :func:`~aligner.features.mfcc.mfcc_features` if the caller has those
+    (:func:`shared_mfcc_frames`). The recording's classifier columns are computed once, for
+    the relocation and the cuts alike."""
+    from aligner.errors import FeatureError
+    from aligner.features.vowel_acoustics import recording_classifier_columns, vowel_acoustics_cuts
 
     samples = np.asarray(samples, dtype=np.float32)
     n = samples.shape[0]
     cuts = [fusion_cut(v, n, settings) for v in vowels]
     if log_posteriors is None and cuts and (settings.relocate is not None or settings.recording_posteriors):
-        log_posteriors = _recording_log_posteriors(model.classifier, samples)
+        log_posteriors = _recording_log_posteriors(model.classifier, samples, mfcc_frames)
+    columns = None
     if settings.relocate is not None and log_posteriors is not None:
-        cuts = _relocated_cuts(model, samples, vowels, cuts, log_posteriors, settings)
+        columns = recording_classifier_columns(model.classifier, samples, log_posteriors)
+        cuts = _relocated_cuts(samples, vowels, cuts, columns, settings)
+    elif settings.recording_posteriors and log_posteriors is not None and cuts:
+        try:
+            columns = recording_classifier_columns(model.classifier, samples, log_posteriors)
+        except FeatureError as exc:  # vowel_acoustics_cuts reports it for every cut
+            columns = exc
     feats = vowel_acoustics_cuts(samples, [c[:2] for c in cuts], model.classifier,
                                  recording_posteriors=settings.recording_posteriors,
-                                 log_posteriors=log_posteriors if settings.recording_posteriors else None
+                                 log_posteriors=log_posteriors if settings.recording_posteriors else None,
+                                 recording_columns=columns if settings.recording_posteriors else None
                                  ) if cuts else []
     return cuts, feats
 
@@ -345,27 +380,52 @@ def shared_log_posteriors(scored, aligner_model, classifier) -> Optional[np.ndar
     return (scores + classifier.log_prior).astype(np.float32, copy=False)
 
 
-def _recording_log_posteriors(classifier, samples: np.ndarray) -> Optional[np.ndarray]:
+def shared_mfcc_frames(scored, aligner_model) -> Optional[np.ndarray]:
+    """The recording's (Tc, 42) float32 :func:`~aligner.features.mfcc.mfcc_features` of its
+    samples as the aligner computed them, or None when the frames it read are not those:
+    ``scored`` (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) decoded by a
+    model other than ``aligner_model`` (its condition expert, which may read cleaned audio), or
+    ``aligner_model`` hearing the recording through a front end of its own (a band, a
+    dereverberation or a denoiser: :meth:`~aligner.alignment.model.AlignmentModel.frames_of`).
+    The vowel model's classifier reads these frames when it is not the aligner's
+    (:func:`shared_log_posteriors`), so the recording's MFCC is computed once."""
+    from aligner.features import mfcc as mf
+
+    if scored is None or aligner_model is None or scored.decoder is not aligner_model:
+        return None
+    if any(getattr(aligner_model, a, None) is not None for a in ("front_band_hz", "front_dereverb", "front_denoise")):
+        return None
+    frames = scored.frames
+    samples = scored.samples
+    if (not isinstance(frames, np.ndarray) or not isinstance(samples, np.ndarray) or samples.ndim != 1
+            or frames.dtype != np.float32 or frames.shape != (mf.n_frames(samples.shape[0]), mf.N_FEATURES)):
+        return None
+    return frames
+
+
+def _recording_log_posteriors(classifier, samples: np.ndarray,
+                              mfcc_frames: Optional[np.ndarray] = None) -> Optional[np.ndarray]:
     """(Tc, n_classes) log posteriors of a whole recording's MFCC frames (one classifier call),
-    or None when it has none (shorter than 25 ms, not finite)."""
+    or None when it has none (shorter than 25 ms, not finite). ``mfcc_frames``: the recording's
+    :func:`~aligner.features.mfcc.mfcc_features` if the caller has them (:func:`shared_mfcc_frames`)."""
     from aligner.errors import FeatureError
     from aligner.features.mfcc import mfcc_features
 
     if not np.isfinite(samples).all():
         return None
     try:
-        return classifier.log_posteriors(mfcc_features(samples))
+        return classifier.log_posteriors(mfcc_features(samples) if mfcc_frames is None else mfcc_frames)
     except FeatureError:
         return None
 
 
-def _relocated_cuts(model, samples, vowels, cuts, log_posteriors, settings) -> list:
+def _relocated_cuts(samples, vowels, cuts, columns, settings) -> list:
     """``cuts`` with those of the vowels aligned in silence (:attr:`FusionSettings.relocate`)
-    replaced by the stretch between their aligned neighbours (flagged ``True``)."""
-    from aligner.features.vowel_acoustics import recording_classifier_columns
-
+    replaced by the stretch between their aligned neighbours (flagged ``True``); ``columns``:
+    the recording's (T, 5) classifier columns
+    (:func:`~aligner.features.vowel_acoustics.recording_classifier_columns`)."""
     n = samples.shape[0]
-    silence = recording_classifier_columns(model.classifier, samples, log_posteriors)[:, 4]
+    silence = columns[:, 4]
     bounds = neighbour_bounds(vowels, n / SAMPLE_RATE)
     out = list(cuts)
     for i, (v, (a, _, (a_b, a_e))) in enumerate(zip(vowels, cuts)):
@@ -392,7 +452,7 @@ def _relocated_settings(settings: FusionSettings) -> FusionSettings:
 
 def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: FusionSettings,
                 name: str = "<recording>", features: Optional[tuple] = None,
-                log_posteriors: Optional[np.ndarray] = None) -> list:
+                log_posteriors: Optional[np.ndarray] = None, mfcc_frames: Optional[np.ndarray] = None) -> list:
     """Re-measure each aligned vowel of a 16 kHz recording with the vowel model.
 
     ``samples``: (n,) float audio at 16 kHz; ``vowels``: ``[(onset_s, offset_s, runs_start_s,
@@ -403,11 +463,11 @@ def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: F
     ``recording_posteriors`` and ``relocate``, if already computed (a settings search reuses
     them). A relocated vowel (:attr:`FusionSettings.relocate`) is decoded over its stretch
     (:attr:`FusionSettings.relocate_cap`) and reported as decoded (``mix``, ``overlap`` do not
-    apply). ``log_posteriors``: as for :func:`fusion_features`."""
+    apply). ``log_posteriors``, ``mfcc_frames``: as for :func:`fusion_features`."""
     n = np.asarray(samples).shape[0]
     relocated_settings = _relocated_settings(settings)
     cuts, feats = features if features is not None else fusion_features(model, samples, vowels, settings,
-                                                                        log_posteriors)
+                                                                        log_posteriors, mfcc_frames)
     out = []
     end_s = n / SAMPLE_RATE
     for v, cut, f in zip(vowels, cuts, feats):

@@ -336,11 +336,12 @@ def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=
     or None: its samples are used instead of reading the file again, and its classifier scores
     instead of scoring the recording again when they are the vowel model's classifier's
     (:func:`~aligner.vowels.fused.shared_log_posteriors`; not for a recording the aligner sent
-    to its condition expert). The rows are the same either way, but for the last bits of a
+    to its condition expert), else its MFCC frames for the vowel model's classifier when they
+    are the samples' (:func:`~aligner.vowels.fused.shared_mfcc_frames`). The rows are the same either way, but for the last bits of a
     fused row's score (:func:`~aligner.vowels.fused.shared_log_posteriors`)."""
     from dataclasses import replace
 
-    from aligner.vowels.fused import FUSED_MODE, fuse_vowels, shared_log_posteriors
+    from aligner.vowels.fused import FUSED_MODE, fuse_vowels, shared_log_posteriors, shared_mfcc_frames
 
     which = [i for i, v in enumerate(vowels) if v.cvc or not fusion.cvc_only]
     if not which:
@@ -352,10 +353,13 @@ def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=
     spans = [(records[i].onset_s, records[i].offset_s,
               vowels[i].runs_start_s if vowels[i].runs_start_s is not None else records[i].onset_s,
               vowels[i].runs_end_s if vowels[i].runs_end_s is not None else records[i].offset_s) for i in which]
-    log_posteriors = None
+    log_posteriors = mfcc_frames = None
     if fusion.recording_posteriors or fusion.relocate is not None:  # else the recording's are not read
         log_posteriors = shared_log_posteriors(scored, worker_model(), _WORKER_VOWEL_MODEL.classifier)
-    fused = fuse_vowels(_WORKER_VOWEL_MODEL, samples, spans, fusion, name, log_posteriors=log_posteriors)
+        if log_posteriors is None:  # another classifier: it reads the aligner's MFCC frames, if they are the samples'
+            mfcc_frames = shared_mfcc_frames(scored, worker_model())
+    fused = fuse_vowels(_WORKER_VOWEL_MODEL, samples, spans, fusion, name, log_posteriors=log_posteriors,
+                        mfcc_frames=mfcc_frames)
     records = list(records)
     for i, f in zip(which, fused):
         if f.mode == FUSED_MODE:
