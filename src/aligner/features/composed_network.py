@@ -42,6 +42,8 @@ _HYPER = ("context", "hidden", "alpha", "epochs", "seed", "max_train_frames", "b
           "calibration_fraction", "n_features", "patience", "residual_alpha", "refit", "balanced_groups")
 #: settings that files saved before them lack (their defaults then)
 _OPTIONAL = ("residual_alpha", "refit", "balanced_groups")
+#: Adam steps between two flushes of its moments' subnormal values (:func:`flush_subnormals`)
+FLUSH_STEPS = 8
 _LEARNED = ("mean", "inv_std", "hidden_weights", "hidden_bias", "projection", "projection_bias", "temperature")
 
 
@@ -250,6 +252,10 @@ class ComposedNetwork:
                     np.divide(mo, g, out=g)
                     g *= lr
                     p -= g
+                if step % FLUSH_STEPS == 0:  # Adam's moments of near-dead units sink into subnormal
+                    for mo, ve in moments:   # values, tens of times slower to multiply: zero them
+                        flush_subnormals(mo)
+                        flush_subnormals(ve)
             for p in params:
                 flush_subnormals(p)
             if not len(Xva):
