@@ -69,8 +69,8 @@ class UniversalSettings:
     hidden: int = 512
     alpha: float = 3.0
     residual_alpha: float = 0.0
-    refit_scorer: bool = False
-    balanced_scorer_groups: bool = False
+    refit_scorer: bool = True
+    balanced_scorer_groups: bool = True
     epochs: int = 40
     max_train_frames: int = 200_000
     warps: tuple = DEFAULT_WARPS
