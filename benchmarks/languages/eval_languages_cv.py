@@ -87,7 +87,8 @@ def scorer_key(settings) -> str:
     """A name of the settings the frame scorers depend on (and the data: the training languages)."""
     return (f"h{settings.hidden}-a{settings.alpha:g}-e{settings.epochs}-f{settings.max_train_frames}-"
             f"s{settings.seed}-w{'_'.join(f'{w:g}' for w in settings.warps)}-k{settings.n_folds}"
-            + (f"-r{settings.residual_alpha:g}" if settings.residual_alpha else ""))
+            + (f"-r{settings.residual_alpha:g}" if settings.residual_alpha else "")
+            + ("-refit" if settings.refit_scorer else "") + ("-bal" if settings.balanced_scorer_groups else ""))
 
 
 def align_universal(model, samples, symbols):

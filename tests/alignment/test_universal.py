@@ -289,6 +289,7 @@ def test_align_corpus_and_adapt_with_ipa(universal, tmp_path):
     assert code == 0, output
     adapted = AlignmentModel.load(tmp_path / "adapted")  # an ordinary model of the language's phones
     assert set(adapted.phone_set.symbols) >= {"a", "i", "t", "aː"}
+    assert adapted.tempo_range == (0.7, 1.4)  # it keeps decoding a second time at each recording's tempo
     code, output = run("align", lab_corpus / "0-xbb-0.wav", lab_corpus / "0-xbb-0.lab", "--phone-set", "ipa",
                        "--model", tmp_path / "adapted", "-o", tmp_path / "again.TextGrid")
     assert code == 0, output
@@ -340,3 +341,48 @@ def test_a_languages_words_go_through_the_universal_model_unmapped(universal, tm
 
     assert [iv.label for iv in read_interval_tier(out, "words") if iv.label] == ["mesa"]
     assert [iv.label for iv in read_interval_tier(out, "phones") if iv.label] == ["m", "e", "s", "a"]
+
+
+def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
+    """Each view decodes again with its speech phones' durations scaled by the first pass's tempo
+    (clipped to the model's range; silences keep theirs); the range is saved and checked on load."""
+    import hashlib
+
+    from aligner.alignment.universal import UniversalModel
+
+    _, path = universal
+    model = UniversalModel.load(path)
+    assert model.tempo_range == (0.7, 1.4)  # the trained default
+    symbols = ["sil", "m", "a", "s", "sil"]
+    view = model.view(symbols)
+    assert view.tempo_range == (0.7, 1.4)
+    classes = view.phone_set.class_indices(symbols)
+    mean, std, max_frames = view.durations.for_phones(classes, symbols)
+    frames = np.random.default_rng(2).standard_normal((200, 42)).astype(np.float32)
+    scores = view.transcript_scores(view.classifier.scores(frames), classes)
+    x = view.make_input(frames, classes, scores)
+    speech = np.array([c != view.inventory.silence_index for c in classes])
+    for tempo, expected in ((3.0, 1.4), (1.2, 1.2), (0.5, 0.7)):
+        # a first pass whose speech phones last `tempo` times their means, the rest silence
+        lengths = np.maximum(np.round(mean * tempo), 1).astype(int)
+        lengths[-1] = 200 - lengths[:-1].sum()
+        y = np.concatenate([[0], np.cumsum(lengths[:-1])])
+        x2, y2 = view._decode_at_tempo(x, y, scores, frames, classes, mean, std, max_frames, "t")
+        factor = lengths[speech].sum() / mean[speech].sum()
+        np.testing.assert_allclose(x2.dur_mean[speech], mean[speech] * np.clip(factor, 0.7, 1.4))
+        np.testing.assert_allclose(x2.dur_std[speech], std[speech] * np.clip(factor, 0.7, 1.4))
+        np.testing.assert_array_equal(x2.dur_mean[~speech], mean[~speech])
+        assert abs(np.clip(factor, 0.7, 1.4) - expected) < 0.1
+        assert y2.shape == y.shape and y2[0] == 0 and np.all(np.diff(y2) >= 1)
+    # saved, read back, and a damaged range is one error naming it
+    model.tempo_range = (0.8, 1.25)
+    model.save(tmp_path / "m")
+    assert UniversalModel.load(tmp_path / "m").tempo_range == (0.8, 1.25)
+    params = json.loads((tmp_path / "m" / "universal.json").read_text(encoding="utf-8"))
+    params["tempo_range"] = [1.5, 2.0]
+    (tmp_path / "m" / "universal.json").write_text(json.dumps(params), encoding="utf-8")
+    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["universal.json"] = hashlib.sha256((tmp_path / "m" / "universal.json").read_bytes()).hexdigest()
+    (tmp_path / "m" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ModelError, match="tempo_range must hold 1"):
+        UniversalModel.load(tmp_path / "m")

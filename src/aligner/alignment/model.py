@@ -202,6 +202,20 @@ _SHARED_WITH_EXPERT = ("durations", "min_frames", "training", "confidence", "utt
                        "phone_symbols")
 
 
+def check_tempo_range(value) -> tuple | None:
+    """A model file's ``tempo_range`` checked: None, or two numbers ``lowest <= 1 <= highest``
+    from 0.25 to 4 (:attr:`AlignmentModel.tempo_range`)."""
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or len(value) != 2 or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in value):
+        raise ValueError(f"tempo_range must be two numbers, got {value!r}")
+    lo, hi = float(value[0]), float(value[1])
+    if not 0.25 <= lo <= 1.0 <= hi <= 4.0:
+        raise ValueError(f"tempo_range must hold 1 within 0.25 to 4, got {value!r}")
+    return lo, hi
+
+
 @dataclass
 class AlignmentModel:
     """Everything needed to align: classifier, duration statistics, weights (7,)."""
@@ -260,6 +274,10 @@ class AlignmentModel:
     #: alternative (path-score units; re-estimated by adaptation,
     #: :mod:`aligner.alignment.adaptation.pronunciations`); None = every alternative 0
     pronunciation_bonus: dict | None = None
+    #: ``(lowest, highest)`` tempo factor of a second decoding pass (:meth:`_decode_at_tempo`): the
+    #: speech phones' mean durations and deviations scaled by the first pass's own tempo, clipped
+    #: to this range; None = one pass (the English models)
+    tempo_range: tuple | None = None
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -463,6 +481,8 @@ class AlignmentModel:
         if not needs_long_path(dp_cells(len(frames), max_frames, self.min_frames)):
             x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name)
             y = self._decode_near_first_pass(x, scores, classes, mean, name)
+            if self.tempo_range is not None:
+                x, y = self._decode_at_tempo(x, y, scores, frames, classes, mean, std, max_frames, name)
             return y, self.start_times(x, y, scores, frames, duration_s)
 
         def decode_chunk(f_lo, f_hi, p_lo, p_hi, centres, band):
@@ -476,6 +496,32 @@ class AlignmentModel:
             return y, phone_start_times(y)
         mu, sigma = np.maximum(mean, 1.0), np.maximum(std, 1.0)
         return y, self.refiner.start_times(scores, frames, classes, y, mu, sigma, duration_s)
+
+    def _decode_at_tempo(self, x: AlignmentInput, y: np.ndarray, scores: np.ndarray, frames: np.ndarray,
+                         classes: np.ndarray, mean: np.ndarray, std: np.ndarray, max_frames: np.ndarray,
+                         name: str) -> tuple:
+        """``(input, start frames (K,))`` of a second pass at the recording's own tempo.
+
+        The tempo is the first pass's (``y``) total length of the speech phones over the sum of
+        their mean durations (frames), clipped to :attr:`tempo_range`; each speech phone's mean and
+        deviation are multiplied by it (silences keep theirs: a pause's length is not the
+        speaker's rate) and the DP searched again near ``y``
+        (:func:`~aligner.alignment.decoding.task.decode_banded`). A speaker slower or faster than
+        the training speech (read sentences against word lists) is then decoded with durations of
+        their own rate. ``x`` and ``y`` are returned unchanged when the tempo is within 2 % of 1
+        or the transcript has no speech phone."""
+        speech = classes != self.inventory.silence_index
+        if not np.any(speech):
+            return x, y
+        lengths = np.diff(np.append(y, x.n_frames))
+        lo, hi = self.tempo_range
+        tempo = float(np.clip(lengths[speech].sum() / max(float(mean[speech].sum()), 1.0), lo, hi))
+        if abs(tempo - 1.0) < 0.02:
+            return x, y
+        factor = np.where(speech, tempo, 1.0)
+        x = make_alignment_input(scores, frames, classes, mean * factor,
+                                 std * factor, max_frames, self.min_frames, name=name)
+        return x, decode_banded(self.task, x, self.weights, y, PHONE_BAND_FRAMES or 20)
 
     def _decode_near_first_pass(self, x: AlignmentInput, scores: np.ndarray, classes: np.ndarray,
                                 mean: np.ndarray, name: str) -> np.ndarray:
@@ -655,6 +701,8 @@ class AlignmentModel:
         if self.front_band_hz is not None:
             params["alignment"]["front_band_hz"] = [float(v) for v in self.front_band_hz]
         params["alignment"].update(_front_end_json(self))
+        if self.tempo_range is not None:
+            params["alignment"]["tempo_range"] = [float(v) for v in self.tempo_range]
         if self.pronunciation_bonus:
             params["alignment"]["pronunciation_bonus"] = dict(sorted(self.pronunciation_bonus.items()))
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
@@ -705,7 +753,8 @@ class AlignmentModel:
             model = cls(classifier, durations, weights, min_frames, manifest.get("training", {}), refiner,
                         confidence, utterance_check, inventory, phone_symbols,
                         front_band_hz=None if front_band is None else check_band(front_band),
-                        **_front_end_settings(p), always_scored=always)
+                        **_front_end_settings(p), always_scored=always,
+                        tempo_range=check_tempo_range(p.get("tempo_range")))
             if p.get("pronunciation_bonus") is not None:
                 from aligner.alignment.decoding.words import check_pronunciation_bonus
 

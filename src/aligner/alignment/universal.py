@@ -35,7 +35,7 @@ import numpy as np
 
 from aligner.alignment.decoding.refinement import BoundaryRefiner
 from aligner.alignment.decoding.task import FEATURE_NAMES
-from aligner.alignment.model import MAX_PHONE_FRAMES, AlignmentModel, DurationStats
+from aligner.alignment.model import MAX_PHONE_FRAMES, AlignmentModel, DurationStats, check_tempo_range
 from aligner.errors import ModelError, TranscriptError
 from aligner.features.composed_network import ComposedNetwork
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE
@@ -277,7 +277,9 @@ class UniversalModel:
     canonical IPA of training phones every view also scores (the softmax and the agreement's
     maximum then run over them too; empty: over the transcript's phones alone); ``duration_spread``:
     each view's duration standard deviations are the features' prediction times this (> 1: tempo
-    may differ more between languages and speakers than within the training data)."""
+    may differ more between languages and speakers than within the training data); ``tempo_range``:
+    each view decodes a second time at the recording's own tempo, clipped to this range
+    (:attr:`AlignmentModel.tempo_range`); None: once."""
 
     network: ComposedNetwork
     durations: FeatureDurations
@@ -288,6 +290,7 @@ class UniversalModel:
     min_frames: int = 1
     training: dict = field(default_factory=dict)
     duration_spread: float = 1.0
+    tempo_range: tuple | None = None
     _views: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     # -- phones -----------------------------------------------------------------------------------------------
@@ -344,7 +347,7 @@ class UniversalModel:
         always = np.array([i for i, c in enumerate(names) if c in background], np.int64)
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
                               self.training, refiner, inventory=inventory, phone_symbols=phone_symbols,
-                              always_scored=always)
+                              always_scored=always, tempo_range=self.tempo_range)
         self._views[key] = view
         while len(self._views) > VIEW_CACHE_SIZE:
             self._views.popitem(last=False)
@@ -392,6 +395,8 @@ class UniversalModel:
         if self.prior is not None:
             arrays["prior"] = {"log_prior": self.prior.log_prior, "coef": self.prior.coef}
             params["universal"]["prior_classes"] = list(self.prior.classes)
+        if self.tempo_range is not None:
+            params["universal"]["tempo_range"] = [float(v) for v in self.tempo_range]
         save_bundle(directory, UNIVERSAL_KIND, arrays, params, self.training)
 
     @classmethod
@@ -426,10 +431,11 @@ class UniversalModel:
             spread = p.get("duration_spread", 1.0)
             if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0.25 <= spread <= 10:
                 raise ValueError(f"duration_spread must be a number from 0.25 to 10, got {spread!r}")
+            tempo = check_tempo_range(p.get("tempo_range"))
         except (KeyError, ValueError, TypeError, ModelError, TranscriptError) as exc:
             raise ModelError(f"{directory}: not a usable universal alignment model ({exc})") from None
         return cls(network, durations, weights, refiner, prior, background, min_frames, manifest.get("training", {}),
-                   float(spread))
+                   float(spread), tempo)
 
 
 def _phone_names(names, what: str) -> list:

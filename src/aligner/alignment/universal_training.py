@@ -54,11 +54,14 @@ class UniversalSettings:
     """The design of a universal model's training (defaults chosen on validation languages,
     docs/results.md): the scorer's ``hidden`` units, L2 ``alpha`` (``residual_alpha`` > 0: each
     training phone also a logit of its own, :class:`~aligner.features.composed_network.ComposedNetwork`),
-    at most ``epochs``, trained on
+    at most ``epochs``, ``refit_scorer``: then trained again on every language, the held-out ones
+    included, for the epochs they chose; ``balanced_scorer_groups``: each held-out language weighs
+    the same in the loss that chooses them; trained on
     at most ``max_train_frames`` frames; ``warps``: VTLP copies of every recording for the scorer;
     ``prior``: divide the scores by each phone's prior; ``background``: how many of the commonest
     training phones every view also scores; ``duration_spread``: the views' duration deviations
-    widened by this factor (:class:`~aligner.alignment.universal.UniversalModel`); ``n_folds`` language folds of the out-of-fold scores;
+    widened by this factor (:class:`~aligner.alignment.universal.UniversalModel`); ``tempo_range``:
+    the views' second pass at a recording's own tempo, clipped to this range (None: one pass); ``n_folds`` language folds of the out-of-fold scores;
     ``n_val_groups`` languages of the weights' early stopping; the boundary refiner's largest shift
     ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``trainer`` and
     its parameters."""
@@ -66,12 +69,15 @@ class UniversalSettings:
     hidden: int = 512
     alpha: float = 3.0
     residual_alpha: float = 0.0
+    refit_scorer: bool = True
+    balanced_scorer_groups: bool = True
     epochs: int = 40
     max_train_frames: int = 200_000
     warps: tuple = DEFAULT_WARPS
     prior: bool = True
     background: int = 60
     duration_spread: float = 2.0
+    tempo_range: tuple | None = (0.7, 1.4)
     n_folds: int = 3
     n_val_groups: int = 4
     refiner_max_shift_ms: float = 20.0
@@ -83,7 +89,8 @@ class UniversalSettings:
     def network(self, seed_offset: int = 0) -> ComposedNetwork:
         return ComposedNetwork(hidden=self.hidden, alpha=self.alpha, epochs=self.epochs,
                                max_train_frames=self.max_train_frames, seed=self.seed + seed_offset,
-                               residual_alpha=self.residual_alpha)
+                               residual_alpha=self.residual_alpha, refit=self.refit_scorer,
+                               balanced_groups=self.balanced_scorer_groups)
 
 
 @dataclass
@@ -201,7 +208,8 @@ def group_folds(groups, n_folds: int, seed: int = 0) -> list:
 
 def _model(network, durations, prior, settings, weights, background) -> UniversalModel:
     return UniversalModel(network, durations, np.asarray(weights, float), prior=prior if settings.prior else None,
-                          background=background, duration_spread=settings.duration_spread)
+                          background=background, duration_spread=settings.duration_spread,
+                          tempo_range=None if settings.tempo_range is None else tuple(settings.tempo_range))
 
 
 def decoding_inputs(model: UniversalModel, data: list) -> tuple:

@@ -16,6 +16,8 @@ fixed), Adam (learning rate ``learning_rate``), minibatches of ``batch`` frames,
 weights added to their gradient), early stopping on the frames of held-out groups (whole
 recordings or, better for new languages, whole languages: ``groups``), keeping the layers of
 the epoch of least held-out loss; the softmax temperature is then fitted on those frames.
+With ``refit`` the network is then trained again, from the same first values, on every group
+for the number of epochs the held-out groups chose.
 
 For any set of classes described by ``Phi'`` (C', D), :meth:`ComposedNetwork.frame_classifier`
 returns an ordinary :class:`~aligner.features.frame_classifier.FrameClassifier` (the same
@@ -37,9 +39,11 @@ from aligner.runtime import blas
 
 FORMAT_VERSION = 1
 _HYPER = ("context", "hidden", "alpha", "epochs", "seed", "max_train_frames", "batch", "learning_rate",
-          "calibration_fraction", "n_features", "patience", "residual_alpha")
+          "calibration_fraction", "n_features", "patience", "residual_alpha", "refit", "balanced_groups")
 #: settings that files saved before them lack (their defaults then)
-_OPTIONAL = ("residual_alpha",)
+_OPTIONAL = ("residual_alpha", "refit", "balanced_groups")
+#: Adam steps between two flushes of its moments' subnormal values (:func:`flush_subnormals`)
+FLUSH_STEPS = 8
 _LEARNED = ("mean", "inv_std", "hidden_weights", "hidden_bias", "projection", "projection_bias", "temperature")
 
 
@@ -58,13 +62,18 @@ class ComposedNetwork:
     ``n_features`` per frame (42); ``patience``: epochs without a lower held-out loss before
     training stops; ``residual_alpha`` > 0: every training class also gets a logit of its own
     (a column on the ReLU units, L2 penalty ``residual_alpha``) added to its composed logit, which
-    a class scored later uses when it is one of them (:meth:`frame_classifier` ``residual_index``).
+    a class scored later uses when it is one of them (:meth:`frame_classifier` ``residual_index``);
+    ``refit``: once the held-out groups have chosen the number of epochs and the temperature, train
+    again from the same first values on every group for that many epochs (else the held-out groups'
+    frames, ``calibration_fraction`` of them, never train the network); ``balanced_groups``: the
+    held-out loss that chooses the epochs is the mean of each held-out group's mean (else of every
+    frame's, so that a group of many frames, a large corpus among small ones, decides alone).
     """
 
     def __init__(self, context: int = 4, hidden: int = 512, alpha: float = 3.0, epochs: int = 40, seed: int = 0,
                  max_train_frames: int = 200_000, batch: int = 256, learning_rate: float = 1e-3,
                  calibration_fraction: float = 0.2, n_features: int = 42, patience: int = 5,
-                 residual_alpha: float = 0.0):
+                 residual_alpha: float = 0.0, refit: bool = False, balanced_groups: bool = False):
         self.context = int(context)
         self.hidden = int(hidden)
         self.alpha = float(alpha)
@@ -77,6 +86,8 @@ class ComposedNetwork:
         self.n_features = int(n_features)
         self.patience = int(patience)
         self.residual_alpha = float(residual_alpha)
+        self.refit = bool(refit)
+        self.balanced_groups = bool(balanced_groups)
         #: with ``residual_alpha > 0``: (hidden, C) weights and (C,) biases of each *training* class's
         #: own logit, added to its composed one (L2 penalty ``residual_alpha``); (0, 0) and (0,) without
         self.residual_weights = np.zeros((0, 0), np.float32)
@@ -152,21 +163,47 @@ class ComposedNetwork:
             held_groups[rng.permutation(n_grp)[:n_held]] = True
         held = held_groups[group_of[utt]]
         Xtr, ytr, Xva, yva = X[~held], y[~held], X[held], y[held]
-        d, m, D = X.shape[1], self.hidden, Phi.shape[1]
-        # He initialisation for the ReLU layer, small for the projection
+        self._held_weights = None
+        if self.balanced_groups and np.any(held):  # each held-out group weighs the same in the loss
+            _, inverse, counts = np.unique(group_of[utt][held], return_inverse=True, return_counts=True)
+            self._held_weights = (1.0 / counts)[inverse] / len(counts)
+        PhiT = np.ascontiguousarray(Phi.T)
+        initial = self._initial(X.shape[1], Phi.shape, rng)
+        self.history_ = []
+        best = self._train(Xtr, ytr, Xva, yva, Phi, PhiT, [p.copy() for p in initial], self.epochs, rng, progress)
+        calib_X, calib_y = (Xva, yva) if len(Xva) else (Xtr, ytr)
+        temperature = self._fit_temperature(calib_X, calib_y, PhiT, best)
+        if self.refit and len(Xva):
+            # the held-out groups chose the epochs and the temperature; now every group trains
+            best = self._train(X, y, X[:0], y[:0], Phi, PhiT, initial, self.best_epoch_, rng, None)
+        self.hidden_weights, self.hidden_bias, self.projection, self.projection_bias = best[:4]
+        if self.residual_alpha > 0:
+            self.residual_weights, self.residual_bias = best[4], best[5]
+        self.temperature = np.float32(temperature)
+        self._fitted = True
+
+    def _initial(self, d: int, shape: tuple, rng) -> list:
+        """The layers' first values: He initialisation for the (d, hidden) ReLU layer, small for the
+        projection onto the D descriptions; with ``residual_alpha`` > 0 zero residual logits of the
+        C training classes (``shape`` = (C, D), the training descriptions')."""
+        (C, D), m = shape, self.hidden
         params = [rng.normal(0, np.sqrt(2.0 / d), (d, m)).astype(np.float32), np.zeros(m, np.float32),
                   rng.normal(0, np.sqrt(1.0 / m), (m, D)).astype(np.float32) * np.float32(0.5),
                   np.zeros(D, np.float32)]
-        residual = self.residual_alpha > 0
-        if residual:
+        if self.residual_alpha > 0:
             params += [np.zeros((m, C), np.float32), np.zeros(C, np.float32)]
+        return params
+
+    def _train(self, Xtr, ytr, Xva, yva, Phi, PhiT, params, epochs: int, rng, progress) -> list:
+        """Adam on (Xtr, ytr) for at most ``epochs`` epochs from ``params``; with held-out frames
+        (Xva, yva) the layers of the epoch of least held-out loss (:attr:`best_epoch_`, stopping
+        after ``patience`` epochs without a lower one), without them the last epoch's."""
+        residual = self.residual_alpha > 0
         moments = [(np.zeros_like(p), np.zeros_like(p)) for p in params]
         beta1, beta2, eps, step = 0.9, 0.999, 1e-8, 0
         b1, b2, c1, c2, e32 = (np.float32(v) for v in (beta1, beta2, 1 - beta1, 1 - beta2, eps))
-        PhiT = np.ascontiguousarray(Phi.T)
         best, best_loss, stale = None, np.inf, 0
-        self.history_ = []
-        for epoch in range(1, self.epochs + 1):
+        for epoch in range(1, epochs + 1):
             order = rng.permutation(len(Xtr))
             for a in range(0, len(order), self.batch):
                 idx = order[a:a + self.batch]
@@ -215,12 +252,16 @@ class ComposedNetwork:
                     np.divide(mo, g, out=g)
                     g *= lr
                     p -= g
+                if step % FLUSH_STEPS == 0:  # Adam's moments of near-dead units sink into subnormal
+                    for mo, ve in moments:   # values, tens of times slower to multiply: zero them
+                        flush_subnormals(mo)
+                        flush_subnormals(ve)
             for p in params:
                 flush_subnormals(p)
             if not len(Xva):
                 best = [p.copy() for p in params]
                 continue
-            loss = self._loss(Xva, yva, params, PhiT)
+            loss = self._loss(Xva, yva, params, PhiT, self._held_weights)
             self.history_.append(round(loss, 5))
             if progress:
                 progress(epoch, loss)
@@ -230,12 +271,7 @@ class ComposedNetwork:
                 stale += 1
                 if stale >= self.patience:
                     break
-        self.hidden_weights, self.hidden_bias, self.projection, self.projection_bias = best[:4]
-        if residual:
-            self.residual_weights, self.residual_bias = best[4], best[5]
-        calib_X, calib_y = (Xva, yva) if len(Xva) else (Xtr, ytr)
-        self.temperature = np.float32(self._fit_temperature(calib_X, calib_y, PhiT))
-        self._fitted = True
+        return best
 
     def _logits(self, X: np.ndarray, params, PhiT: np.ndarray) -> np.ndarray:
         out = []
@@ -249,16 +285,15 @@ class ComposedNetwork:
             out.append(z)
         return np.vstack(out)
 
-    def _loss(self, X, y, params, PhiT) -> float:
+    def _loss(self, X, y, params, PhiT, weights=None) -> float:
+        """Mean cross-entropy of frames X (N, d) of classes y (N,), or its ``weights`` (N,) sum."""
         ls = _log_softmax(self._logits(X, params, PhiT))
-        return float(-ls[np.arange(len(y)), y].mean())
+        losses = -ls[np.arange(len(y)), y]
+        return float(losses.mean() if weights is None else losses @ weights)
 
-    def _fit_temperature(self, X, y, PhiT) -> float:
+    def _fit_temperature(self, X, y, PhiT, params) -> float:
         import scipy.optimize  # training only
 
-        params = (self.hidden_weights, self.hidden_bias, self.projection, self.projection_bias)
-        if self.residual_weights.size:
-            params += (self.residual_weights, self.residual_bias)
         z = self._logits(X, params, PhiT).astype(np.float64)
         idx = np.arange(len(y))
         res = scipy.optimize.minimize_scalar(lambda la: -_log_softmax(np.exp(la) * z)[idx, y].mean(),

@@ -1,0 +1,72 @@
+"""The composed frame scorer: with ``refit`` the groups held out to choose the epochs train too."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aligner.features.composed_network import ComposedNetwork
+
+
+def _groups(seed: int = 0):
+    """Frames (T, 42) of 4 groups; classes 0-2 everywhere, class 3 in group "d" alone; each class
+    a mean of its own plus noise, so a network that never saw group "d" cannot know class 3's."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((4, 42)) * 2.0
+    frames, labels, groups = [], [], []
+    for g in "abcd":
+        for _ in range(4):
+            classes = [0, 1, 2] + ([3] if g == "d" else [])
+            y = np.repeat(rng.permutation(classes), 20)
+            frames.append((centres[y] + rng.standard_normal((len(y), 42))).astype(np.float32))
+            labels.append(y)
+            groups.append(g)
+    return frames, labels, groups
+
+
+def test_refit_trains_on_the_held_out_groups_for_the_epochs_they_chose():
+    frames, labels, groups = _groups()
+    Phi = np.eye(4, dtype=np.float32)
+    settings = dict(hidden=16, epochs=8, seed=3, calibration_fraction=0.25, patience=8, context=1, batch=64)
+    held_out = ComposedNetwork(**settings).fit(frames, labels, Phi, groups)
+    refit = ComposedNetwork(refit=True, **settings).fit(frames, labels, Phi, groups)
+    # the same held-out choice: the same epoch and temperature, other layers
+    assert refit.best_epoch_ == held_out.best_epoch_ >= 1
+    assert refit.temperature == held_out.temperature
+    assert not np.array_equal(refit.hidden_weights, held_out.hidden_weights)
+    # with this seed group "d" is the one held out: class 3, heard there alone, is never the
+    # best class of its own frames without the refit, and is with it
+    d_frames = np.vstack([f for f, y in zip(frames, labels) if 3 in y])
+    d_labels = np.concatenate([y for y in labels if 3 in y])
+    best_a = held_out.frame_classifier(Phi).scores(d_frames).argmax(axis=1)
+    best_b = refit.frame_classifier(Phi).scores(d_frames).argmax(axis=1)
+    assert np.mean(best_a[d_labels == 3] == 3) < 0.2
+    assert np.mean(best_b[d_labels == 3] == 3) > 0.8
+    # saved and read back, the setting stays (and a file saved before it reads as False)
+    again = ComposedNetwork.from_arrays(refit.to_arrays())
+    assert again.refit is True
+    old = {k: v for k, v in held_out.to_arrays().items() if k != "refit"}
+    assert ComposedNetwork.from_arrays(old).refit is False
+
+
+def test_balanced_groups_weigh_each_held_out_group_the_same():
+    """With ``balanced_groups`` the held-out loss is the mean of the groups' means: a group of
+    many frames no longer decides alone when training stops."""
+    frames, labels, groups = _groups()
+    # group "a" ten times the frames of the others
+    big = [(np.tile(f, (10, 1)), np.tile(y, 10)) for f, y, g in zip(frames, labels, groups) if g == "a"]
+    frames = [f for f, _ in big] + [f for f, g in zip(frames, groups) if g != "a"]
+    labels = [y for _, y in big] + [y for y, g in zip(labels, groups) if g != "a"]
+    groups = ["a"] * len(big) + [g for g in groups if g != "a"]
+    Phi = np.eye(4, dtype=np.float32)
+    settings = dict(hidden=8, epochs=2, seed=0, calibration_fraction=0.5, context=1, batch=64)
+    net = ComposedNetwork(balanced_groups=True, **settings).fit(frames, labels, Phi, groups)
+    w = net._held_weights
+    assert w is not None and abs(w.sum() - 1.0) < 1e-9
+    # two groups held out, "a" (10x the frames) one of them with this seed: each carries half the
+    # weight, whatever its number of frames
+    values, counts = np.unique(w, return_counts=True)
+    assert len(values) == 2 and counts.max() >= 5 * counts.min()
+    np.testing.assert_allclose(values * counts, 0.5)
+    plain = ComposedNetwork(**settings).fit(frames, labels, Phi, groups)
+    assert plain._held_weights is None
+    assert ComposedNetwork.from_arrays(net.to_arrays()).balanced_groups is True
