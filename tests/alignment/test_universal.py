@@ -54,6 +54,19 @@ def _synthetic_corpus(root: Path, per_language: int = 6, seed: int = 0) -> Path:
     return root
 
 
+def _edit_universal_json(directory: Path, **changes) -> None:
+    """Set ``changes`` in a saved universal model's ``universal.json`` and update its checksum in
+    the manifest, so that only the values' own checks can refuse the bundle."""
+    import hashlib
+
+    params = json.loads((directory / "universal.json").read_text(encoding="utf-8"))
+    params.update(changes)
+    (directory / "universal.json").write_text(json.dumps(params), encoding="utf-8")
+    manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
+    manifest["files"]["universal.json"] = hashlib.sha256((directory / "universal.json").read_bytes()).hexdigest()
+    (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def universal(tmp_path_factory):
     """``(corpus, model directory)``: a tiny universal model trained on the synthetic corpus."""
@@ -150,8 +163,6 @@ def test_the_bundle_round_trips_and_a_damaged_one_is_one_error(universal, tmp_pa
 
 
 def test_the_duration_spread_widens_every_views_deviations_and_is_checked_on_load(universal, tmp_path):
-    import hashlib
-
     from aligner.alignment.universal import UniversalModel
 
     _, path = universal
@@ -168,12 +179,7 @@ def test_the_duration_spread_widens_every_views_deviations_and_is_checked_on_loa
     np.testing.assert_allclose(w.std, 3.0 * b.std)
     np.testing.assert_allclose(w.final_std, 3.0 * b.final_std)
     np.testing.assert_array_equal(w.mean, b.mean)
-    params = json.loads((tmp_path / "wide" / "universal.json").read_text(encoding="utf-8"))
-    params["duration_spread"] = -1
-    (tmp_path / "wide" / "universal.json").write_text(json.dumps(params), encoding="utf-8")
-    manifest = json.loads((tmp_path / "wide" / "manifest.json").read_text(encoding="utf-8"))
-    manifest["files"]["universal.json"] = hashlib.sha256((tmp_path / "wide" / "universal.json").read_bytes()).hexdigest()
-    (tmp_path / "wide" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _edit_universal_json(tmp_path / "wide", duration_spread=-1)
     with pytest.raises(ModelError, match="duration_spread must be a number"):
         UniversalModel.load(tmp_path / "wide")
 
@@ -346,8 +352,6 @@ def test_a_languages_words_go_through_the_universal_model_unmapped(universal, tm
 def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
     """Each view decodes again with its speech phones' durations scaled by the first pass's tempo
     (clipped to the model's range; silences keep theirs); the range is saved and checked on load."""
-    import hashlib
-
     from aligner.alignment.universal import UniversalModel
 
     _, path = universal
@@ -378,11 +382,6 @@ def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
     model.tempo_range = (0.8, 1.25)
     model.save(tmp_path / "m")
     assert UniversalModel.load(tmp_path / "m").tempo_range == (0.8, 1.25)
-    params = json.loads((tmp_path / "m" / "universal.json").read_text(encoding="utf-8"))
-    params["tempo_range"] = [1.5, 2.0]
-    (tmp_path / "m" / "universal.json").write_text(json.dumps(params), encoding="utf-8")
-    manifest = json.loads((tmp_path / "m" / "manifest.json").read_text(encoding="utf-8"))
-    manifest["files"]["universal.json"] = hashlib.sha256((tmp_path / "m" / "universal.json").read_bytes()).hexdigest()
-    (tmp_path / "m" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    _edit_universal_json(tmp_path / "m", tempo_range=[1.5, 2.0])
     with pytest.raises(ModelError, match="tempo_range must hold 1"):
         UniversalModel.load(tmp_path / "m")
