@@ -117,3 +117,27 @@ def cut_classifier(classifier, size: int = 300):
         for key in ("landmarks", "landmark_sqnorm", "weights"):
             arrays[key] = arrays[key][:size]
     return FrameClassifier.from_arrays(arrays)
+
+
+def speaker_recordings(data: Path, n: int, kind: str = "phones") -> list:
+    """The first ``n`` recordings of the first speaker folder of ``data`` (the TIMIT sample) as
+    adaptation :class:`~aligner.alignment.adaptation.rounds.Recording`: their ``.phn`` labels
+    (``kind="phones"``, TIMIT-61) or their ``.txt`` words (``kind="words"``)."""
+    import warnings
+
+    from aligner.alignment.adaptation.rounds import Recording
+    from aligner.io.audio import load_audio
+    from aligner.io.transcripts import read_phn, read_word_segments
+
+    folder = sorted(p for p in data.iterdir() if p.is_dir())[0]
+    recordings = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the sample's SPHERE files are repaired on reading
+        for wav in sorted(folder.glob("*.wav"))[:n]:
+            if kind == "words":
+                text = read_word_segments(wav.with_suffix(".txt"))[0].text
+                recordings.append(Recording(load_audio(wav), text, folder.name, wav.stem, "words"))
+            else:
+                labels = list(read_phn(wav.with_suffix(".phn"))[2])
+                recordings.append(Recording(load_audio(wav), labels, folder.name, wav.stem, "phones", "timit61"))
+    return recordings

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ import pytest
 from aligner.alignment.adaptation import rounds as ad
 from aligner.alignment.model import DurationStats
 from aligner.features.frame_classifier import FrameClassifier
-from tests.conftest import cut_classifier
+from tests.conftest import cut_classifier, speaker_recordings
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "timit-sample"
 MODEL = Path(__file__).resolve().parents[2] / "models" / "timit-alignment"
@@ -161,16 +160,8 @@ def timit():
     if not (MODEL / "manifest.json").is_file() and not any(MODEL.glob("*")):
         pytest.skip(f"shipped model not found at {MODEL}")
     from aligner.alignment.model import AlignmentModel
-    from aligner.io.audio import load_audio
-    from aligner.io.transcripts import read_phn
 
-    folder = sorted(p for p in DATA.iterdir() if p.is_dir())[0]
-    recs = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for wav in sorted(folder.glob("*.wav"))[:2]:
-            _, _, labels = read_phn(wav.with_suffix(".phn"))
-            recs.append(ad.Recording(load_audio(wav), list(labels), folder.name, wav.stem, "phones", "timit61"))
+    recs = speaker_recordings(DATA, 2)
     model = AlignmentModel.load(MODEL)
     # the shipped classifier cut to its first 300 units or landmarks: the whitening and the refit
     # take a fraction of a second instead of seconds

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import types
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 
 from aligner.alignment.adaptation import keep
 from aligner.alignment.adaptation import rounds as ad
-from tests.conftest import cut_classifier
+from tests.conftest import cut_classifier, speaker_recordings
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "timit-sample"
 MODEL = Path(__file__).resolve().parents[2] / "models" / "timit-alignment"
@@ -65,16 +64,8 @@ def ten():
     if not DATA.is_dir() or not (MODEL / "manifest.json").is_file():
         pytest.skip("shared TIMIT sample or shipped model not found")
     from aligner.alignment.model import AlignmentModel
-    from aligner.io.audio import load_audio
-    from aligner.io.transcripts import read_phn
 
-    folder = sorted(p for p in DATA.iterdir() if p.is_dir())[0]
-    recs = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for wav in sorted(folder.glob("*.wav"))[:10]:
-            _, _, labels = read_phn(wav.with_suffix(".phn"))
-            recs.append(ad.Recording(load_audio(wav), list(labels), folder.name, wav.stem, "phones", "timit61"))
+    recs = speaker_recordings(DATA, 10)
     model = AlignmentModel.load(MODEL)
     if model.confidence is None:
         pytest.skip("the shipped model has no confidence model")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 from aligner.alignment.adaptation import pronunciations as pr
 from aligner.alignment.adaptation import rounds as ad
 from aligner.words.dialects import DialectForm
-from tests.conftest import cut_classifier
+from tests.conftest import cut_classifier, speaker_recordings
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "timit-sample"
 MODEL = Path(__file__).resolve().parents[2] / "models" / "timit-alignment"
@@ -48,16 +47,8 @@ def words_corpus():
     if not DATA.is_dir() or not (MODEL / "manifest.json").is_file():
         pytest.skip("shared TIMIT sample or shipped model not found")
     from aligner.alignment.model import AlignmentModel
-    from aligner.io.audio import load_audio
-    from aligner.io.transcripts import read_word_segments
 
-    folder = sorted(p for p in DATA.iterdir() if p.is_dir())[0]
-    recs = []
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for wav in sorted(folder.glob("*.wav"))[:3]:
-            text = read_word_segments(wav.with_suffix(".txt"))[0].text
-            recs.append(ad.Recording(load_audio(wav), text, folder.name, wav.stem, "words"))
+    recs = speaker_recordings(DATA, 3, 'words')
     model = AlignmentModel.load(MODEL)
     return dataclasses.replace(model, classifier=cut_classifier(model.classifier)), recs
 

@@ -182,18 +182,14 @@ def test_row_values_in_chunks_equal_all_rows_at_once(monkeypatch, chunk):
     assert np.ptp(voicing) > 0.5 and np.isfinite(log2_f0).all()  # voiced and unvoiced rows both present
 
 
-@needs_timit
-def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
-    """Every aligned vowel of a few utterances (phones and words), fused with the shared
-    acoustics and with the acoustics of each cut alone: the same boundaries, modes and notes,
-    scores equal to 1e-9."""
+def _aligned_utterances(timit_dir):
+    """``(stem, samples, vowel spans, the shipped fusion settings)`` of three utterances of the
+    sample aligned as shipped, one from its ``.phn`` phones and two from their ``.txt`` words;
+    each span ``(onset, offset, runs start, runs end)`` in seconds."""
     from aligner.alignment.pipeline import align_transcript
-    from aligner.features.mfcc import mfcc_features
     from aligner.io.audio import load_audio
     from aligner.vowels.from_alignment import aligned_vowels
 
-    model = api.load_vowel_model()
-    n_rows = 0
     for stem, suffix in (("dr1-fvmh0/sx206.wav", ".phn"), ("dr5-ftlg0/si483.wav", ".txt"),
                          ("dr8-mbcg0/sx327.wav", ".txt")):
         audio = timit_dir / stem
@@ -204,7 +200,19 @@ def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
         spans = [(v.onset_s, v.offset_s, v.runs_start_s if v.runs_start_s is not None else v.onset_s,
                   v.runs_end_s if v.runs_end_s is not None else v.offset_s)
                  for v in aligned_vowels(result.tiers, result.confidences)]
-        shipped = DEFAULT_FUSION["phones" if suffix == ".phn" else "words"]
+        yield stem, samples, spans, DEFAULT_FUSION["phones" if suffix == ".phn" else "words"]
+
+
+@needs_timit
+def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
+    """Every aligned vowel of a few utterances (phones and words), fused with the shared
+    acoustics and with the acoustics of each cut alone: the same boundaries, modes and notes,
+    scores equal to 1e-9."""
+    from aligner.features.mfcc import mfcc_features
+
+    model = api.load_vowel_model()
+    n_rows = 0
+    for stem, samples, spans, shipped in _aligned_utterances(timit_dir):
         # each cut's own classifier columns, nothing relocated: the shared acoustics against each cut alone
         settings = replace(shipped, recording_posteriors=False, relocate=None)
         cuts = [fusion_cut(v, samples.shape[0], settings) for v in spans]
@@ -468,23 +476,10 @@ def test_single_precision_ffts_move_no_fused_boundary(timit_dir, monkeypatch):
     """Fused rows of a few utterances with the cuts' FFTs in single precision
     (:data:`~aligner.features.vowel_acoustics.CUT_SINGLE_FFT`) and in double: the same
     boundaries, modes and notes, scores to 1e-6."""
-    from aligner.alignment.pipeline import align_transcript
-    from aligner.io.audio import load_audio
-    from aligner.vowels.from_alignment import aligned_vowels
 
     model = api.load_vowel_model()
     n_rows = 0
-    for stem, suffix in (("dr1-fvmh0/sx206.wav", ".phn"), ("dr5-ftlg0/si483.wav", ".txt"),
-                         ("dr8-mbcg0/sx327.wav", ".txt")):
-        audio = timit_dir / stem
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            result = align_transcript(audio, audio.with_suffix(suffix))
-            samples = load_audio(audio)
-        spans = [(v.onset_s, v.offset_s, v.runs_start_s if v.runs_start_s is not None else v.onset_s,
-                  v.runs_end_s if v.runs_end_s is not None else v.offset_s)
-                 for v in aligned_vowels(result.tiers, result.confidences)]
-        settings = DEFAULT_FUSION["phones" if suffix == ".phn" else "words"]
+    for stem, samples, spans, settings in _aligned_utterances(timit_dir):
         rows = {}
         for single in (False, True):
             monkeypatch.setattr(VA, "CUT_SINGLE_FFT", single)
