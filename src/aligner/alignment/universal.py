@@ -98,9 +98,6 @@ class FeatureDurations:
     mean_coef: np.ndarray
     spread: np.ndarray
     _index: dict = field(default_factory=dict, repr=False)
-    #: ``(phone, position) -> (mean, std, max_frames)`` of phones predicted before (every view
-    #: asks again for its background phones)
-    _predicted: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):
         self._index = {c: i for i, c in enumerate(self.classes)}
@@ -134,19 +131,11 @@ class FeatureDurations:
 
     def predict(self, segments: Sequence[Segment], final: bool = False) -> tuple:
         """``(mean, std, max_frames)``, each (K,), of phones ``segments`` within an utterance or
-        (``final``) before a pause (module docstring); each phone worked out once per position."""
+        (``final``) before a pause (module docstring); each phone's independent of the others'
+        (a view's model keeps them per class, :meth:`UniversalModel._class_rows`)."""
         r = int(bool(final))
         if not len(segments):
             return np.zeros(0), np.zeros(0), np.zeros(0, np.int64)
-        keys = [(SILENCE_CLASS if seg.silence else seg.ipa, r) for seg in segments]
-        todo = [i for i, key in enumerate(keys) if key not in self._predicted]
-        if todo:
-            for key, values in zip([keys[i] for i in todo], zip(*self._predict([segments[i] for i in todo], r))):
-                self._predicted[key] = values
-        mean, std, mx = (np.array(column) for column in zip(*(self._predicted[key] for key in keys)))
-        return mean.astype(float), std.astype(float), mx.astype(np.int64)
-
-    def _predict(self, segments: Sequence[Segment], r: int) -> tuple:
         Phi = composition_matrix(list(segments)).astype(np.float64)
         pred = np.maximum(_row_products(np.hstack([Phi, np.full((len(Phi), 1), float(r))]), self.mean_coef), 2.0)
         k = DURATION_PRIOR_TOKENS
@@ -201,8 +190,6 @@ class PhonePrior:
     classes: tuple
     log_prior: np.ndarray
     coef: np.ndarray
-    #: ``phone -> log prior`` of phones predicted before
-    _predicted: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def fit(cls, frames_by_class: dict, alpha: float = 3.0) -> "PhonePrior":
@@ -214,15 +201,12 @@ class PhonePrior:
 
     def predict(self, segments: Sequence[Segment]) -> np.ndarray:
         """(K,) float32 log prior of each of ``segments``: a training phone's own, else predicted
-        from its composition vector; each phone worked out once."""
-        keys = [SILENCE_CLASS if s.silence else s.ipa for s in segments]
-        todo = [i for i, key in enumerate(keys) if key not in self._predicted]
-        if todo:
-            index = {c: i for i, c in enumerate(self.classes)}
-            pred = _row_products(composition_matrix([segments[i] for i in todo]).astype(np.float64), self.coef)
-            for j, i in enumerate(todo):
-                self._predicted[keys[i]] = float(self.log_prior[index[keys[i]]]) if keys[i] in index else float(pred[j])
-        return np.array([self._predicted[key] for key in keys], np.float32)
+        from its composition vector (a view's model keeps them per class, :meth:`UniversalModel._class_rows`)."""
+        index = {c: i for i, c in enumerate(self.classes)}
+        pred = _row_products(composition_matrix(list(segments)).astype(np.float64), self.coef)
+        out = [float(self.log_prior[index[k]]) if (k := SILENCE_CLASS if s.silence else s.ipa) in index else float(pred[i])
+               for i, s in enumerate(segments)]
+        return np.array(out, np.float32)
 
 
 class _ClassTable:
