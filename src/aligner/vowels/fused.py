@@ -244,7 +244,7 @@ def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSe
         raise AlignerError(f"{name}: no vowel-like frame near the aligned vowel")
     x = make_vowel_input(features, model.min_dur, model.max_dur, on, off, columns=model.columns,
                          widths=model.widths, outside_width=model.outside_width, name=name)
-    norm = _weight_norm(model.weights)
+    norm = float(np.linalg.norm(model.weights))
     ons, offs, values = [], [], []
     for pull in settings.pulls:
         if pull > 0 and a_b < a_e:
@@ -266,19 +266,6 @@ def _mean(values: list) -> float:
     for v in values:
         total += v
     return total / len(values)
-
-
-#: (the weights' bytes, their Euclidean norm) of the last weight vector :func:`_weight_norm` was asked about
-_NORM: list = []
-
-
-def _weight_norm(weights: np.ndarray) -> float:
-    """``np.linalg.norm(weights)``, computed once per weight vector (the vowel model's; keyed
-    by its values, so weights changed in place are seen)."""
-    key = np.asarray(weights).tobytes()
-    if not _NORM or _NORM[0][0] != key:
-        _NORM[:] = [(key, float(np.linalg.norm(weights)))]
-    return _NORM[0][1]
 
 
 def neighbour_bounds(vowels: Sequence[tuple], end_s: float) -> np.ndarray:
