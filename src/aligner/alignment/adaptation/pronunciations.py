@@ -34,10 +34,14 @@ from typing import Sequence
 import numpy as np
 
 from aligner.alignment.decoding.words import (  # noqa: F401  (re-exported)
-    LEVELS, MAX_PRONUNCIATION_BONUS as MAX_BONUS, _key, alternative_key, path_words,
+    LEVELS, MAX_PRONUNCIATION_BONUS as MAX_BONUS, alternative_key, path_words,
     check_pronunciation_bonus as check_bonuses,
     word_key)
 
+
+def _key(word: str, phones, expanded, level: str) -> str:
+    """The :func:`alternative_key` of a graph alternative ``(phones, expanded)`` of word type ``word``."""
+    return alternative_key(word, phones if level == "phones" else expanded.symbols, level)
 
 
 def graph_alternatives(expansions: Sequence, words: Sequence[str], level: str = "expansion") -> list:

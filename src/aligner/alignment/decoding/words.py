@@ -376,10 +376,6 @@ def alternative_key(word: str, symbols: Sequence[str], level: str = "expansion")
     return f"{word}\t{'=' if level == 'phones' else ''}{' '.join(symbols)}"
 
 
-def _key(word: str, phones, expanded, level: str) -> str:
-    return alternative_key(word, phones if level == "phones" else expanded.symbols, level)
-
-
 def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: Sequence[str] = DEFAULT_RULES) -> tuple:
     """``(graph, expansions)``: the pronunciation graph the decoder searches for W words (each
     word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
