@@ -194,9 +194,12 @@ class AdaptSettings:
             raise ValueError(f"decoded_weight must be >= 0, got {self.decoded_weight}")
         if self.pronunciation_prior is not None and not self.pronunciation_prior > 0:
             raise ValueError(f"pronunciation_prior must be > 0 or None, got {self.pronunciation_prior}")
-        if self.pronunciation_level not in ("expansion", "phones"):
+        from aligner.alignment.adaptation.keep import JUDGES
+        from aligner.alignment.decoding.words import LEVELS  # the word decoder's, imported when checked
+
+        if self.pronunciation_level not in LEVELS:
             raise ValueError(f"pronunciation_level must be 'expansion' or 'phones', got {self.pronunciation_level!r}")
-        if self.keep_judge not in ("own", "base"):
+        if self.keep_judge not in JUDGES:
             raise ValueError(f"keep_judge must be 'own' or 'base', got {self.keep_judge!r}")
         return self
 
