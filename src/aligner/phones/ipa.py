@@ -313,7 +313,7 @@ def read_phone(symbol: str, code: str = "ipa") -> Segment:
 
 
 # -- the broad class and the composition vector ----------------------------------------------------------------
-def segment_key(segment: Segment) -> tuple:
+def _segment_key(segment: Segment) -> tuple:
     """What a segment's broad class and composition vector depend on: its features and tone."""
     return (segment.parts.tobytes(), segment.parts.shape[0], bool(segment.tone), segment.ipa[:1])
 
@@ -326,7 +326,7 @@ def broad_class(segment: Segment) -> str:
     """The broad class (a key of :data:`~aligner.phones.sets.BROAD_CLASSES`) of a phone, by the
     rules of :func:`aligner.phones.inventory.broad_class_of_ipa` (remembered per features: a
     universal model asks again for the same phones with every transcript)."""
-    key = segment_key(segment)
+    key = _segment_key(segment)
     out = _BROAD_CACHE.get(key)
     if out is None:
         out = _BROAD_CACHE[key] = _broad_class(segment)
@@ -377,7 +377,7 @@ def composition_vector(segment: Segment) -> np.ndarray:
     composes its score: 1; silence; more than one part; tone; one-hot broad class; for the first
     and the last part, each feature's +1 and -1 indicators (a 0 feature sets neither). Remembered
     per features; the array returned is read-only."""
-    key = segment_key(segment)
+    key = _segment_key(segment)
     v = _COMPOSITION_CACHE.get(key)
     if v is None:
         v = _COMPOSITION_CACHE[key] = _composition_vector(segment)

@@ -528,9 +528,10 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                 base_arg = decoder
 
     if keep_check is not None:
+        from aligner.alignment.adaptation.keep import JUDGES
         from aligner.alignment.adaptation.rounds import AdaptSettings
 
-        if keep_check not in ("off", "own", "base"):
+        if keep_check not in ("off",) + JUDGES:
             raise ValueError(f"keep_check must be one of off, own, base; got {keep_check!r}")
         settings = replace(settings or AdaptSettings(), keep_better=keep_check != "off",
                            keep_judge="own" if keep_check == "off" else keep_check)
