@@ -276,7 +276,8 @@ class AlignmentModel:
     pronunciation_bonus: dict | None = None
     #: ``(lowest, highest)`` tempo factor of a second decoding pass (:meth:`_decode_at_tempo`): the
     #: speech phones' mean durations and deviations scaled by the first pass's own tempo, clipped
-    #: to this range; None = one pass (the English models)
+    #: to this range; None = one pass (the English models). Recordings decoded in linear passes
+    #: (:func:`~aligner.alignment.decoding.long_recordings.align_long`) get one pass either way
     tempo_range: tuple | None = None
 
     def __setattr__(self, name, value):
