@@ -114,3 +114,48 @@ def test_first_words_of_recordings_cut_30_ms_before_them():
             errors.append(dict(result.tiers)["words"][0].start_s - (ref[0].start_s - cut / 16000))
     assert len(errors) == 20
     assert np.mean(np.abs(errors) < 0.020) >= 0.5
+
+
+def test_the_last_words_last_phone_is_lengthened():
+    """Phrase-final lengthening: the last word's last phone has its mean and deviation
+    FINAL_LENGTHENING times the same phone's in the word before (the English model has no
+    statistics of phones before a pause); a model that has them keeps its own."""
+    import dataclasses
+
+    from aligner import api
+    from aligner.alignment.decoding import words as wd
+
+    model = api.load_model()
+    g, _ = wd.word_graph(model, [[("DH", "AH0")], [("DH", "AH0")]])
+    first, last = (np.flatnonzero(g.word == w) for w in (0, 1))
+    assert [g.labels[n] for n in first] == [g.labels[n] for n in last] == ["DH", "AH0"]
+    assert g.dur_mean[last[0]] == g.dur_mean[first[0]] and g.dur_std[last[0]] == g.dur_std[first[0]]
+    assert g.dur_mean[last[1]] == pytest.approx(wd.FINAL_LENGTHENING * g.dur_mean[first[1]])
+    assert g.dur_std[last[1]] == pytest.approx(wd.FINAL_LENGTHENING * g.dur_std[first[1]])
+    assert g.max_frames[last[1]] >= g.max_frames[first[1]]
+    d = model.durations
+    with_final = dataclasses.replace(model, durations=dataclasses.replace(
+        d, final_mean=d.mean * 2, final_std=d.std, final_max_frames=d.max_frames,
+        silence_class=model.inventory.silence_index))
+    seg = Segment.make([1, 2], [3.0, 4.0], [1.0, 1.0], [8, 8])
+    assert wd._lengthened(with_final, seg) is seg and wd._lengthened(model, seg) is not seg
+
+
+@needs_timit
+def test_last_words_of_recordings_cut_30_ms_after_them():
+    """Cut to 30 ms after the last word, the last word ends within 25 ms of the reference on
+    average (before the last phone was lengthened and the trailing silence scored like the
+    leading one, about 30 ms: last words ran to the recording's end, or ended early where a
+    fading end sounded like silence)."""
+    from aligner import api
+
+    errors = []
+    for speaker in ("dr1-fvmh0", "dr3-madc0"):
+        for txt in sorted((TIMIT / speaker).glob("*.txt")):
+            name = f"{speaker}/{txt.stem}"
+            ref = read_wrd(TIMIT / f"{name}.wrd")
+            end = int(round((ref[-1].end_s + 0.030) * 16000))
+            result = api.align_words(_timit_samples(name)[:end], txt, sr=16000)
+            errors.append(dict(result.tiers)["words"][-1].end_s - ref[-1].end_s)
+    assert len(errors) == 20
+    assert np.mean(np.abs(errors)) < 0.025
