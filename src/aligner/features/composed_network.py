@@ -253,9 +253,10 @@ class ComposedNetwork:
                     g *= lr
                     p -= g
                 if step % FLUSH_STEPS == 0:  # Adam's moments of near-dead units sink into subnormal
-                    for mo, ve in moments:   # values, tens of times slower to multiply: zero them
-                        flush_subnormals(mo)
-                        flush_subnormals(ve)
+                    for p, (mo, ve) in zip(params, moments):  # values, tens of times slower to
+                        flush_subnormals(mo)                  # multiply, and so do the weights
+                        flush_subnormals(ve)                  # the L2 penalty shrinks: zero them
+                        flush_subnormals(p)
             for p in params:
                 flush_subnormals(p)
             if not len(Xva):
