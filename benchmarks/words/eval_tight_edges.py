@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.evaluation.words import read_wrd, score_word_alignments
+from aligner.alignment.evaluation.words import score_word_alignments
 from aligner.io.audio import SAMPLE_RATE
 from aligner.io.textgrids import Interval
 from benchmarks.words.bench_words import DEFAULT_DATA, _fold_models, audio_int16, find_utterances, speaker_of_utterance
@@ -100,6 +100,17 @@ def shifted(words: list, offset_s: float, duration_s: float) -> list:
                      w.label) for w in words]
 
 
+def spoken_words(wrd: Path) -> list:
+    """Every word of a TIMIT ``.wrd`` file as Intervals in seconds, the English word "silence"
+    among them (:func:`~aligner.alignment.evaluation.words.read_wrd` drops it as a silence label,
+    which would cut a recording ending in it before its last word; the scoring drops it from
+    both sides alike)."""
+    from aligner.io.transcripts import read_sample_intervals
+
+    starts, ends, labels = read_sample_intervals(wrd, "word alignment (.wrd)", "word")
+    return [Interval(a / SAMPLE_RATE, b / SAMPLE_RATE, w) for a, b, w in zip(starts.tolist(), ends.tolist(), labels)]
+
+
 def edge_figures(errors_ms: np.ndarray) -> dict:
     """Mean, mean absolute, median absolute, % within :data:`WITHIN_MS` and worst absolute (ms)."""
     a = np.abs(errors_ms)
@@ -113,7 +124,7 @@ def run_condition(utterances: list, model_of, margin_ms, align) -> dict:
     pairs, first_err, last_err, failed, names = [], [], [], [], []
     for utt in utterances:
         pcm = audio_int16(utt.audio)
-        ref = read_wrd(utt.wrd)
+        ref = spoken_words(utt.wrd)
         if margin_ms == "prevoiced":
             a, b = prevoiced_cut(utt, pcm), len(pcm)
             if a is None:
