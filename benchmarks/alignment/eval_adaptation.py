@@ -414,7 +414,7 @@ def main(argv=None):
     ap.add_argument("--modes", nargs="+", default=["phones", "words"], type=check_mode,
                     help=f"of {', '.join(MODES)}; MODE@CONDITION adapts on and scores degraded copies "
                          f"(conditions of benchmarks.alignment.eval_degraded)")
-    ap.add_argument("--settings", default="clf300", help=f"comma-separated, of {', '.join(SETTINGS)}")
+    ap.add_argument("--settings", default="clf10r", help=f"comma-separated, of {', '.join(SETTINGS)}")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--folds", default="", help="only these folds (comma-separated), e.g. to split the work")
     ap.add_argument("--summary", action="store_true", help="print from the cache only")

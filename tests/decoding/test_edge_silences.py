@@ -119,7 +119,8 @@ def test_first_words_of_recordings_cut_30_ms_before_them():
 def test_the_last_words_last_phone_is_lengthened():
     """Phrase-final lengthening: the last word's last phone has its mean and deviation
     FINAL_LENGTHENING times the same phone's in the word before (the English model has no
-    statistics of phones before a pause); a model that has them keeps its own."""
+    statistics of phones before a pause); a model that has them gives them to the last word's
+    last phone alone, every other word's phones keeping those within an utterance."""
     import dataclasses
 
     from aligner import api
@@ -134,11 +135,16 @@ def test_the_last_words_last_phone_is_lengthened():
     assert g.dur_std[last[1]] == pytest.approx(wd.FINAL_LENGTHENING * g.dur_std[first[1]])
     assert g.max_frames[last[1]] >= g.max_frames[first[1]]
     d = model.durations
-    with_final = dataclasses.replace(model, durations=dataclasses.replace(
-        d, final_mean=d.mean * 2, final_std=d.std, final_max_frames=d.max_frames,
-        silence_class=model.inventory.silence_index))
-    seg = Segment.make([1, 2], [3.0, 4.0], [1.0, 1.0], [8, 8])
-    assert wd._lengthened(with_final, seg) is seg and wd._lengthened(model, seg) is not seg
+    with_final = dataclasses.replace(model, durations=dataclasses.replace(  # by class alone, as the universal views
+        d, final_mean=d.mean * 2, final_std=d.std * 3, final_max_frames=d.max_frames,
+        silence_class=model.inventory.silence_index, symbols=np.zeros(0, "<U8"), symbol_mean=np.zeros(0),
+        symbol_std=np.zeros(0), symbol_max_frames=np.zeros(0, np.int64)))
+    g, _ = wd.word_graph(with_final, [[("DH", "AH0")], [("DH", "AH0")]])
+    first, last = (np.flatnonzero(g.word == w) for w in (0, 1))
+    ah = g.classes[first[1]]
+    assert g.dur_mean[first[1]] == pytest.approx(d.mean[ah]) and g.dur_std[first[1]] == pytest.approx(d.std[ah])
+    assert g.dur_mean[last[1]] == pytest.approx(2 * d.mean[ah]) and g.dur_std[last[1]] == pytest.approx(3 * d.std[ah])
+    assert g.dur_mean[last[0]] == g.dur_mean[first[0]]
 
 
 @needs_timit

@@ -128,15 +128,17 @@ class DurationStats:
         return cls(mean, np.maximum(std, 1.0), max_frames, np.array(keys, "<U8"),
                    np.array(s_mean, float), np.array(s_std, float), np.array(s_max, np.int64))
 
-    def for_phones(self, classes: np.ndarray, symbols=None) -> tuple:
+    def for_phones(self, classes: np.ndarray, symbols=None, ends_utterance: bool = True) -> tuple:
         """``(mean, std, max_frames)``, each (K,), of phones of ``classes`` (K,) written as
         ``symbols`` (K transcript symbols, optional): a symbol's own statistics when it has
-        them, its class's otherwise."""
+        them, its class's otherwise. ``ends_utterance``: the last phone ends the utterance (it
+        takes the statistics before a pause, where the table has them); False for a sequence that
+        more speech may follow (a word of a sentence)."""
         classes = np.asarray(classes, np.int64)
         mean, std, mx = self.mean[classes], self.std[classes], self.max_frames[classes]  # copies
         if len(self.final_mean) and len(classes):
             silent = classes == self.silence_class
-            final = np.append(silent[1:], True) & ~silent  # before a pause, or last
+            final = np.append(silent[1:], bool(ends_utterance)) & ~silent  # before a pause, or last
             final |= silent & (np.arange(len(classes)) % max(len(classes) - 1, 1) == 0)  # the edges' silences
             if symbols is not None and len(classes) == 1 and silent[0]:
                 final[0] = str(symbols[0]).strip().lower() not in ("pau", "sp")  # a pause between words

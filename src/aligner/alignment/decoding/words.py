@@ -158,7 +158,9 @@ def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
 
 
 def _alternative(model, expanded) -> Segment:
-    mean, std, mx = model.durations.for_phones(expanded.classes, expanded.symbols)
+    """One expansion of a pronunciation as a graph segment, with the statistics of phones
+    within an utterance (the last word's are lengthened by :func:`_lengthened`)."""
+    mean, std, mx = model.durations.for_phones(expanded.classes, expanded.symbols, ends_utterance=False)
     return Segment.make(expanded.classes, mean, std, mx, labels=expanded.symbols)
 
 
@@ -202,21 +204,23 @@ def _pause(model, symbol: str, flat_log_density: float | None = None) -> Segment
 
 
 def _lengthened(model, seg: Segment) -> Segment:
-    """``seg`` as the utterance's last word: its last phone lengthened by
-    :data:`FINAL_LENGTHENING` (mean, deviation and longest length) when ``model``'s durations hold
-    no statistics of phones before a pause; ``seg`` itself when they do (the universal model's
-    views: :meth:`~aligner.alignment.model.DurationStats.for_phones` gave them to it)."""
-    if len(model.durations.final_mean) or not len(seg):
+    """``seg`` as the utterance's last word: its last phone with the statistics of a phone
+    before a pause where ``model``'s durations hold them (the universal model's views), else
+    lengthened by :data:`FINAL_LENGTHENING` (mean, deviation and longest length, frames)."""
+    if not len(seg):
         return seg
     cache = _segment_cache(model)
     key = ("last word", seg)
     out = cache.get(key)
     if out is None:
-        f = FINAL_LENGTHENING
-        last = int(math.ceil(seg.max_frames[-1] * f))
-        out = cache[key] = dataclasses.replace(seg, mean=seg.mean[:-1] + (seg.mean[-1] * f,),
-                                               std=seg.std[:-1] + (seg.std[-1] * f,),
-                                               max_frames=seg.max_frames[:-1] + (last,))
+        if len(model.durations.final_mean):
+            mean, std, mx = model.durations.for_phones(np.asarray(seg.classes, np.int64), seg.labels)
+            last = (float(mean[-1]), float(std[-1]), int(mx[-1]))
+        else:
+            f = FINAL_LENGTHENING
+            last = (seg.mean[-1] * f, seg.std[-1] * f, int(math.ceil(seg.max_frames[-1] * f)))
+        out = cache[key] = dataclasses.replace(seg, mean=seg.mean[:-1] + last[:1], std=seg.std[:-1] + last[1:2],
+                                               max_frames=seg.max_frames[:-1] + last[2:])
     return out
 
 
