@@ -581,7 +581,8 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
             scored = ScoredRecording(samples, frames, decoder, scores)
         try:
             result = align_words_scored(decoder, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
-                                        review=True, dialect=dialect if language is None else "rhotic")
+                                        review=True, dialect=dialect if language is None else "rhotic",
+                                        weak_forms=language is None)
         except AlignmentError as exc:
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None

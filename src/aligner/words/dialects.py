@@ -99,7 +99,7 @@ def dialect_pronunciations(alternatives: Sequence[Sequence[str]], dialect: str =
     linking r)."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
-    own = [tuple(p) for p in alternatives]
+    own = [p if isinstance(p, DialectForm) else tuple(p) for p in alternatives]  # a rule's form stays one
     if dialect == "rhotic":
         return own
     plain = {tuple(q.upper() for q in p) for p in own}

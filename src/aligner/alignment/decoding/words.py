@@ -42,6 +42,7 @@ from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
 from aligner.words.dialects import DEFAULT_DIALECT, DIALECTS, DialectForm, begins_with_vowel, dialect_pronunciations
+from aligner.words.weak_forms import WeakForm, with_weak_forms
 
 #: per-phone bonus of the graph decoder (units of the per-phone score ``w . features``)
 PHONE_BONUS = 2.0
@@ -67,6 +68,11 @@ FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
 #: dialect rule's pronunciation (:class:`~aligner.words.dialects.DialectForm`) where the
 #: dictionary's own are offered too (``dialect="auto"``): the dictionary's form is the likelier
 DIALECT_FORM_BONUS = -1.0
+#: English words: the function words' weak forms are offered beside the dictionary's
+#: pronunciations (:mod:`aligner.words.weak_forms`), each with this bonus (as
+#: :data:`DIALECT_FORM_BONUS`)
+WEAK_FORMS_OFFERED = True
+WEAK_FORM_BONUS = -1.0
 
 
 @dataclass
@@ -234,7 +240,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
                        pronunciations: Sequence[Sequence[Sequence[str]]], duration_s: float,
                        name: str = "<utterance>", phone_bonus: float = PHONE_BONUS,
                        rules: Sequence[str] = DEFAULT_RULES, pause_bonus: float = 0.0,
-                       review: bool = False, dialect: str = DEFAULT_DIALECT) -> WordAlignment:
+                       review: bool = False, dialect: str = DEFAULT_DIALECT, weak_forms: bool = True) -> WordAlignment:
     """Align W words to an utterance's MFCC frames (T, 42) and classifier scores (T, 39).
 
     ``labels``: W word labels for the words tier; ``pronunciations``: for each word, its
@@ -244,7 +250,8 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     confidence model (:meth:`~aligner.alignment.model.AlignmentModel.review`), if it has one.
     ``dialect`` (:data:`~aligner.words.dialects.DIALECTS`): ``rhotic`` aligns the pronunciations
     as given; ``non-rhotic`` their r-less forms, ``auto`` both, the decoder choosing per word
-    (:func:`with_dialect`).
+    (:func:`with_dialect`). ``weak_forms``: English words (not a language's phones through the
+    English model) also get their function words' weak forms (:mod:`aligner.words.weak_forms`).
 
     A recording whose exact DP would be large
     (:func:`~aligner.alignment.decoding.long_recordings.needs_long_path`, judged on the first
@@ -257,7 +264,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     from aligner.alignment.decoding.task import check_fits, dp_cells
 
     arpabet = words_phone_set(model)
-    pronunciations = with_dialect(model, pronunciations, dialect)
+    pronunciations = with_dialect(model, pronunciations, dialect, labels if weak_forms else None)
     # the first pronunciations as the dictionary writes them (the first expansion of each)
     canonical = [_pronunciation_segments(model, tuple(alternatives[0]), tuple(rules), arpabet)[0][1]
                  for alternatives in pronunciations]
@@ -288,15 +295,21 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     return out
 
 
-def with_dialect(model, pronunciations: Sequence[Sequence[Sequence[str]]], dialect: str = DEFAULT_DIALECT) -> list:
+def with_dialect(model, pronunciations: Sequence[Sequence[Sequence[str]]], dialect: str = DEFAULT_DIALECT,
+                 labels: Sequence[str] | None = None) -> list:
     """Each word's pronunciation alternatives (ARPAbet) for ``dialect``
     (:func:`aligner.words.dialects.dialect_pronunciations`; the linking r of ``non-rhotic``
-    where the next word may begin with a vowel). A model's own phone set (not the 39 classes)
-    has no English dialect rules: its pronunciations as given (an unknown ``dialect`` still
-    raises ``ValueError``)."""
+    where the next word may begin with a vowel), with the weak forms of the function words among
+    the word ``labels`` when given (:func:`aligner.words.weak_forms.with_weak_forms`,
+    :data:`WEAK_FORMS_OFFERED`). A model's own phone set (not the 39 classes) has no English
+    rules: its pronunciations as given (an unknown ``dialect`` still raises ``ValueError``)."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
-    if dialect == "rhotic" or words_phone_set(model).inventory is not TIMIT39_INVENTORY:
+    if words_phone_set(model).inventory is not TIMIT39_INVENTORY:
+        return [list(alternatives) for alternatives in pronunciations]
+    if labels is not None and WEAK_FORMS_OFFERED:
+        pronunciations = with_weak_forms(labels, pronunciations)
+    if dialect == "rhotic":
         return [list(alternatives) for alternatives in pronunciations]
     W = len(pronunciations)
     return [dialect_pronunciations(alternatives, dialect, i + 1 < W and begins_with_vowel(pronunciations[i + 1]))
@@ -420,9 +433,10 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
             for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
                 extra = (bonus.get(alternative_key(word, exp.symbols), 0.0)
                          + bonus.get(alternative_key(word, phones, "phones"), 0.0)) if bonus else 0.0
-                if isinstance(phones, DialectForm) or extra:
-                    seg = dataclasses.replace(seg, bonus=extra + (DIALECT_FORM_BONUS if isinstance(phones, DialectForm)
-                                                                  else 0.0))
+                rule = (WEAK_FORM_BONUS if isinstance(phones, WeakForm) else DIALECT_FORM_BONUS
+                        ) if isinstance(phones, DialectForm) else 0.0
+                if rule or extra:
+                    seg = dataclasses.replace(seg, bonus=extra + rule)
                 segs.append(seg)
                 exps.append((tuple(phones), exp))
         words.append(segs)
