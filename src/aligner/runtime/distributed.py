@@ -38,6 +38,24 @@ MISSING_DASK = 'the Dask engine needs the dask extra: pip install "aligner[dask]
 
 #: seconds to wait for the scheduler to answer before giving up
 CONNECT_TIMEOUT_S = 20
+#: Dask settings of a local cluster this module starts (a running scheduler keeps its own). The
+#: workers' statistical profiler is off: with no dashboard it has no use, and its stack samples every
+#: 10 ms take the GIL from the task thread. Work stealing is off: the tasks are alike, a few per
+#: worker, and balancing them cost the scheduler's process CPU on the workers' cores. The event
+#: loops tick every 200 ms rather than 20 ms, and the nannies do not watch memory to spill or pause
+#: (a task holds a few file names; a worker's memory is bounded by the files it aligns), so they
+#: leave the cores to the tasks; a worker past 95 % of its memory is still restarted. On 2 cores
+#: the tasks' time off the CPU went from 1.7-2.1 to 0.8-1.3 s per 720 files, the involuntary
+#: context switches from 3,650-4,450 to 1,940-2,440 and the client process's CPU from 1.0-1.3 to
+#: 0.5-0.8 s (a busy, shared host; docs/results.md)
+LOCAL_CLUSTER_CONFIG = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.scheduler.work-stealing": False,
+    "distributed.admin.tick.interval": "200ms",
+    "distributed.worker.memory.target": False,
+    "distributed.worker.memory.spill": False,
+    "distributed.worker.memory.pause": False,
+}
 #: the most items one Dask task holds, and the chunks each worker should get at least
 MAX_DASK_CHUNK = 16
 CHUNKS_PER_WORKER = 4
@@ -151,9 +169,7 @@ class DaskPool:
             if self.scheduler is None:
                 import dask
 
-                # no dashboard, so no use for the workers' statistical profiler: its stack samples
-                # every 10 ms take the GIL from the task thread
-                with dask.config.set({"distributed.worker.profile.enabled": False}):
+                with dask.config.set(LOCAL_CLUSTER_CONFIG):
                     self.cluster = distributed.LocalCluster(n_workers=self.jobs, threads_per_worker=1, processes=True,
                                                             dashboard_address=None)
                 self.client = distributed.Client(self.cluster, set_as_default=False)
