@@ -48,6 +48,9 @@ WEAK_FORMS = {
     "she": ("SH IY0",),
     "we": ("W IY0",),
     "me": ("M IY0",),
+    "us": ("AH0 S",),
+    "shall": ("SH AH0 L",),
+    "who": ("HH UW0", "UW0"),
 }
 
 
