@@ -6,16 +6,16 @@ Unstressed, most English function words lose their full vowel (``at`` /ət/, ``b
 Phonology*, ch. 12; Cruttenden, *Gimson's Pronunciation of English*, 11.4). CMUdict holds some
 of them (``the`` DH AH0, ``to`` T AH0, ``for`` F ER0) and not others. :data:`WEAK_FORMS` adds
 the missing ones, in ARPAbet; :func:`with_weak_forms` offers them beside the dictionary's
-pronunciations of those words, each a :class:`WeakForm`, which the decoder weighs as it weighs
-a dialect rule's form (:data:`aligner.alignment.decoding.words.DIALECT_FORM_BONUS`) and
-chooses per token by the acoustics. Only words a dictionary also knows get them (a user's
-dictionary that redefines ``and`` keeps its own pronunciations alone).
+pronunciations of those words, each a :class:`WeakForm` (a rule's form, as a dialect rule's is),
+which the decoder weighs by :data:`aligner.alignment.decoding.words.WEAK_FORM_BONUS` and
+chooses per token by the acoustics.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+from aligner.phones.sets import ARPABET as _CMU_PHONES
 from aligner.words.dialects import DialectForm
 
 #: function word (lower case) -> its weak forms missing from CMUdict (ARPAbet, stress digits kept)
@@ -54,10 +54,10 @@ WEAK_FORMS = {
 }
 
 
-#: the ARPAbet phones (no stress digits): a word is given weak forms only when its
-#: pronunciations are written in them (English words, not a language's IPA through ``--language``)
-ARPABET = frozenset("AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH UH UW "
-                    "V W Y Z ZH".split())
+#: the ARPAbet phones (:data:`aligner.phones.sets.ARPABET`, upper case, no stress digits): a word is
+#: given weak forms only when its pronunciations are written in them (English words, not a
+#: language's IPA through ``--language``)
+ARPABET = frozenset(p.upper() for p in _CMU_PHONES)
 
 
 class WeakForm(DialectForm):

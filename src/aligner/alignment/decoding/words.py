@@ -69,10 +69,8 @@ FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
 #: dialect rule's pronunciation (:class:`~aligner.words.dialects.DialectForm`) where the
 #: dictionary's own are offered too (``dialect="auto"``): the dictionary's form is the likelier
 DIALECT_FORM_BONUS = -1.0
-#: English words: the function words' weak forms are offered beside the dictionary's
-#: pronunciations (:mod:`aligner.words.weak_forms`), each with this bonus (as
-#: :data:`DIALECT_FORM_BONUS`)
-WEAK_FORMS_OFFERED = True
+#: the same for each word aligned with a function word's weak form (:mod:`aligner.words.weak_forms`),
+#: offered beside the dictionary's pronunciations of English words
 WEAK_FORM_BONUS = -1.0
 
 
@@ -301,14 +299,14 @@ def with_dialect(model, pronunciations: Sequence[Sequence[Sequence[str]]], diale
     """Each word's pronunciation alternatives (ARPAbet) for ``dialect``
     (:func:`aligner.words.dialects.dialect_pronunciations`; the linking r of ``non-rhotic``
     where the next word may begin with a vowel), with the weak forms of the function words among
-    the word ``labels`` when given (:func:`aligner.words.weak_forms.with_weak_forms`,
-    :data:`WEAK_FORMS_OFFERED`). A model's own phone set (not the 39 classes) has no English
-    rules: its pronunciations as given (an unknown ``dialect`` still raises ``ValueError``)."""
+    the word ``labels`` when given (:func:`aligner.words.weak_forms.with_weak_forms`). A model's
+    own phone set (not the 39 classes) has no English rules: its pronunciations as given (an
+    unknown ``dialect`` still raises ``ValueError``)."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
     if words_phone_set(model).inventory is not TIMIT39_INVENTORY:
         return [list(alternatives) for alternatives in pronunciations]
-    if labels is not None and WEAK_FORMS_OFFERED:
+    if labels is not None:
         pronunciations = with_weak_forms(labels, pronunciations)
     if dialect == "rhotic":
         return [list(alternatives) for alternatives in pronunciations]
