@@ -10,7 +10,8 @@ Metrics, per system, on the held-out words (references: all of the word's CMUdic
 pronunciations):
 
 * WER: the first prediction matches none of the references (stress ignored; for systems that
-  predict stress, also with stress);
+  predict stress, also with stress); for ours also the share of words that none of the first
+  n pronunciations of its n-best list matches (:func:`n_best_misses`);
 * PER: edit distance to the closest reference / that reference's length (summed over words);
 * words/s of prediction (one word at a time, after warm-up; espeak: one batch call) and the
   setup time (import + model load; ours in a fresh interpreter, numba cache warm).
@@ -296,6 +297,7 @@ def main(argv=None) -> None:
                  "words_per_s": len(words) / seconds,
                  "setup_s": times["import_s"] + times["load_s"] + times["first_predict_s"],
                  "setup_detail": times, "size_bytes": model_size(args.model), "seen": SEEN["ours"]})
+    rows[0]["n_best"] = n_best_misses(model, refs)
 
     pythons = dict(p.split("=", 1) for p in args.python)
     for name in () if args.no_candidates else CANDIDATES:
@@ -324,8 +326,26 @@ def main(argv=None) -> None:
     print(f"\nours: {rows[0]['system']}; model {rows[0]['size_bytes'] / 1e6:.1f} MB at {args.model}; "
           f"setup = import {times['import_s']:.2f} s + load {times['load_s']:.2f} s + first prediction "
           f"{times['first_predict_s']:.2f} s (fresh interpreter, numba cache warm)")
+    misses = rows[0]["n_best"]
+    print("ours, n-best (what the word decoder is offered for an unknown word): no reference among the first "
+          + ", ".join(f"{n}: {misses[n]:.1%}" for n in sorted(misses)))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+
+
+def n_best_misses(model, refs: dict, most: int = 4) -> dict:
+    """``{n: share of words none of whose first n pronunciations (stress ignored) is a reference}``
+    for n = 1..``most``, from :meth:`G2PModel.predict_n_best`."""
+    from aligner.words.g2p import strip_stress
+
+    missed = {n: 0 for n in range(1, most + 1)}
+    for word, references in refs.items():
+        wanted = {strip_stress(r) for r in references}
+        ranked = [strip_stress(p) for p, _ in model.predict_n_best(word, most)]
+        first = next((k for k, p in enumerate(ranked) if p in wanted), most)
+        for n in missed:
+            missed[n] += first >= n
+    return {n: m / len(refs) for n, m in missed.items()}
 
 
 if __name__ == "__main__":

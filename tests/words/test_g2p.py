@@ -141,6 +141,50 @@ def test_one_primary_decode_is_the_exact_constrained_argmax():
             assert task.phi(x, y_hat) @ w == pytest.approx(best, abs=1e-9)
 
 
+@pytest.mark.parametrize("one_primary", [False, True])
+def test_n_best_are_the_exact_best_labellings_in_order(one_primary):
+    labels = _tiny_labels()  # label 3 (AE1) is the only primary-stressed one
+    task = G2PTask(labels, bits=10, context=2, trans_context=1)
+    rng = np.random.default_rng(7)
+    ptr, lab = labels.allow_ptr, labels.allow_lab
+    for word in ("a", "ca", "aca", "sacx", "axsa"):
+        x = task.make_input(word)
+        options = [list(lab[ptr[ALPHABET.index(c)]:ptr[ALPHABET.index(c) + 1]]) for c in word]
+        candidates = [np.array(y) for y in itertools.product(*options)
+                      if not one_primary or list(y).count(3) == 1]
+        for trial in range(2):
+            w = rng.normal(size=task.n_features)
+            ys, values = task.decode_n_best(x, w, 5, one_primary=one_primary)
+            exact = sorted((task.phi(x, y) @ w for y in candidates), reverse=True)[:5]
+            assert len(ys) == len(values) == len(exact)
+            assert np.allclose(values, exact, atol=1e-9)
+            assert len({tuple(y) for y in ys}) == len(ys)  # distinct labellings
+            for y, v in zip(ys, values):
+                assert task.phi(x, y) @ w == pytest.approx(v, abs=1e-9)
+            if len(ys):  # the first is the one-best decoder's own answer
+                first = task.decode_one_primary(x, w) if one_primary else task.decode(x, w)
+                assert np.array_equal(ys[0], first)
+
+
+def test_predict_n_best_and_the_variants_offered(synthetic_model):
+    from aligner.words.oov import G2PVariant, g2p_pronunciations
+    from aligner.words.g2p import strip_stress
+
+    model, _ = synthetic_model
+    for word in ("kab", "cexo", "shima"):
+        ranked = model.predict_n_best(word, 4)
+        assert ranked[0] == (model.predict(word), 0.0)
+        gaps = [gap for _, gap in ranked]
+        assert gaps == sorted(gaps) and gaps[0] == 0.0
+        assert len({strip_stress(p) for p, _ in ranked}) == len(ranked)  # distinct beyond stress
+        offered = g2p_pronunciations(word, model, n=4)
+        assert offered[0] == model.predict(word) and type(offered[0]) is tuple
+        assert [tuple(p) for p in offered[1:]] == [p for p, _ in ranked[1:]]
+        assert all(isinstance(p, G2PVariant) for p in offered[1:])
+        assert g2p_pronunciations(word, model, n=1) == [model.predict(word)]
+    assert model.predict_n_best("123", 3) == []
+
+
 def test_phi_counts_and_cost():
     task = G2PTask(_tiny_labels(), bits=12, context=3, trans_context=1)
     x = task.make_input("cax")

@@ -422,8 +422,11 @@ class Alignment:
 
 def _pronunciations(tokens, dictionary, oov: str, name: str, oovs: dict) -> tuple[list, list]:
     """Labels and pronunciation alternatives of the tokens to align (annotations the dictionary
-    lacks are skipped); unknown words go through the G2P or, with ``oov="error"``, fail."""
+    lacks are skipped); unknown words go through the G2P (its best pronunciation and the next
+    ones of its n-best list: :func:`~aligner.words.oov.g2p_pronunciations`) or, with
+    ``oov="error"``, fail."""
     from aligner.errors import TranscriptError
+    from aligner.words.oov import g2p_pronunciations
 
     labels, prons, unknown = [], [], []
     for token in tokens:
@@ -434,7 +437,7 @@ def _pronunciations(tokens, dictionary, oov: str, name: str, oovs: dict) -> tupl
             if oov == "error":
                 unknown.append(token.word)
                 continue
-            alternatives = [_g2p_pronunciation(token.word)]
+            alternatives = g2p_pronunciations(token.word)
             oovs[token.word] = " ".join(alternatives[0])
         labels.append(token.word)
         prons.append(alternatives)

@@ -99,7 +99,8 @@ def dialect_pronunciations(alternatives: Sequence[Sequence[str]], dialect: str =
     linking r)."""
     if dialect not in DIALECTS:
         raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
-    own = [p if isinstance(p, DialectForm) else tuple(p) for p in alternatives]  # a rule's form stays one
+    # a marked form (a rule's DialectForm, a G2P variant: tuple subclasses) keeps its mark
+    own = [p if isinstance(p, tuple) and type(p) is not tuple else tuple(p) for p in alternatives]
     if dialect == "rhotic":
         return own
     plain = {tuple(q.upper() for q in p) for p in own}

@@ -402,6 +402,126 @@ def _viterbi(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, salt, b
     return y, best
 
 
+@njit(cache=True, nogil=True)
+def _viterbi_kbest(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, salt, bias, trans, mask,
+                   primary, one_primary, n_best):
+    """The ``n_best`` highest-scoring label sequences of :func:`_viterbi`'s lattice (no
+    augmentation), best first: list Viterbi, each state keeping its ``n_best`` best partial paths.
+    Returns (labels ``(n_best, n)``, objectives ``(n_best,)``); rows past the number of
+    sequences that exist have objective -inf. Ties keep the order :func:`_viterbi` breaks them in
+    (the lower allowed-label index), so row 0 is its answer."""
+    n = codes.shape[0]
+    n_t = codes.shape[1]
+    K = n_best
+    boundary = trans.shape[0] - 1
+    n_s = 2 if one_primary else 1
+    width = 1
+    for i in range(n):
+        a = letters[i]
+        if allow_ptr[a + 1] - allow_ptr[a] > width:
+            width = allow_ptr[a + 1] - allow_ptr[a]
+    score = np.full((n, width, n_s, K), -np.inf)
+    back_j = np.zeros((n, width, n_s, K), dtype=np.int64)
+    back_r = np.zeros((n, width, n_s, K), dtype=np.int64)
+    top_v = np.empty(K)
+    top_j = np.empty(K, dtype=np.int64)
+    top_r = np.empty(K, dtype=np.int64)
+    pp0 = 0
+    pn = 0
+    for i in range(n):
+        a = letters[i]
+        p0 = allow_ptr[a]
+        n_l = allow_ptr[a + 1] - p0
+        if i > 0:
+            pa = letters[i - 1]
+            pp0 = allow_ptr[pa]
+            pn = allow_ptr[pa + 1] - pp0
+        for k in range(n_l):
+            lab = allow_lab[p0 + k]
+            step = primary[lab] if one_primary else 0
+            if step >= n_s:
+                continue
+            s = salt[lab]
+            e = w[bias[lab]]
+            for t in range(n_t):
+                e += w[np.int64(_mix(codes[i, t] ^ s) & mask)]
+            if i == 0:
+                v = e + w[trans[boundary, lab]]
+                if trans_context > 0:
+                    v += w[_tl_index(tl[0], boundary, s, mask)]
+                score[0, k, step, 0] = v
+                continue
+            for sp in range(n_s - step):
+                top_v[:] = -np.inf
+                for j in range(pn):
+                    if score[i - 1, j, sp, 0] == -np.inf:
+                        continue
+                    pl = allow_lab[pp0 + j]
+                    edge = w[trans[pl, lab]]
+                    if trans_context > 0:
+                        edge += w[_tl_index(tl[i], pl, s, mask)]
+                    for r in range(K):
+                        v = score[i - 1, j, sp, r]
+                        if v == -np.inf:
+                            break
+                        v += edge
+                        if v <= top_v[K - 1]:
+                            break  # the lists are sorted: nothing further down gets in
+                        m = K - 1
+                        while m > 0 and top_v[m - 1] < v:
+                            top_v[m] = top_v[m - 1]
+                            top_j[m] = top_j[m - 1]
+                            top_r[m] = top_r[m - 1]
+                            m -= 1
+                        top_v[m] = v
+                        top_j[m] = j
+                        top_r[m] = r
+                for m in range(K):
+                    if top_v[m] == -np.inf:
+                        break
+                    score[i, k, sp + step, m] = e + top_v[m]
+                    back_j[i, k, sp + step, m] = top_j[m]
+                    back_r[i, k, sp + step, m] = top_r[m]
+    a = letters[n - 1]
+    p0 = allow_ptr[a]
+    top_v[:] = -np.inf
+    for k in range(allow_ptr[a + 1] - p0):
+        end = w[trans[allow_lab[p0 + k], boundary]]
+        for r in range(K):
+            v = score[n - 1, k, n_s - 1, r]
+            if v == -np.inf:
+                break
+            v += end
+            if v <= top_v[K - 1]:
+                break
+            m = K - 1
+            while m > 0 and top_v[m - 1] < v:
+                top_v[m] = top_v[m - 1]
+                top_j[m] = top_j[m - 1]
+                top_r[m] = top_r[m - 1]
+                m -= 1
+            top_v[m] = v
+            top_j[m] = k
+            top_r[m] = r
+    ys = np.zeros((K, n), dtype=np.int64)
+    values = top_v.copy()
+    for m in range(K):
+        if values[m] == -np.inf:
+            continue
+        k = top_j[m]
+        r = top_r[m]
+        st = n_s - 1
+        for i in range(n - 1, -1, -1):
+            lab = allow_lab[allow_ptr[letters[i]] + k]
+            ys[m, i] = lab
+            k_prev = back_j[i, k, st, r]
+            r = back_r[i, k, st, r]
+            if one_primary:
+                st -= primary[lab]
+            k = k_prev
+    return ys, values
+
+
 # --------------------------------------------------------------------------------------
 # the decoder (the structured task's inference; aligner.words.g2p_train.G2PTask adds the trainer interface)
 # --------------------------------------------------------------------------------------
@@ -489,6 +609,16 @@ class G2PDecoder:
         y, value = self._decode(x, w, self._empty, 0.0, one_primary=True)
         return y if value > -np.inf else self.decode(x, w)
 
+    def decode_n_best(self, x: G2PWord, w: np.ndarray, n: int, one_primary: bool = False) -> tuple:
+        """The ``n`` best labellings and their objectives ``w . phi``, best first (fewer where
+        fewer exist; with ``one_primary``, only those with exactly one primary stress)."""
+        ys, values = _viterbi_kbest(x.codes, x.letters, x.trans_codes, self.trans_context,
+                                    np.asarray(w, dtype=np.float64), self.labels.allow_ptr, self.labels.allow_lab,
+                                    self._salt, self._bias, self._trans, self._mask, self._primary,
+                                    bool(one_primary), max(1, int(n)))
+        keep = values > -np.inf
+        return ys[keep], values[keep]
+
     def _decode(self, x, w, y_ref, eps_pos, one_primary=False):
         return _viterbi(x.codes, x.letters, x.trans_codes, self.trans_context,
                         np.asarray(w, dtype=np.float64), self.labels.allow_ptr,
@@ -556,6 +686,31 @@ class G2PModel:
             return ()
         phones = self.labels.phones(self.predict_labels(letters))
         return phones if stress else strip_stress(phones)
+
+    def predict_n_best(self, word: str, n: int = 3, stress: bool = True) -> list[tuple[tuple[str, ...], float]]:
+        """Up to ``n`` distinct pronunciations of ``word`` with their score margins below the best
+        (``0.0`` for the first, which is :meth:`predict`'s; the weights' units, >= 0), best first:
+        the n-best labellings (with :attr:`one_primary`, among those with one primary stress),
+        labellings that spell the same phones, or phones that differ only in stress, counted once.
+        ``[]`` if the word has no letters."""
+        letters = self.clean(word)
+        if not letters:
+            return []
+        x = self.decoder.make_input(letters)
+        # several labellings can spell the same phones (a letter's chunk or its neighbour's): ask for more
+        ys, values = self.decoder.decode_n_best(x, self.weights, 4 * n, self.one_primary)
+        if not len(ys):
+            ys, values = self.decoder.decode_n_best(x, self.weights, 4 * n)
+        out, seen = [], set()
+        for y, value in zip(ys, values):
+            phones = self.labels.phones(y)
+            if strip_stress(phones) in seen:
+                continue
+            seen.add(strip_stress(phones))
+            out.append((phones if stress else strip_stress(phones), float(values[0] - value)))
+            if len(out) == n:
+                break
+        return out
 
     def predict_many(self, words: Iterable[str], stress: bool = True) -> list[tuple[str, ...]]:
         return [self.predict(w, stress) for w in words]

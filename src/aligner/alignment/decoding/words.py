@@ -42,6 +42,7 @@ from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
 from aligner.words.dialects import DEFAULT_DIALECT, DIALECTS, DialectForm, begins_with_vowel, dialect_pronunciations
+from aligner.words.oov import G2PVariant
 from aligner.words.weak_forms import WeakForm, with_weak_forms
 
 #: per-phone bonus of the graph decoder (units of the per-phone score ``w . features``)
@@ -72,6 +73,9 @@ DIALECT_FORM_BONUS = -1.0
 #: the same for each word aligned with a function word's weak form (:mod:`aligner.words.weak_forms`),
 #: offered beside the dictionary's pronunciations of English words
 WEAK_FORM_BONUS = -1.0
+#: the same for each unknown word aligned with a pronunciation of the G2P's n-best list other than
+#: its best (:class:`~aligner.words.oov.G2PVariant`)
+G2P_VARIANT_BONUS = -1.0
 
 
 @dataclass
@@ -420,8 +424,9 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
     word's alternatives, ARPAbet phones, expanded by :func:`_expansions` with ``rules``; an
     optional pause between words, and at either end one of any length) with ``model``'s duration
     statistics, and per word its ``[(phones, expansion), ...]`` in the graph's alternative order.
-    An alternative's segment carries :data:`DIALECT_FORM_BONUS` (a dialect form) plus the model's
-    :attr:`~aligner.alignment.model.AlignmentModel.pronunciation_bonus` of it, if any."""
+    An alternative's segment carries :data:`DIALECT_FORM_BONUS` (a dialect form),
+    :data:`WEAK_FORM_BONUS` (a weak form) or :data:`G2P_VARIANT_BONUS` (a G2P variant), plus the
+    model's :attr:`~aligner.alignment.model.AlignmentModel.pronunciation_bonus` of it, if any."""
     arpabet = words_phone_set(model)
     bonus = getattr(model, "pronunciation_bonus", None) or {}
     words, expansions = [], []
@@ -432,8 +437,9 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
             for exp, seg in _pronunciation_segments(model, tuple(phones), tuple(rules), arpabet):
                 extra = (bonus.get(alternative_key(word, exp.symbols), 0.0)
                          + bonus.get(alternative_key(word, phones, "phones"), 0.0)) if bonus else 0.0
-                rule = (WEAK_FORM_BONUS if isinstance(phones, WeakForm) else DIALECT_FORM_BONUS
-                        ) if isinstance(phones, DialectForm) else 0.0
+                rule = ((WEAK_FORM_BONUS if isinstance(phones, WeakForm) else DIALECT_FORM_BONUS)
+                        if isinstance(phones, DialectForm) else G2P_VARIANT_BONUS if isinstance(phones, G2PVariant)
+                        else 0.0)
                 if rule or extra:
                     seg = dataclasses.replace(seg, bonus=extra + rule)
                 segs.append(seg)
