@@ -168,6 +168,14 @@ def test_unknown_words_get_the_g2p_pronunciation_and_are_reported(tmp_path):
     shutil.copy(Path(__file__).resolve().parents[2] / "examples" / "demo.wav", wav)
     result = api.align_words(wav, "she had zyxgrobble suits")
     assert list(result.oovs) == ["zyxgrobble"] and result.oovs["zyxgrobble"].startswith("Z ")
+    # the pronunciation reported is one of the G2P's offered, the one the decoder aligned
+    from aligner.words.oov import g2p_pronunciations
+    offered = [" ".join(p) for p in g2p_pronunciations("zyxgrobble")]
+    assert len(offered) > 1 and result.oovs["zyxgrobble"] in offered
+    words, phones = dict(result.tiers)["words"], dict(result.tiers)["phones"]
+    word = next(w for w in words if w.label == "zyxgrobble")
+    inside = [ph.label for ph in phones if word.start_s <= ph.start_s < word.end_s]
+    assert len(inside) == len(result.oovs["zyxgrobble"].split())
     code, out = run("align", wav, "she had zyxgrobble suits")
     assert code == 0 and "not in the dictionary: zyxgrobble" in out
     corpus = tmp_path / "corpus"

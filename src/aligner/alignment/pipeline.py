@@ -14,6 +14,7 @@ as an :class:`Alignment` (tiers, boundary confidences, the transcript check) and
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -392,7 +393,9 @@ class Alignment:
     ``tiers``: ``[(tier name, [Interval, ...]), ...]``: ``words`` and ``phones`` (``SPEAKER -
     words``, ``SPEAKER - phones`` for a TextGrid transcript with several speaker tiers), or
     ``phones`` alone for a phone transcript. ``duration_s``: the recording's length.
-    ``oovs``: unknown word -> the pronunciation used (from the G2P). With a model that has a
+    ``oovs``: unknown word -> the pronunciation used (ARPAbet, space-separated: the one of the
+    G2P's n-best the decoder chose, the commonest where the word occurs more than once; the G2P's
+    best where the word was not aligned). With a model that has a
     confidence model: ``confidences``, ``transcript_match``, ``transcript_flagged``.
     """
 
@@ -552,6 +555,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     conf_by_speaker = {s: ([], []) for s in speakers}
     matches: list = []
     oovs: dict = {}
+    chosen: dict = {}  # unknown word -> Counter of the pronunciations the decoder chose
     work = []
     scored = None  # the whole recording's scoring, for on_scored
     for seg in segments:
@@ -589,6 +593,10 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         except AlignmentError as exc:
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
+        if language is None:
+            for word, pron in zip(result.words, result.pronunciations):
+                if word.label in oovs:
+                    chosen.setdefault(word.label, Counter())[" ".join(pron)] += 1
         result = result.shifted(start)
         if language is not None and not universal:
             result.phones = _relabel_phones(result.words, result.phones, ipa_of)
@@ -607,6 +615,8 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
                 len(phone_conf) == len(phones):
             confidences[tier_name("words", speaker)] = word_conf
             confidences[tier_name("phones", speaker)] = phone_conf
+    for word, counts in chosen.items():  # the pronunciation used, not the G2P's first guess
+        oovs[word] = counts.most_common(1)[0][0]
     match = min(matches) if matches else None
     if scored is not None:
         on_scored(scored)
