@@ -170,9 +170,9 @@ def test_tasks_hold_chunks_and_a_failing_item_is_run_alone(scheduler):
     other items with it: the chunk runs again one item per task."""
     import math
 
-    from aligner.runtime.distributed import DaskPool, dask_chunksize
+    from aligner.runtime.distributed import MAX_DASK_CHUNK, DaskPool, dask_chunksize
 
-    assert dask_chunksize(40, 2) == 5 and dask_chunksize(3, 2) == 1 and dask_chunksize(10_000, 4) == 16
+    assert dask_chunksize(40, 2) == 5 and dask_chunksize(3, 2) == 1 and dask_chunksize(10_000, 4) == MAX_DASK_CHUNK
     items = [float(i * i) for i in range(40)]
     items[13] = -1.0  # math.sqrt fails on it
     lost = []

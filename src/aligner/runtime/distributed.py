@@ -56,8 +56,12 @@ LOCAL_CLUSTER_CONFIG = {
     "distributed.worker.memory.spill": False,
     "distributed.worker.memory.pause": False,
 }
-#: the most items one Dask task holds, and the chunks each worker should get at least
-MAX_DASK_CHUNK = 16
+#: the most items one Dask task holds, and the chunks each worker should get at least. Each task
+#: costs the client's process (scheduler, nannies) and the worker's event loop some milliseconds of
+#: the workers' cores: on 2 cores, 720 short recordings (2 workers, timed inside the tasks; one-off
+#: script) took 0.27-0.47 s of the client's CPU with chunks of up to 64 against 0.46-0.70 s with 16,
+#: and the tasks 0.5-0.9 s off the CPU against 0.7-1.2 s (docs/results.md)
+MAX_DASK_CHUNK = 64
 CHUNKS_PER_WORKER = 4
 
 
