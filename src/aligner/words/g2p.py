@@ -315,6 +315,27 @@ def _phi_into(out, codes, tl, trans_context, y, salt, bias, trans, mask):
 
 
 @njit(cache=True, nogil=True)
+def _emission(codes, i, s, bias_index, w, mask):
+    """``w`` summed over letter ``i``'s context features for the label of salt ``s`` and that
+    label's bias feature (index ``bias_index``): the label's score at that letter."""
+    e = w[bias_index]
+    for t in range(codes.shape[1]):
+        e += w[np.int64(_mix(codes[i, t] ^ s) & mask)]
+    return e
+
+
+@njit(cache=True, nogil=True)
+def _lattice_width(letters, allow_ptr):
+    """The most labels any letter of the word allows (the lattice's width)."""
+    width = 1
+    for i in range(letters.shape[0]):
+        a = letters[i]
+        if allow_ptr[a + 1] - allow_ptr[a] > width:
+            width = allow_ptr[a + 1] - allow_ptr[a]
+    return width
+
+
+@njit(cache=True, nogil=True)
 def _viterbi(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, salt, bias, trans, mask, y_ref,
              eps_pos, primary, one_primary):
     """argmax over label sequences (label i allowed for letter i) of ``w . phi`` plus
@@ -325,14 +346,9 @@ def _viterbi(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, salt, b
     seen yet), so this is exact too; the objective is -inf if no such sequence exists.
     Returns (labels, best objective). Ties go to the lower allowed-label index."""
     n = codes.shape[0]
-    n_t = codes.shape[1]
     boundary = trans.shape[0] - 1
     n_s = 2 if one_primary else 1
-    width = 1
-    for i in range(n):
-        a = letters[i]
-        if allow_ptr[a + 1] - allow_ptr[a] > width:
-            width = allow_ptr[a + 1] - allow_ptr[a]
+    width = _lattice_width(letters, allow_ptr)
     score = np.full((n, width, n_s), -np.inf)
     back = np.zeros((n, width, n_s), dtype=np.int64)
     pp0 = 0
@@ -351,9 +367,7 @@ def _viterbi(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, salt, b
             if step >= n_s:
                 continue
             s = salt[lab]
-            e = w[bias[lab]]
-            for t in range(n_t):
-                e += w[np.int64(_mix(codes[i, t] ^ s) & mask)]
+            e = _emission(codes, i, s, bias[lab], w, mask)
             if eps_pos != 0.0 and lab != y_ref[i]:
                 e += eps_pos
             if i == 0:
@@ -411,15 +425,10 @@ def _viterbi_kbest(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, s
     sequences that exist have objective -inf. Ties keep the order :func:`_viterbi` breaks them in
     (the lower allowed-label index), so row 0 is its answer."""
     n = codes.shape[0]
-    n_t = codes.shape[1]
     K = n_best
     boundary = trans.shape[0] - 1
     n_s = 2 if one_primary else 1
-    width = 1
-    for i in range(n):
-        a = letters[i]
-        if allow_ptr[a + 1] - allow_ptr[a] > width:
-            width = allow_ptr[a + 1] - allow_ptr[a]
+    width = _lattice_width(letters, allow_ptr)
     score = np.full((n, width, n_s, K), -np.inf)
     back_j = np.zeros((n, width, n_s, K), dtype=np.int64)
     back_r = np.zeros((n, width, n_s, K), dtype=np.int64)
@@ -442,9 +451,7 @@ def _viterbi_kbest(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, s
             if step >= n_s:
                 continue
             s = salt[lab]
-            e = w[bias[lab]]
-            for t in range(n_t):
-                e += w[np.int64(_mix(codes[i, t] ^ s) & mask)]
+            e = _emission(codes, i, s, bias[lab], w, mask)
             if i == 0:
                 v = e + w[trans[boundary, lab]]
                 if trans_context > 0:
