@@ -40,7 +40,7 @@ class _StageBars:
               help="Pronouncing dictionary in MFA format, added to the CMU Pronouncing Dictionary (for a base "
                    "model trained on its own phones: the dictionary, in those phones).")
 @click.option("--oov", type=click.Choice(["g2p", "error"]), default="g2p", show_default=True,
-              help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail the file.")
+              help="Words missing from the dictionary: the G2P's 4 best pronunciations, the decoder choosing (reported), or fail the file.")
 @click.option("--references", type=click.Path(file_okay=False, exists=True),
               help="Hand-aligned TextGrids (a phones tier) of some files, by relative path or stem: their "
                    "boundaries replace the decoded ones and count more. With --language their phones are the "

@@ -27,7 +27,7 @@ def transcript_options(command):
                      help="Pronouncing dictionary in MFA format (WORD PHONE PHONE ..., a line per variant), "
                           "added to the CMU Pronouncing Dictionary; its entries replace CMU's."),
         click.option("--oov", type=click.Choice(["g2p", "error"]), default="g2p", show_default=True,
-                     help="Words missing from the dictionary: guess a pronunciation (G2P, reported) or fail."),
+                     help="Words missing from the dictionary: the G2P's 4 best pronunciations, the decoder choosing (reported), or fail."),
     ]
     return _apply(command, options)
 
