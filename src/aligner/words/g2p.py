@@ -417,6 +417,26 @@ def _viterbi(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, salt, b
 
 
 @njit(cache=True, nogil=True)
+def _push_top(top_v, top_j, top_r, v, j, r):
+    """Insert ``v`` (with its state ``j`` and rank ``r``) into the descending list ``top_v`` of
+    fixed length, dropping its last entry; False, changing nothing, when ``v`` is not above that
+    last entry (ties keep the earlier entry first)."""
+    K = top_v.shape[0]
+    if v <= top_v[K - 1]:
+        return False
+    m = K - 1
+    while m > 0 and top_v[m - 1] < v:
+        top_v[m] = top_v[m - 1]
+        top_j[m] = top_j[m - 1]
+        top_r[m] = top_r[m - 1]
+        m -= 1
+    top_v[m] = v
+    top_j[m] = j
+    top_r[m] = r
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _viterbi_kbest(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, salt, bias, trans, mask,
                    primary, one_primary, n_best):
     """The ``n_best`` highest-scoring label sequences of :func:`_viterbi`'s lattice (no
@@ -469,20 +489,8 @@ def _viterbi_kbest(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, s
                         edge += w[_tl_index(tl[i], pl, s, mask)]
                     for r in range(K):
                         v = score[i - 1, j, sp, r]
-                        if v == -np.inf:
-                            break
-                        v += edge
-                        if v <= top_v[K - 1]:
+                        if v == -np.inf or not _push_top(top_v, top_j, top_r, v + edge, j, r):
                             break  # the lists are sorted: nothing further down gets in
-                        m = K - 1
-                        while m > 0 and top_v[m - 1] < v:
-                            top_v[m] = top_v[m - 1]
-                            top_j[m] = top_j[m - 1]
-                            top_r[m] = top_r[m - 1]
-                            m -= 1
-                        top_v[m] = v
-                        top_j[m] = j
-                        top_r[m] = r
                 for m in range(K):
                     if top_v[m] == -np.inf:
                         break
@@ -496,20 +504,8 @@ def _viterbi_kbest(codes, letters, tl, trans_context, w, allow_ptr, allow_lab, s
         end = w[trans[allow_lab[p0 + k], boundary]]
         for r in range(K):
             v = score[n - 1, k, n_s - 1, r]
-            if v == -np.inf:
+            if v == -np.inf or not _push_top(top_v, top_j, top_r, v + end, k, r):
                 break
-            v += end
-            if v <= top_v[K - 1]:
-                break
-            m = K - 1
-            while m > 0 and top_v[m - 1] < v:
-                top_v[m] = top_v[m - 1]
-                top_j[m] = top_j[m - 1]
-                top_r[m] = top_r[m - 1]
-                m -= 1
-            top_v[m] = v
-            top_j[m] = k
-            top_r[m] = r
     ys = np.zeros((K, n), dtype=np.int64)
     values = top_v.copy()
     for m in range(K):
@@ -711,10 +707,11 @@ class G2PModel:
         out, seen = [], set()
         for y, value in zip(ys, values):
             phones = self.labels.phones(y)
-            if strip_stress(phones) in seen:
+            plain = strip_stress(phones)
+            if plain in seen:
                 continue
-            seen.add(strip_stress(phones))
-            out.append((phones if stress else strip_stress(phones), float(values[0] - value)))
+            seen.add(plain)
+            out.append((phones if stress else plain, float(values[0] - value)))
             if len(out) == n:
                 break
         return out

@@ -17,6 +17,7 @@ from typing import Sequence
 
 from aligner.phones.sets import ARPABET as _CMU_PHONES
 from aligner.words.dialects import DialectForm
+from aligner.words.g2p import strip_stress
 
 #: function word (lower case) -> its weak forms missing from CMUdict (ARPAbet, stress digits kept)
 WEAK_FORMS = {
@@ -70,7 +71,7 @@ class WeakForm(DialectForm):
 def _plain(phones: Sequence[str]) -> tuple:
     """The phones without stress digits, upper case: the key two pronunciations share when they
     differ in stress alone."""
-    return tuple(p.upper().rstrip("012") for p in phones)
+    return strip_stress(p.upper() for p in phones)
 
 
 def with_weak_forms(words: Sequence[str], pronunciations: Sequence[Sequence[Sequence[str]]]) -> list:
