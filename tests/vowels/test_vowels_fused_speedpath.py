@@ -60,6 +60,7 @@ def _cuts(n: int) -> list:
 
 
 def test_shared_acoustics_equal_one_cut_at_a_time(monkeypatch, vowel_classifier):
+    monkeypatch.setattr(VA, "CUT_SINGLE_FFT", False)  # the sharing alone (single precision: below)
     for n in (16000, 16001, 16079):
         y = _recording(n)
         cuts = _cuts(n)
@@ -103,6 +104,9 @@ class _CountingClassifier:
 def test_recording_posteriors_give_the_recordings_classifier_columns(monkeypatch):
     from aligner.features.mfcc import mfcc_features
 
+    # a cut too long for the cut classifier is analysed alone, in double precision; with the
+    # recording's columns it is shared: the same bits only when the shared FFTs are double too
+    monkeypatch.setattr(VA, "CUT_SINGLE_FFT", False)
     model = api.load_vowel_model()
     n = 16079
     y = _recording(n)
@@ -204,11 +208,13 @@ def _aligned_utterances(timit_dir):
 
 
 @needs_timit
-def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir):
+def test_fused_rows_from_shared_acoustics_equal_those_cut_by_cut(timit_dir, monkeypatch):
     """Every aligned vowel of a few utterances (phones and words), fused with the shared
-    acoustics and with the acoustics of each cut alone: the same boundaries, modes and notes,
-    scores equal to 1e-9."""
+    acoustics (their FFTs in double precision, as each cut's own) and with the acoustics of
+    each cut alone: the same boundaries, modes and notes, scores equal to 1e-9."""
     from aligner.features.mfcc import mfcc_features
+
+    monkeypatch.setattr(VA, "CUT_SINGLE_FFT", False)
 
     model = api.load_vowel_model()
     n_rows = 0

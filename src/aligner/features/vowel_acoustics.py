@@ -627,12 +627,13 @@ def _acoustics_blocks(y: np.ndarray, classifier, T: int) -> np.ndarray:
 #: products run on a group's rows at once, so the group size decides the cepstra's last bits:
 #: changing it changes the features (at rounding level) and possibly the fused rows.
 CUT_GROUP_FRAMES = 256
-#: True: the cuts' frames go through their FFTs in single precision (:func:`_row_values` with
-#: ``single``; the FFTs are most of the cuts' cost), the features moved by the float32 rounding
-#: of the spectra and autocorrelations, which moves no decoded boundary of the fused vowels in
-#: tests/vowels/test_vowels_fused_speedpath.py but is not the same bits. False (shipped): the
-#: same bits as :func:`vowel_acoustics` of each cut.
-CUT_SINGLE_FFT = False
+#: True (shipped): the cuts' frames go through their FFTs in single precision (:func:`_row_values`
+#: with ``single``; the FFTs are most of the cuts' cost, and this halves them). The features move by
+#: the float32 rounding of the spectra and autocorrelations; no fused boundary, mode or note of the
+#: sample's 3,033 aligned vowels (from words and from phones) moved (docs/results.md, Vowel speed;
+#: tests/vowels/test_vowels_fused_speedpath.py). False: the same bits as :func:`vowel_acoustics`
+#: of each cut.
+CUT_SINGLE_FFT = True
 
 
 def vowel_acoustics_cuts(samples: np.ndarray, cuts, classifier, recording_posteriors: bool = False,
