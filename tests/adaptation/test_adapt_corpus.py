@@ -188,6 +188,9 @@ def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
     adapted = manifest["training"]["adapted"]
     assert adapted["base"]["shipped"] is True and adapted["recordings"] == 11 and adapted["rounds"] == 1
     assert adapted["round_reports"][0]["files_used"] >= 1
+    # words transcripts: the durations re-estimated beside the classifier's output layer
+    assert adapted["settings"]["durations_prior"] == AC.WORDS_DURATIONS_PRIOR
+    assert adapted["settings"]["classifier_prior"] == 10.0
     model = api.load_model(tmp_path / "adapted")
     assert model.classifier.weights.shape == api.load_model().classifier.weights.shape
     intervals = api.align(wav, wav.with_suffix(".phn"), model=tmp_path / "adapted")
@@ -205,6 +208,14 @@ def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
 
 
 @needs_timit
+def test_phone_transcripts_keep_the_base_durations(tmp_path):
+    """Only a corpus transcribed in words re-estimates the durations by default (WORDS_DURATIONS_PRIOR)."""
+    corpus = _corpus(tmp_path / "c", speakers=("dr1-fvmh0", "dr2-faem0"), n=4, suffixes=(".wav", ".phn"))
+    api.adapt(corpus, tmp_path / "adapted", rounds=1)
+    settings = json.loads((tmp_path / "adapted" / "manifest.json").read_text())["training"]["adapted"]["settings"]
+    assert settings["durations_prior"] is None and settings["classifier_prior"] == 10.0
+
+
 def test_every_transcript_mismatched_is_refused(tmp_path):
     corpus = _corpus(tmp_path / "c", speakers=("dr1-fvmh0",), n=10)
     texts = [p.read_text() for p in sorted((corpus / "dr1-fvmh0").glob("*.txt"))]
