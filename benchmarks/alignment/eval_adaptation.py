@@ -71,7 +71,9 @@ SETTINGS = {
     # duration statistics, the base's as 30 pseudo-observations
     "dur30": AdaptSettings(**dict(_NONE, durations_prior=30.0)),
     "clf3r+dur30": AdaptSettings(classifier_prior=3.0, durations_prior=30.0, confidence="none", refined_labels=True),
+    "clf10r+dur10": AdaptSettings(classifier_prior=10.0, durations_prior=10.0, confidence="none", refined_labels=True),
     "clf10r+dur30": AdaptSettings(classifier_prior=10.0, durations_prior=30.0, confidence="none", refined_labels=True),
+    "clf10r+dur100": AdaptSettings(classifier_prior=10.0, durations_prior=100.0, confidence="none", refined_labels=True),
     # a vocal-tract-length warp per speaker, alone and with the refit
     "vtln": AdaptSettings(**_NONE),
     "vtln+clf3r": AdaptSettings(classifier_prior=3.0, confidence="none", refined_labels=True),

@@ -129,7 +129,8 @@ def test_the_last_words_last_phone_is_lengthened():
     model = api.load_model()
     g, _ = wd.word_graph(model, [[("DH", "AH0")], [("DH", "AH0")]])
     first, last = (np.flatnonzero(g.word == w) for w in (0, 1))
-    assert [g.labels[n] for n in first] == [g.labels[n] for n in last] == ["DH", "AH0"]
+    # the first word's last phone twice: on to the next word, and lengthened into a pause (below)
+    assert [g.labels[n] for n in first] == ["DH", "AH0", "AH0"] and [g.labels[n] for n in last] == ["DH", "AH0"]
     assert g.dur_mean[last[0]] == g.dur_mean[first[0]] and g.dur_std[last[0]] == g.dur_std[first[0]]
     assert g.dur_mean[last[1]] == pytest.approx(wd.FINAL_LENGTHENING * g.dur_mean[first[1]])
     assert g.dur_std[last[1]] == pytest.approx(wd.FINAL_LENGTHENING * g.dur_std[first[1]])
@@ -145,6 +146,31 @@ def test_the_last_words_last_phone_is_lengthened():
     assert g.dur_mean[first[1]] == pytest.approx(d.mean[ah]) and g.dur_std[first[1]] == pytest.approx(d.std[ah])
     assert g.dur_mean[last[1]] == pytest.approx(2 * d.mean[ah]) and g.dur_std[last[1]] == pytest.approx(3 * d.std[ah])
     assert g.dur_mean[last[0]] == g.dur_mean[first[0]]
+
+
+def _successors(g, node: int) -> set:
+    return {int(m) for m in range(len(g.classes)) if node in g.pred_idx[g.pred_ptr[m]:g.pred_ptr[m + 1]]}
+
+
+@pytest.mark.parametrize("pronunciation", [("DH", "AH0"), ("AH0",)], ids=["two phones", "one phone"])
+def test_a_words_last_phone_before_a_pause_is_lengthened(pronunciation):
+    """Before a pause between words, a word's last phone takes the utterance-final statistics
+    (PRE_PAUSE_LENGTHENING): the graph holds it twice, its own statistics leading on to the next
+    word and the lengthened ones leading into the pause alone; both after the same phones."""
+    from aligner import api
+    from aligner.alignment.decoding import words as wd
+
+    g, _ = wd.word_graph(api.load_model(), [[pronunciation], [("DH", "AH0")]])
+    first = np.flatnonzero(g.word == 0)
+    plain, longer = first[-2:]
+    assert g.labels[plain] == g.labels[longer] == "AH0" and g.word[plain] == g.word[longer] == 0
+    assert g.dur_mean[longer] == pytest.approx(wd.FINAL_LENGTHENING * g.dur_mean[plain])
+    pause = [n for n in range(len(g.classes)) if g.is_pause[n] and g.pause_slot[n] == 1]
+    assert len(pause) == 1 and _successors(g, longer) == set(pause)
+    next_word = int(np.flatnonzero(g.word == 1)[0])
+    assert _successors(g, plain) == {next_word} and next_word in _successors(g, pause[0])
+    preds = lambda n: set(g.pred_idx[g.pred_ptr[n]:g.pred_ptr[n + 1]].tolist())  # noqa: E731
+    assert preds(plain) == preds(longer)
 
 
 @needs_timit

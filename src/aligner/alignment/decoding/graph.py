@@ -37,12 +37,15 @@ Building from a dictionary's pronunciations::
 where an alternative is a :class:`Segment` or a sequence of class indices (then ``stats``
 gives their duration statistics), and ``pause`` a one-phone :class:`Segment` of the silence
 class. Identical alternatives of a word (same classes and statistics, e.g. two dictionary
-variants differing in stress only) are kept once: they would tie.
+variants differing in stress only) are kept once: they would tie. With ``before_pause``, an
+alternative followed by a possible pause ends in two nodes of its last phone after the same
+phones: one with its own statistics leading on to the next word, one with the statistics of a
+phone before a pause leading into the pause.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
@@ -317,6 +320,7 @@ def build_word_graph(
     leading_pause: Segment | None = None,
     trailing_pause: Segment | None = None,
     stats: Callable | None = None,
+    before_pause: Callable | None = None,
 ) -> PhoneGraph:
     """The phone graph of a words transcript (module docstring).
 
@@ -333,6 +337,10 @@ def build_word_graph(
             (:attr:`Segment.flat_log_density`) leaves out the first (last) word's alternatives
             that begin (end) with a phone of its class when the word has others
             (:func:`_absorbed`).
+        before_pause: ``before_pause(segment) -> segment``, the same phones with the last one's
+            statistics as before a pause (phrase-final lengthening): where a pause may follow a
+            word, each alternative's last phone is two nodes, its own statistics leading on to
+            the next word and these leading into the pause (None: one node into both).
     """
     W = len(words)
     if W == 0:
@@ -402,12 +410,27 @@ def build_word_graph(
             segs = _absorbed(segs, leading_pause, 0)
         if i == W - 1 and trailing != "none":
             segs = _absorbed(segs, trailing_pause, -1)
-        ends = []
+        ends, paused = [], []
+        split = before_pause is not None and i < W - 1 and between_modes[i] != "none"
         for a, s in enumerate(segs):
-            ends.append(add(s, frontier, can_start, i, a, i, -1))
+            if not split:
+                ends.append(add(s, frontier, can_start, i, a, i, -1))
+                continue
+            longer = before_pause(s)
+            if len(s) > 1:  # the phones before the last once, then the last twice
+                head = add(_part(s, 0, len(s) - 1, s.bonus), frontier, can_start, i, a, i, -1)
+                ends.append(add(_part(s, len(s) - 1, len(s)), [head], False, i, a, -1, -1))
+                paused.append(add(_part(longer, len(s) - 1, len(s)), [head], False, i, a, -1, -1))
+            else:
+                ends.append(add(s, frontier, can_start, i, a, i, -1))
+                paused.append(add(longer, frontier, can_start, i, a, i, -1))
         frontier, can_start = ends, False
         if i < W - 1:
-            gap(between_modes[i], pause, i + 1)
+            if split:  # the pause after the lengthened ends; the next word after the others or the pause
+                n = add(pause, paused, False, -1, -1, -1, i + 1)
+                frontier = ends + [n] if between_modes[i] == "optional" else [n]
+            else:
+                gap(between_modes[i], pause, i + 1)
     gap(trailing, trailing_pause, W)
 
     N = len(cls)
@@ -422,6 +445,12 @@ def build_word_graph(
                    np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64),
                    np.array(bonus, np.float64))
     return g
+
+
+def _part(seg: Segment, a: int, b: int, bonus: float = 0.0) -> Segment:
+    """Phones ``a .. b - 1`` of ``seg`` as a segment of their own, carrying ``bonus``."""
+    return replace(seg, classes=seg.classes[a:b], mean=seg.mean[a:b], std=seg.std[a:b],
+                               max_frames=seg.max_frames[a:b], labels=seg.labels[a:b], bonus=bonus)
 
 
 def linear_graph(segment: Segment) -> PhoneGraph:
