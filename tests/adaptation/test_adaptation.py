@@ -303,3 +303,15 @@ def test_a_network_output_layer_is_refit_on_its_softmax_loss(small_network):
     np.testing.assert_allclose(W0, clf.weights, atol=1e-4 * np.abs(clf.weights).max())
     with pytest.raises(ValueError, match="merge"):
         ad.OutputLayerStats(16, 5).merge(stats)
+
+
+def test_phones_lengthened_before_a_pause_stay_out_of_the_duration_statistics():
+    """From words, a speech phone before silence or at the recording's end is decoded with
+    phrase-final statistics, so its length is left out of the within-utterance ones; silences
+    and every other phone count."""
+    sil = 0
+    keep = ad._within_utterance(np.array([sil, 5, 6, sil, 7, 8]), sil)
+    assert keep.tolist() == [True, True, False, True, True, False]
+    assert ad._within_utterance(np.array([5, sil]), sil).tolist() == [False, True]
+    assert ad._within_utterance(np.array([5]), sil).tolist() == [False]
+    assert ad._within_utterance(np.array([], np.int64), sil).tolist() == []

@@ -98,9 +98,10 @@ UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": None, "durations_prior": 5.0}
 #: transcribed in words: phone durations are where words gain from a corpus (a speaker's tempo,
 #: the dictionary's forms as said). On the speaker folds, adapted on the test speakers' `.txt`
 #: words for the default 3 rounds (``benchmarks.alignment.eval_adaptation --modes words
-#: words@CONDITION --settings clf10r,clf10r+dur30``), word MAE against the output layer alone
-#: 16.5 against 16.8 ms (unadapted 16.8), and clipped copies 16.3 against 16.8 (unadapted 16.3);
-#: phones given gained nothing from durations (CHANGELOG 0.5.0), so phone transcripts keep none.
+#: words@CONDITION --settings clf10r,clf10r+dur30``), word MAE against the output layer alone:
+#: 16.5 against 16.8 ms on clean copies (unadapted 16.2), 16.0 against 16.7 clipped (16.3), and as
+#: good or better in noise, on the telephone and in rooms (CHANGELOG 0.13.0). Phones given gained
+#: nothing from durations (CHANGELOG 0.5.0), so phone transcripts keep none.
 WORDS_DURATIONS_PRIOR = 30.0
 
 

@@ -852,9 +852,26 @@ def _file_result(i: int, model: AlignmentModel, rec: Recording, frames: np.ndarr
     res.dropped_frames = int(np.sum(dec.weights == 0))
     if settings.durations_prior is not None:
         lengths = np.diff(np.append(dec.y, len(frames)))
-        res.durations = ([int(c) for c in dec.classes], [duration_key(s) for s in dec.symbols],
-                         [int(n) for n in lengths])
+        keep = (_within_utterance(np.asarray(dec.classes), model.inventory.silence_index) if rec.kind == "words"
+                else np.ones(len(dec.classes), bool))
+        res.durations = ([int(c) for c, k in zip(dec.classes, keep) if k],
+                         [duration_key(s) for s, k in zip(dec.symbols, keep) if k],
+                         [int(n) for n, k in zip(lengths, keep) if k])
     return res, dec
+
+
+def _within_utterance(classes: np.ndarray, silence: int) -> np.ndarray:
+    """(K,) bool: the phones decoded from words whose lengths count toward the within-utterance
+    duration statistics: all but a speech phone followed by silence or ending the recording, which
+    the words decoder lengthens as phrase-final (:data:`~aligner.alignment.decoding.words.FINAL_LENGTHENING`,
+    :data:`~aligner.alignment.decoding.words.PRE_PAUSE_LENGTHENING`), so its length would
+    stretch its class's mean."""
+    keep = np.ones(len(classes), bool)
+    speech = classes != silence
+    keep[:-1] = ~(speech[:-1] & ~speech[1:])
+    if len(classes):
+        keep[-1] = not speech[-1]
+    return keep
 
 
 def _add_stats(stats: OutputLayerStats, clf: FrameClassifier, frames: np.ndarray, dec: Decoded) -> None:
