@@ -74,6 +74,9 @@ SETTINGS = {
     "clf10r+dur10": AdaptSettings(classifier_prior=10.0, durations_prior=10.0, confidence="none", refined_labels=True),
     "clf10r+dur30": AdaptSettings(classifier_prior=10.0, durations_prior=30.0, confidence="none", refined_labels=True),
     "clf10r+dur100": AdaptSettings(classifier_prior=10.0, durations_prior=100.0, confidence="none", refined_labels=True),
+    "clf30r+dur30": AdaptSettings(classifier_prior=30.0, durations_prior=30.0, confidence="none", refined_labels=True),
+    "clf100r+dur30": AdaptSettings(classifier_prior=100.0, durations_prior=30.0, confidence="none", refined_labels=True),
+    "clf10r-drop+dur30": AdaptSettings(classifier_prior=10.0, durations_prior=30.0, confidence="drop", refined_labels=True),
     # a vocal-tract-length warp per speaker, alone and with the refit
     "vtln": AdaptSettings(**_NONE),
     "vtln+clf3r": AdaptSettings(classifier_prior=3.0, confidence="none", refined_labels=True),
@@ -97,7 +100,7 @@ SETTINGS = {
 }
 # keep-or-revert (issue 46): every 5th recording held back; each round's change kept only where
 # it raises their mean boundary confidence ("-keep": the candidate's own evidence, "-keepb": the base's)
-for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30"):
+for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30", "clf10r+dur30", "clf10r-drop+dur30"):
     SETTINGS[f"{_name}-keep"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="own")
     SETTINGS[f"{_name}-keepb"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="base")
 # pronunciation bonuses from the decoder's choices (alpha pseudo-counts per alternative), alone and with the refit
