@@ -142,6 +142,7 @@ def test_the_last_words_last_phone_is_lengthened():
         symbol_std=np.zeros(0), symbol_max_frames=np.zeros(0, np.int64)))
     g, _ = wd.word_graph(with_final, [[("DH", "AH0")], [("DH", "AH0")]])
     first, last = (np.flatnonzero(g.word == w) for w in (0, 1))
+    assert [g.labels[n] for n in first] == ["DH", "AH0"]  # no second node before a pause: its own statistics
     ah = g.classes[first[1]]
     assert g.dur_mean[first[1]] == pytest.approx(d.mean[ah]) and g.dur_std[first[1]] == pytest.approx(d.std[ah])
     assert g.dur_mean[last[1]] == pytest.approx(2 * d.mean[ah]) and g.dur_std[last[1]] == pytest.approx(3 * d.std[ah])
