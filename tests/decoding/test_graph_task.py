@@ -58,6 +58,28 @@ def test_build_word_graph_structure():
     assert g3.n_nodes == 2
 
 
+@pytest.mark.parametrize("between", ["optional", "required", "none"])
+def test_before_pause_gives_the_phone_before_a_pause_its_own_node(between):
+    """``before_pause``: an optional pause splits each alternative's last phone (one node on to the
+    next word, one lengthened into the pause); a required pause lengthens it outright; with no
+    pause the graph is as without. Every path still passes every word once."""
+    rng = np.random.default_rng(7)
+    words = [[seg(rng, 3), seg(rng, 1)], [seg(rng, 2)]]
+    pause = pause_seg(rng)
+    longer = lambda s: Segment.make(s.classes, s.mean[:-1] + (s.mean[-1] * 2,), s.std, s.max_frames)  # noqa: E731
+    plain = build_word_graph(words, pause, between=between)
+    g = build_word_graph(words, pause, between=between, before_pause=longer)
+    g.check_words()
+    extra = {"optional": 2, "required": 0, "none": 0}[between]  # one more node per alternative of word 0
+    assert len(g.classes) == len(plain.classes) + extra
+    lengthened = np.flatnonzero((g.word == 0) & (g.dur_mean > 0) & ~np.isin(g.dur_mean, plain.dur_mean))
+    assert len(lengthened) == (0 if between == "none" else 2)
+    mid = np.flatnonzero(g.pause_slot == 1)
+    for n in lengthened:
+        succ = [m for m in range(len(g.classes)) if n in g.pred_idx[g.pred_ptr[m]:g.pred_ptr[m + 1]]]
+        assert succ == mid.tolist()  # a lengthened last phone leads into the pause alone
+
+
 def test_graph_rejects_bad_input():
     rng = np.random.default_rng(1)
     with pytest.raises(ValueError):

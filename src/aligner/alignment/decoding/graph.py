@@ -340,7 +340,8 @@ def build_word_graph(
         before_pause: ``before_pause(segment) -> segment``, the same phones with the last one's
             statistics as before a pause (phrase-final lengthening): where a pause may follow a
             word, each alternative's last phone is two nodes, its own statistics leading on to
-            the next word and these leading into the pause (None: one node into both).
+            the next word and these leading into the pause; where a pause must follow, these
+            alone (None: one node into both).
     """
     W = len(words)
     if W == 0:
@@ -411,7 +412,10 @@ def build_word_graph(
         if i == W - 1 and trailing != "none":
             segs = _absorbed(segs, trailing_pause, -1)
         ends, paused = [], []
-        split = before_pause is not None and i < W - 1 and between_modes[i] != "none"
+        mode = between_modes[i] if i < W - 1 else "none"
+        if before_pause is not None and mode == "required":  # always a pause next: always lengthened
+            segs = [before_pause(s) for s in segs]
+        split = before_pause is not None and mode == "optional"
         for a, s in enumerate(segs):
             if not split:
                 ends.append(add(s, frontier, can_start, i, a, i, -1))
@@ -427,8 +431,7 @@ def build_word_graph(
         frontier, can_start = ends, False
         if i < W - 1:
             if split:  # the pause after the lengthened ends; the next word after the others or the pause
-                n = add(pause, paused, False, -1, -1, -1, i + 1)
-                frontier = ends + [n] if between_modes[i] == "optional" else [n]
+                frontier = ends + [add(pause, paused, False, -1, -1, -1, i + 1)]
             else:
                 gap(between_modes[i], pause, i + 1)
     gap(trailing, trailing_pause, W)
@@ -450,7 +453,7 @@ def build_word_graph(
 def _part(seg: Segment, a: int, b: int, bonus: float = 0.0) -> Segment:
     """Phones ``a .. b - 1`` of ``seg`` as a segment of their own, carrying ``bonus``."""
     return replace(seg, classes=seg.classes[a:b], mean=seg.mean[a:b], std=seg.std[a:b],
-                               max_frames=seg.max_frames[a:b], labels=seg.labels[a:b], bonus=bonus)
+                   max_frames=seg.max_frames[a:b], labels=seg.labels[a:b], bonus=bonus)
 
 
 def linear_graph(segment: Segment) -> PhoneGraph:
