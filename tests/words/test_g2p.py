@@ -93,16 +93,22 @@ def _tiny_labels() -> LabelSet:
     return LabelSet(labels, np.array(ptr), np.array(lab))
 
 
+
+def _labellings(labels: LabelSet, word: str, one_primary: bool = False) -> list:
+    """Every labelling of ``word`` the lattice allows (brute force), with ``one_primary`` only
+    those with exactly one primary-stressed label (label 3, AE1, in :func:`_tiny_labels`)."""
+    ptr, lab = labels.allow_ptr, labels.allow_lab
+    options = [list(lab[ptr[ALPHABET.index(c)]:ptr[ALPHABET.index(c) + 1]]) for c in word]
+    return [np.array(y) for y in itertools.product(*options) if not one_primary or list(y).count(3) == 1]
+
 @pytest.mark.parametrize("trans_context", [0, 1, 2])
 def test_decode_is_the_exact_argmax(trans_context):
     labels = _tiny_labels()
     task = G2PTask(labels, bits=10, context=2, trans_context=trans_context)
     rng = np.random.default_rng(trans_context)
-    ptr, lab = labels.allow_ptr, labels.allow_lab
     for word in ("a", "ca", "xa", "cax", "sacx", "axsa"):
         x = task.make_input(word)
-        options = [list(lab[ptr[ALPHABET.index(c)]:ptr[ALPHABET.index(c) + 1]]) for c in word]
-        candidates = [np.array(y) for y in itertools.product(*options)]
+        candidates = _labellings(labels, word)
         for trial in range(3):
             w = rng.normal(size=task.n_features)
             y_ref = candidates[rng.integers(len(candidates))]
@@ -125,11 +131,9 @@ def test_one_primary_decode_is_the_exact_constrained_argmax():
     labels = _tiny_labels()  # label 3 (AE1) is the only primary-stressed one
     task = G2PTask(labels, bits=10, context=2, trans_context=1)
     rng = np.random.default_rng(5)
-    ptr, lab = labels.allow_ptr, labels.allow_lab
     for word in ("a", "ca", "aca", "sacxa", "xx"):
         x = task.make_input(word)
-        options = [list(lab[ptr[ALPHABET.index(c)]:ptr[ALPHABET.index(c) + 1]]) for c in word]
-        candidates = [np.array(y) for y in itertools.product(*options) if list(y).count(3) == 1]
+        candidates = _labellings(labels, word, one_primary=True)
         for trial in range(3):
             w = rng.normal(size=task.n_features)
             y_hat = task.decode_one_primary(x, w)
@@ -146,12 +150,9 @@ def test_n_best_are_the_exact_best_labellings_in_order(one_primary):
     labels = _tiny_labels()  # label 3 (AE1) is the only primary-stressed one
     task = G2PTask(labels, bits=10, context=2, trans_context=1)
     rng = np.random.default_rng(7)
-    ptr, lab = labels.allow_ptr, labels.allow_lab
     for word in ("a", "ca", "aca", "sacx", "axsa"):
         x = task.make_input(word)
-        options = [list(lab[ptr[ALPHABET.index(c)]:ptr[ALPHABET.index(c) + 1]]) for c in word]
-        candidates = [np.array(y) for y in itertools.product(*options)
-                      if not one_primary or list(y).count(3) == 1]
+        candidates = _labellings(labels, word, one_primary)
         for trial in range(2):
             w = rng.normal(size=task.n_features)
             ys, values = task.decode_n_best(x, w, 5, one_primary=one_primary)
