@@ -866,12 +866,9 @@ def _within_utterance(classes: np.ndarray, silence: int) -> np.ndarray:
     the words decoder lengthens as phrase-final (:data:`~aligner.alignment.decoding.words.FINAL_LENGTHENING`,
     :data:`~aligner.alignment.decoding.words.PRE_PAUSE_LENGTHENING`), so its length would
     stretch its class's mean."""
-    keep = np.ones(len(classes), bool)
     speech = classes != silence
-    keep[:-1] = ~(speech[:-1] & ~speech[1:])
-    if len(classes):
-        keep[-1] = not speech[-1]
-    return keep
+    before_silence = ~np.append(speech[1:], False)  # the recording's end counts as silence
+    return ~(speech & before_silence)
 
 
 def _add_stats(stats: OutputLayerStats, clf: FrameClassifier, frames: np.ndarray, dec: Decoded) -> None:
