@@ -80,6 +80,29 @@ def test_before_pause_gives_the_phone_before_a_pause_its_own_node(between):
         assert succ == mid.tolist()  # a lengthened last phone leads into the pause alone
 
 
+@pytest.mark.parametrize("lengthen", [False, True])
+def test_an_alternative_ending_in_the_pause_class_does_not_lead_into_the_pause(lengthen):
+    """A word-final closure without its release (the pause's class) and an optional pause after it
+    would share one silence: that alternative goes on to the next word only, unless every
+    alternative of the word ends so."""
+    rng = np.random.default_rng(3)
+    pause = pause_seg(rng)
+    released = Segment.make([1, P - 1, 2], [3, 3, 2], [1, 1, 1], [8, 8, 8])
+    closure_only = Segment.make([1, P - 1], [3, 3], [1, 1], [8, 8])
+    longer = (lambda s: s) if lengthen else None
+    g = build_word_graph([[released, closure_only], [seg(rng, 2)]], pause, before_pause=longer)
+    g.check_words()
+    mid = np.flatnonzero(g.pause_slot == 1)
+    into_pause = {g.alt[m] for n in mid for m in g.pred_idx[g.pred_ptr[n]:g.pred_ptr[n + 1]]}
+    assert into_pause == {0}
+    paths = list(g.paths())
+    assert any(g.alt[p][g.word[p] == 0][0] == 1 for p in paths)  # the closure still leads on to word 1
+    assert not any(g.alt[p][g.word[p] == 0][0] == 1 and g.is_pause[p][1:-1].any() for p in paths)
+    # a word with no other ending keeps its pause
+    g = build_word_graph([[closure_only], [seg(rng, 2)]], pause, before_pause=longer)
+    assert any(g.is_pause[p][1:-1].any() for p in g.paths())
+
+
 def test_graph_rejects_bad_input():
     rng = np.random.default_rng(1)
     with pytest.raises(ValueError):

@@ -36,8 +36,13 @@ def test_the_word_graph_weighs_g2p_variants():
     g, exps = wd.word_graph(model, prons)
     first = {g.alt[n]: g.node_bonus[n] for n in np.flatnonzero(g.word_start == 1)}
     variant = [a for a, (phones, _) in enumerate(exps[1]) if phones == ("T", "AH0", "M", "EY1", "T", "OW0")]
-    assert variant and all(first[a] == wd.G2P_VARIANT_BONUS for a in variant)
-    assert all(first[a] == 0.0 for a in first if a not in variant)
+    # each pronunciation's first expansion carries the pronunciation's bonus; a rule's (here the
+    # initial /t/ without its closure) one RULE_VARIANT_BONUS more
+    by_rule = [a for a in range(len(exps[1])) if a and exps[1][a][0] == exps[1][a - 1][0]]
+    assert variant and by_rule and set(first) == set(range(len(exps[1])))
+    for a, value in first.items():
+        assert value == ((wd.G2P_VARIANT_BONUS if a in variant else 0.0)
+                         + (wd.RULE_VARIANT_BONUS if a in by_rule else 0.0))
 
 
 def test_the_pipeline_offers_an_unknown_words_variants_and_reports_the_best():

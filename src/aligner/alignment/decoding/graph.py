@@ -331,7 +331,8 @@ def build_word_graph(
         pause: one-phone :class:`Segment` of the pause (silence class and its statistics),
             used between words (and at the edges unless ``leading_pause``/``trailing_pause``).
         between: mode of every gap between words (``"optional"``, ``"required"``, ``"none"``),
-            or a list of W-1 modes.
+            or a list of W-1 modes. An optional pause does not follow a word's alternatives that
+            end with a phone of its class when the word has others (:func:`_into_pause`).
         leading, trailing: mode of the pause before the first / after the last word.
         leading_pause, trailing_pause: their segments when not ``pause``; an any-length one
             (:attr:`Segment.flat_log_density`) leaves out the first (last) word's alternatives
@@ -416,9 +417,12 @@ def build_word_graph(
         if before_pause is not None and mode == "required":  # always a pause next: always lengthened
             segs = [before_pause(s) for s in segs]
         split = before_pause is not None and mode == "optional"
+        into_pause = _into_pause(segs, pause) if mode == "optional" else [True] * len(segs)
         for a, s in enumerate(segs):
-            if not split:
+            if not split or not into_pause[a]:
                 ends.append(add(s, frontier, can_start, i, a, i, -1))
+                if into_pause[a]:
+                    paused.append(ends[-1])
                 continue
             longer = before_pause(s)
             if len(s) > 1:  # the phones before the last once, then the last twice
@@ -430,10 +434,10 @@ def build_word_graph(
                 paused.append(add(longer, frontier, can_start, i, a, i, -1))
         frontier, can_start = ends, False
         if i < W - 1:
-            if split:  # the pause after the lengthened ends; the next word after the others or the pause
+            if mode == "optional":  # the pause after the (lengthened) ends that may precede it; the next word after any
                 frontier = ends + [add(pause, paused, False, -1, -1, -1, i + 1)]
             else:
-                gap(between_modes[i], pause, i + 1)
+                gap(mode, pause, i + 1)
     gap(trailing, trailing_pause, W)
 
     N = len(cls)
@@ -448,6 +452,16 @@ def build_word_graph(
                    np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64),
                    np.array(bonus, np.float64))
     return g
+
+
+def _into_pause(segs: list, pause: Segment) -> list:
+    """Per alternative of a word followed by an optional pause, whether it may lead into the
+    pause: not when its last phone has the pause's class (a word-final stop's closure without its
+    release) and another alternative does not end so; such a closure and the pause after it
+    would share one silence, split wherever the scores like best (as at the edges:
+    :func:`_absorbed`)."""
+    ok = [s.classes[-1] != pause.classes[0] for s in segs]
+    return ok if any(ok) else [True] * len(segs)
 
 
 def _part(seg: Segment, a: int, b: int, bonus: float = 0.0) -> Segment:
