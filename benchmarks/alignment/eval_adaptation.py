@@ -98,6 +98,12 @@ SETTINGS = {
     "clf3-refonly": AdaptSettings(classifier_prior=3.0, confidence="none", reference_weight=1.0, decoded_weight=0.0),
     "clf1-refonly": AdaptSettings(classifier_prior=1.0, confidence="none", reference_weight=1.0, decoded_weight=0.0),
 }
+# "...dur30s": the deviations scaled as their means changed, not re-estimated (issue 46)
+for _name in ("dur30", "clf10r+dur30", "clf30r+dur30", "clf100r+dur30", "clf10r-drop+dur30"):
+    SETTINGS[f"{_name}s"] = dataclasses.replace(SETTINGS[_name], durations_spread="scaled")
+# ... and the output biases held near the base's (bias prior 100; the default 1 leaves them nearly free)
+for _name in ("clf10r+dur30s", "clf30r+dur30s"):
+    SETTINGS[_name.replace("+", "-b100+")] = dataclasses.replace(SETTINGS[_name], bias_prior=100.0)
 # keep-or-revert (issue 46): every 5th recording held back; each round's change kept only where
 # it raises their mean boundary confidence ("-keep": the candidate's own evidence, "-keepb": the base's)
 for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30", "clf10r+dur30", "clf10r-drop+dur30"):

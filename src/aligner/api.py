@@ -96,7 +96,8 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
           kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
           message=None, engine: Optional[str] = None, scheduler: Optional[str] = None,
           language: Optional[str] = None, phone_map=None, phone_set: str = "auto",
-          keep_check: Optional[str] = None, pronunciation_prior: Optional[float] = None) -> AdaptReport:
+          keep_check: Optional[str] = None, pronunciation_prior: Optional[float] = None,
+          reestimate: str = "auto") -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
     ``rounds`` rounds aligns the corpus and re-estimates the model on it, pulled toward the base
@@ -115,14 +116,16 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
     ``"base"``, ``"off"``; None: as ``settings`` say): keep each round's change only where it
     helps held-back recordings (:mod:`aligner.alignment.adaptation.keep`). ``pronunciation_prior``
     (pseudo-counts; None: off): a bonus per pronunciation alternative from the decoder's choices
-    (:mod:`aligner.alignment.adaptation.pronunciations`).
+    (:mod:`aligner.alignment.adaptation.pronunciations`). ``reestimate``: ``"auto"`` (the
+    classifier's output layer for phone transcripts, the durations for words on the clean model),
+    ``"classifier"``, ``"durations"`` or ``"both"``.
     Returns an :class:`AdaptReport`; see :func:`aligner.alignment.adaptation.corpus.adapt_corpus`."""
     from aligner.alignment.adaptation.corpus import adapt_corpus
 
     return adapt_corpus(corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir, jobs,
                         settings, progress, message, engine=engine, scheduler=scheduler, language=language,
                         phone_map=phone_map, phone_set=phone_set, keep_check=keep_check,
-                        pronunciation_prior=pronunciation_prior)
+                        pronunciation_prior=pronunciation_prior, reestimate=reestimate)
 
 
 # -- evaluation and training ------------------------------------------------------------------

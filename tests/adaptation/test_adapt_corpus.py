@@ -188,9 +188,10 @@ def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
     adapted = manifest["training"]["adapted"]
     assert adapted["base"]["shipped"] is True and adapted["recordings"] == 11 and adapted["rounds"] == 1
     assert adapted["round_reports"][0]["files_used"] >= 1
-    # words transcripts: the durations re-estimated beside the classifier's output layer
-    assert adapted["settings"]["durations_prior"] == AC.WORDS_DURATIONS_PRIOR
-    assert adapted["settings"]["classifier_prior"] == 10.0
+    # words transcripts on the clean model: the durations re-estimated (deviations scaled), the classifier kept
+    assert adapted["settings"]["durations_prior"] == AC.WORDS_ADAPT_SETTINGS["durations_prior"]
+    assert adapted["settings"]["durations_spread"] == "scaled"
+    assert adapted["settings"]["classifier_prior"] is None
     model = api.load_model(tmp_path / "adapted")
     assert model.classifier.weights.shape == api.load_model().classifier.weights.shape
     intervals = api.align(wav, wav.with_suffix(".phn"), model=tmp_path / "adapted")
@@ -209,11 +210,29 @@ def test_adapt_writes_a_bundle_that_records_its_base_and_aligns(tmp_path):
 
 @needs_timit
 def test_phone_transcripts_keep_the_base_durations(tmp_path):
-    """Only a corpus transcribed in words re-estimates the durations by default (WORDS_DURATIONS_PRIOR)."""
+    """Only a corpus transcribed in words re-estimates the durations by default (WORDS_ADAPT_SETTINGS);
+    ``reestimate`` chooses the parts."""
     corpus = _corpus(tmp_path / "c", speakers=("dr1-fvmh0", "dr2-faem0"), n=4, suffixes=(".wav", ".phn"))
     api.adapt(corpus, tmp_path / "adapted", rounds=1)
     settings = json.loads((tmp_path / "adapted" / "manifest.json").read_text())["training"]["adapted"]["settings"]
     assert settings["durations_prior"] is None and settings["classifier_prior"] == 10.0
+    api.adapt(corpus, tmp_path / "both", rounds=1, reestimate="both")
+    settings = json.loads((tmp_path / "both" / "manifest.json").read_text())["training"]["adapted"]["settings"]
+    assert settings["durations_prior"] == 30.0 and settings["classifier_prior"] == 10.0
+    assert settings["durations_spread"] == "scaled"
+    with pytest.raises(ValueError, match="reestimate"):
+        api.adapt(corpus, tmp_path / "bad", rounds=1, reestimate="everything")
+
+
+def test_reestimating_keeps_the_priors_it_is_given():
+    from aligner.alignment.adaptation.rounds import AdaptSettings
+
+    assert AC._reestimating(None, "durations", False).classifier_prior is None
+    assert AC._reestimating(None, "classifier", True).classifier_prior == AC.MULTI_CONDITION_PRIOR
+    given = AdaptSettings(classifier_prior=3.0, durations_prior=5.0, durations_spread="estimated")
+    both = AC._reestimating(given, "both", False)
+    assert (both.classifier_prior, both.durations_prior, both.durations_spread) == (3.0, 5.0, "estimated")
+    assert AC._reestimating(given, "classifier", False).durations_prior is None
 
 
 def test_every_transcript_mismatched_is_refused(tmp_path):

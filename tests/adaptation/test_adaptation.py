@@ -131,6 +131,21 @@ def test_duration_prior():
     half = ad.adapt_durations(base, lengths, {}, prior=4.0)
     assert half.mean[0] == pytest.approx((4 * 6.0 + 80) / 8)
     np.testing.assert_array_equal(half.max_frames, base.max_frames)
+    # "scaled": the same means, the base's deviations times the change of the mean
+    scaled = ad.adapt_durations(base, lengths, {"aa": [20] * 4}, prior=4.0, spread="scaled")
+    np.testing.assert_allclose(scaled.mean, half.mean)
+    assert scaled.std[0] == pytest.approx(base.std[0] * scaled.mean[0] / base.mean[0])
+    # lengths all at the mean (a decoder's pull) narrow the estimated deviation; scaled keeps it
+    spread = DurationStats.fit([[4, 8, 12]] + [[10]] * 38)
+    at_mean = [[8] * 40] + [[]] * 38
+    assert ad.adapt_durations(spread, at_mean, {}, prior=4.0).std[0] < 0.5 * spread.std[0]
+    assert ad.adapt_durations(spread, at_mean, {}, prior=4.0, spread="scaled").std[0] == pytest.approx(spread.std[0])
+    assert scaled.symbol_std[0] == pytest.approx(base.symbol_std[0] * scaled.symbol_mean[0] / base.symbol_mean[0])
+    assert scaled.std[1] == base.std[1]
+    with pytest.raises(ValueError, match="spread"):
+        ad.adapt_durations(base, lengths, {}, prior=4.0, spread="wide")
+    with pytest.raises(ValueError, match="durations_spread"):
+        ad.AdaptSettings(durations_spread="wide").check()
 
 
 def test_bad_input_errors():

@@ -78,8 +78,15 @@ class _StageBars:
               help="Words: count which pronunciation of each word (dictionary variant, rule variant, dialect form) "
                    "the decoder chooses and save a bonus per alternative, log of its relative frequency with ALPHA "
                    "pseudo-counts each (e.g. 1) [off].")
+@click.option("--reestimate", type=click.Choice(["auto", "classifier", "durations", "both"]), default="auto",
+              show_default=True,
+              help="What each round re-estimates: the classifier's output layer, the phone durations or both. "
+                   "auto: the classifier for phone transcripts and for a condition expert; the durations for "
+                   "words in the clean model's own language (its classifier refit measured worse on clean speech; "
+                   "words of another --language: both) and for the universal model. 'both' suits words recorded in noise or a room that the model's gates still "
+                   "take for clean.")
 def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, language, phone_map, phone_set, rounds,
-          output_dir, jobs, engine, scheduler, keep_check, pronunciation_prior):
+          output_dir, jobs, engine, scheduler, keep_check, pronunciation_prior, reestimate):
     """Adapt the alignment model to the recordings of CORPUS_DIR and save it to MODEL_OUT.
 
     CORPUS_DIR is any corpus align-corpus reads (Montreal Forced Aligner's layout with .lab,
@@ -109,7 +116,8 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, langu
     report = run(api.adapt, corpus_dir, model_out, model, dictionary, oov, references, rounds, kind, output_dir,
                  jobs, progress=bars, message=lambda text: (bars.close(), echo(text, err=True)), engine=engine,
                  scheduler=scheduler, language=language, phone_map=phone_map, phone_set=phone_set,
-                 keep_check=None if keep_check == "off" else keep_check, pronunciation_prior=pronunciation_prior)
+                 keep_check=None if keep_check == "off" else keep_check, pronunciation_prior=pronunciation_prior,
+                 reestimate=reestimate)
     bars.close()
     if report.phone_map:
         echo(f"{language} phones aligned as model phones: "

@@ -93,16 +93,43 @@ MULTI_CONDITION_PRIOR = 3.0
 #: docs/results.md): the output-layer refit of the English defaults added nothing to the durations'
 #: gain and alone gained 0.4 points.
 UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": None, "durations_prior": 5.0}
-#: the base's duration statistics as this many pseudo-observations per phone class, re-estimated
-#: with the clean classifier's output layer (prior 10) when every recording of the corpus is
-#: transcribed in words: phone durations are where words gain from a corpus (a speaker's tempo,
-#: the dictionary's forms as said). On the speaker folds, adapted on the test speakers' `.txt`
-#: words for the default 3 rounds (``benchmarks.alignment.eval_adaptation --modes words
-#: words@CONDITION --settings clf10r,clf10r+dur30``), word MAE against the output layer alone:
-#: 16.5 against 16.8 ms on clean copies (unadapted 16.2), 16.0 against 16.7 clipped (16.3), and as
-#: good or better in noise, on the telephone and in rooms (CHANGELOG 0.13.0). Phones given gained
-#: nothing from durations (CHANGELOG 0.5.0), so phone transcripts keep none.
-WORDS_DURATIONS_PRIOR = 30.0
+#: what adapting the clean model to a corpus transcribed in words re-estimates when no settings
+#: are given (:class:`~aligner.alignment.adaptation.rounds.AdaptSettings` fields): the phone
+#: durations (a speaker's tempo, the dictionary's forms as said), the base's statistics as 30
+#: pseudo-observations per class, their deviations scaled with their means; the classifier kept.
+#: On the speaker folds, adapted on the test speakers' `.txt` words for the default 3 rounds
+#: (``benchmarks.alignment.eval_adaptation --modes words words@CONDITION --settings
+#: dur30s,clf10r+dur30,clf10r+dur30s``, CHANGELOG 0.14.0), word MAE unadapted -> this / with the
+#: output layer refit too (0.13.0's default): clean 15.7 -> 15.7 / 16.2 ms, clipped 15.7 -> 15.8 /
+#: 15.9 ms; in noise and rooms the refit gains 0.3-1.3 ms more (``reestimate="both"``), while
+#: the shipped model's gates send such corpora to an expert, whose classifier is adapted.
+#: Re-estimated deviations narrowed round after round (decoded lengths spread less than true
+#: ones): 16.0 / 16.2 / 16.3 ms after rounds 1-3, against 15.8 ms in each with them scaled.
+WORDS_ADAPT_SETTINGS = {"classifier_prior": None, "durations_prior": 30.0, "durations_spread": "scaled"}
+#: the same for words of a language the clean model never heard (``language``, read through the
+#: feature mapping): the output layer refit too (prior 10) and the deviations re-estimated, as
+#: before 0.14.0 (not measured again: the speaker folds hold no such corpus)
+FOREIGN_WORDS_ADAPT_SETTINGS = {"durations_prior": 30.0}
+#: ``reestimate`` values of :func:`adapt_corpus`: what the rounds re-estimate when no settings are
+#: given ("auto": as the corpus and the model call for, module constants)
+REESTIMATE = ("auto", "classifier", "durations", "both")
+
+
+def _reestimating(settings, reestimate: str, multi_condition: bool):
+    """``settings`` (None: the defaults) re-estimating the classifier's output layer, the
+    durations or both (:data:`REESTIMATE`): a part asked for keeps its prior from ``settings``
+    where it has one, else the default's (:data:`MULTI_CONDITION_PRIOR` for the multi-condition
+    expert, :data:`WORDS_ADAPT_SETTINGS`' durations); a part not asked for is kept."""
+    from aligner.alignment.adaptation.rounds import AdaptSettings
+
+    default_clf = MULTI_CONDITION_PRIOR if multi_condition else AdaptSettings().classifier_prior
+    settings = settings or AdaptSettings(classifier_prior=default_clf)
+    clf = settings.classifier_prior or default_clf
+    dur = settings.durations_prior if settings.durations_prior is not None else WORDS_ADAPT_SETTINGS["durations_prior"]
+    spread = settings.durations_spread if settings.durations_prior is not None else WORDS_ADAPT_SETTINGS["durations_spread"]
+    return replace(settings, classifier_prior=clf if reestimate in ("classifier", "both") else None,
+                   durations_prior=dur if reestimate in ("durations", "both") else None,
+                   durations_spread=spread).check()
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -419,7 +446,7 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                  message: Optional[Callable[[str], None]] = None, engine: Optional[str] = None,
                  scheduler: Optional[str] = None, language: Optional[str] = None, phone_map=None,
                  phone_set: str = "auto", keep_check: Optional[str] = None,
-                 pronunciation_prior: Optional[float] = None) -> AdaptReport:
+                 pronunciation_prior: Optional[float] = None, reestimate: str = "auto") -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it to ``model_out`` (module docstring).
     ``keep_check``: ``"own"`` or ``"base"`` holds back every 5th recording and keeps each
@@ -433,8 +460,12 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     for some files. ``kind``, ``dictionary``, ``oov``: as for ``align-corpus``. ``settings``: an
     :class:`~aligner.alignment.adaptation.rounds.AdaptSettings` (None: the defaults, but with
     :data:`MULTI_CONDITION_PRIOR` when the multi-condition expert is the one adapted,
-    :data:`UNIVERSAL_ADAPT_SETTINGS` for a universal model, and the durations re-estimated too
-    (:data:`WORDS_DURATIONS_PRIOR`) when every recording is transcribed in words).
+    :data:`UNIVERSAL_ADAPT_SETTINGS` for a universal model, and :data:`WORDS_ADAPT_SETTINGS`
+    (:data:`FOREIGN_WORDS_ADAPT_SETTINGS` with a ``language``) for the clean model when every
+    recording is transcribed in words). ``reestimate``
+    (:data:`REESTIMATE`): ``"classifier"`` (the output layer, durations kept), ``"durations"``
+    (the classifier kept) or ``"both"`` instead of those choices, on top of ``settings`` (or
+    the defaults); ``"auto"``: as they say.
     ``progress(stage, done, total)`` after each file read and each file of each round;
     ``message(text)`` with each round's report. ``output_dir``: also align the corpus with the
     adapted model there.
@@ -463,6 +494,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     from aligner.runtime.distributed import check_dask_settings, resolve_engine
 
     t0 = time.perf_counter()
+    if reestimate not in REESTIMATE:
+        raise ValueError(f"reestimate must be one of {', '.join(REESTIMATE)}, got {reestimate!r}")
     corpus_dir, model_out = Path(corpus_dir), Path(model_out)
     if not corpus_dir.is_dir():
         raise AlignerError(f"{corpus_dir}: corpus directory not found")
@@ -519,6 +552,7 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
 
     decoder, expert_share = corpus_decoder(base, recordings)
     use_expert = decoder is not base
+    multi_condition = use_expert and decoder is base.condition_expert
     base_arg, staged = (base if engine == "local" else model), view_staged
     if base.condition_expert is not None:
         if message:
@@ -541,7 +575,9 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
     if settings is None and not use_expert and all(r.kind == "words" for r in recordings):
         from aligner.alignment.adaptation.rounds import AdaptSettings
 
-        settings = AdaptSettings(durations_prior=WORDS_DURATIONS_PRIOR)
+        settings = AdaptSettings(**(WORDS_ADAPT_SETTINGS if language is None else FOREIGN_WORDS_ADAPT_SETTINGS))
+    if reestimate != "auto":
+        settings = _reestimating(settings, reestimate, multi_condition)
     if keep_check is not None:
         from aligner.alignment.adaptation.keep import JUDGES
         from aligner.alignment.adaptation.rounds import AdaptSettings

@@ -93,6 +93,7 @@ STATS_BLOCK_FRAMES = 2048
 MOVED_S = 0.020
 KINDS = ("phones", "words")
 CONFIDENCE_MODES = ("none", "drop", "weight")
+DURATION_SPREADS = ("estimated", "scaled")  #: how :func:`adapt_durations` re-estimates a deviation
 
 
 @dataclass
@@ -134,6 +135,7 @@ class AdaptSettings:
     ``classifier_prior``: ``lambda`` of the output-layer refit (None: keep the base classifier);
     in units of one frame's squared-hinge loss, the base SVM's own regulariser is 0.5.
     ``durations_prior``: pseudo-count of the base duration statistics (None: keep them).
+    ``durations_spread``: ``"estimated"`` or ``"scaled"`` deviations (:func:`adapt_durations`).
     ``confidence``: ``"none"``, ``"drop"`` or ``"weight"`` (module docstring);
     ``confidence_threshold``: probability (0-1); ``guard_frames``: frames either side of a
     boundary (the frames ``y - guard .. y + guard - 1`` around a boundary before frame ``y``).
@@ -162,6 +164,7 @@ class AdaptSettings:
 
     classifier_prior: float | None = 10.0
     durations_prior: float | None = None
+    durations_spread: str = "estimated"
     confidence: str = "none"
     confidence_threshold: float = 0.5
     guard_frames: int = 2
@@ -182,6 +185,8 @@ class AdaptSettings:
             raise ValueError(f"classifier_prior must be > 0 or None, got {self.classifier_prior}")
         if self.durations_prior is not None and not self.durations_prior >= 0:
             raise ValueError(f"durations_prior must be >= 0 or None, got {self.durations_prior}")
+        if self.durations_spread not in DURATION_SPREADS:
+            raise ValueError(f"durations_spread must be one of {DURATION_SPREADS}, got {self.durations_spread!r}")
         if self.confidence not in CONFIDENCE_MODES:
             raise ValueError(f"confidence must be one of {CONFIDENCE_MODES}, got {self.confidence!r}")
         if not 0.0 <= self.confidence_threshold <= 1.0:
@@ -491,16 +496,23 @@ def refit_refiner_output(refiner, features: Sequence[np.ndarray], shifts_ms: Seq
 # -------------------------------------------------------------------------------------------
 
 def adapt_durations(base: DurationStats, lengths_by_class: list, lengths_by_symbol: dict,
-                    prior: float) -> DurationStats:
+                    prior: float, spread: str = "estimated") -> DurationStats:
     """Duration statistics (frames) with the corpus's lengths and the base statistics counted as
-    ``prior`` pseudo-observations: ``mean = (prior mu0 + sum l) / (prior + n)``, the second
-    moment likewise, per class (``lengths_by_class[c]``) and per symbol key already in the base
-    table (``lengths_by_symbol[key]``). The decoder's length limits stay the base's; before-pause
-    statistics (a universal model's view) are scaled as their class's mean changed."""
+    ``prior`` pseudo-observations: ``mean = (prior mu0 + sum l) / (prior + n)``, per class
+    (``lengths_by_class[c]``) and per symbol key already in the base table
+    (``lengths_by_symbol[key]``). The deviation (>= 1 frame), ``spread`` ``"estimated"``: from the
+    second moment merged likewise; ``"scaled"``: ``sd0 mean / mu0`` (decoded lengths spread less
+    than true ones, so estimated deviations narrow round after round). The length limits stay
+    the base's; before-pause statistics (a universal view's) scale as their class's mean."""
+    if spread not in DURATION_SPREADS:
+        raise ValueError(f"spread must be one of {DURATION_SPREADS}, got {spread!r}")
+
     def merge(mu0, sd0, v):
         v = np.asarray(v, float)
         n = len(v)
         mean = (prior * mu0 + v.sum()) / (prior + n)
+        if spread == "scaled":
+            return mean, max(sd0 * mean / mu0 if mu0 > 0 else sd0, 1.0)
         second = (prior * (sd0 ** 2 + mu0 ** 2) + (v ** 2).sum()) / (prior + n)
         return mean, max(np.sqrt(max(second - mean ** 2, 0.0)), 1.0)
 
@@ -668,7 +680,8 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
             del stats
             durations = model.durations
             if settings.durations_prior is not None:
-                durations = adapt_durations(base.durations, by_class, by_symbol, settings.durations_prior)
+                durations = adapt_durations(base.durations, by_class, by_symbol, settings.durations_prior,
+                                            settings.durations_spread)
             bonus = model.pronunciation_bonus
             if settings.pronunciation_prior is not None and choices:
                 from aligner.alignment.adaptation.pronunciations import count_choices, pronunciation_bonuses
