@@ -101,6 +101,8 @@ SETTINGS = {
 # "...dur30s": the deviations scaled as their means changed, not re-estimated (issue 46)
 for _name in ("dur30", "clf10r+dur30", "clf30r+dur30", "clf100r+dur30", "clf10r-drop+dur30"):
     SETTINGS[f"{_name}s"] = dataclasses.replace(SETTINGS[_name], durations_spread="scaled")
+for _alpha in (1, 3):  # ... with pronunciation bonuses from the decoder's choices
+    SETTINGS[f"dur30s+pron{_alpha}"] = dataclasses.replace(SETTINGS["dur30s"], pronunciation_prior=float(_alpha))
 # ... and the output biases held near the base's (bias prior 100; the default 1 leaves them nearly free)
 for _name in ("clf10r+dur30s", "clf30r+dur30s"):
     SETTINGS[_name.replace("+", "-b100+")] = dataclasses.replace(SETTINGS[_name], bias_prior=100.0)
