@@ -125,8 +125,10 @@ def _reestimating(settings, reestimate: str, multi_condition: bool):
     default_clf = MULTI_CONDITION_PRIOR if multi_condition else AdaptSettings().classifier_prior
     settings = settings or AdaptSettings(classifier_prior=default_clf)
     clf = settings.classifier_prior or default_clf
-    dur = settings.durations_prior if settings.durations_prior is not None else WORDS_ADAPT_SETTINGS["durations_prior"]
-    spread = settings.durations_spread if settings.durations_prior is not None else WORDS_ADAPT_SETTINGS["durations_spread"]
+    if settings.durations_prior is None:
+        dur, spread = WORDS_ADAPT_SETTINGS["durations_prior"], WORDS_ADAPT_SETTINGS["durations_spread"]
+    else:
+        dur, spread = settings.durations_prior, settings.durations_spread
     return replace(settings, classifier_prior=clf if reestimate in ("classifier", "both") else None,
                    durations_prior=dur if reestimate in ("durations", "both") else None,
                    durations_spread=spread).check()

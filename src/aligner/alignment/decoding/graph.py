@@ -306,8 +306,14 @@ def _absorbed(segs: list, edge: Segment, k: int) -> list:
     leading silence, as TIMIT's annotators label them). Other alternatives as they were."""
     if edge.flat_log_density is None:
         return segs
-    kept = [s for s in segs if s.classes[k] != edge.classes[0]]
-    return kept or segs
+    return [s for s, apart in zip(segs, _apart_from(segs, edge, k)) if apart]
+
+
+def _apart_from(segs: list, silence: Segment, k: int) -> list:
+    """Per alternative, whether its phone ``k`` is of another class than ``silence``'s; all
+    True when none is (a word keeps its alternatives when each would share the silence)."""
+    apart = [s.classes[k] != silence.classes[0] for s in segs]
+    return apart if any(apart) else [True] * len(segs)
 
 
 def build_word_graph(
@@ -332,7 +338,7 @@ def build_word_graph(
             used between words (and at the edges unless ``leading_pause``/``trailing_pause``).
         between: mode of every gap between words (``"optional"``, ``"required"``, ``"none"``),
             or a list of W-1 modes. An optional pause does not follow a word's alternatives that
-            end with a phone of its class when the word has others (:func:`_into_pause`).
+            end with a phone of its class when the word has others (:func:`_apart_from`).
         leading, trailing: mode of the pause before the first / after the last word.
         leading_pause, trailing_pause: their segments when not ``pause``; an any-length one
             (:attr:`Segment.flat_log_density`) leaves out the first (last) word's alternatives
@@ -417,7 +423,9 @@ def build_word_graph(
         if before_pause is not None and mode == "required":  # always a pause next: always lengthened
             segs = [before_pause(s) for s in segs]
         split = before_pause is not None and mode == "optional"
-        into_pause = _into_pause(segs, pause) if mode == "optional" else [True] * len(segs)
+        # an alternative ending in the pause's class (a final stop's closure without its release) does not
+        # lead into an optional pause: the two would split one silence wherever the scores like (cf. _absorbed)
+        into_pause = _apart_from(segs, pause, -1) if mode == "optional" else [True] * len(segs)
         for a, s in enumerate(segs):
             if not split or not into_pause[a]:
                 ends.append(add(s, frontier, can_start, i, a, i, -1))
@@ -452,16 +460,6 @@ def build_word_graph(
                    np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64),
                    np.array(bonus, np.float64))
     return g
-
-
-def _into_pause(segs: list, pause: Segment) -> list:
-    """Per alternative of a word followed by an optional pause, whether it may lead into the
-    pause: not when its last phone has the pause's class (a word-final stop's closure without its
-    release) and another alternative does not end so; such a closure and the pause after it
-    would share one silence, split wherever the scores like best (as at the edges:
-    :func:`_absorbed`)."""
-    ok = [s.classes[-1] != pause.classes[0] for s in segs]
-    return ok if any(ok) else [True] * len(segs)
 
 
 def _part(seg: Segment, a: int, b: int, bonus: float = 0.0) -> Segment:
