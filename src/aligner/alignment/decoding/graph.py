@@ -45,6 +45,7 @@ phone before a pause leading into the pause.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator, Sequence
 
@@ -68,6 +69,10 @@ class Segment:
     flat_log_density: float | None = None
     #: added to a path's score where it takes this segment (its first node's ``node_bonus``)
     bonus: float = 0.0
+    #: its first phone is the previous word's last, said once (degemination, "this staff"): the
+    #: graph takes it as that word's last phone, lasting as long as the two together, and this
+    #: word from its second phone on, with no pause between (:func:`build_word_graph`)
+    merges_first: bool = False
 
     @classmethod
     def make(cls, classes, mean, std, max_frames, labels=None, flat_log_density: float | None = None,
@@ -349,6 +354,13 @@ def build_word_graph(
             word, each alternative's last phone is two nodes, its own statistics leading on to
             the next word and these leading into the pause; where a pause must follow, these
             alone (None: one node into both).
+
+    An alternative with :attr:`Segment.merges_first` (of 2 phones or more) follows each
+    alternative of the word before that ends in the class of its first phone, with no pause
+    between: that word's last phone is then one node of their summed means, variances and
+    longest lengths (:func:`_merged_phone`), and this word's nodes begin at its second phone.
+    Where no alternative before ends so (or it is the first word, or no pause-free junction), it
+    is left out.
     """
     W = len(words)
     if W == 0:
@@ -400,6 +412,7 @@ def build_word_graph(
             frontier = frontier + [n]
 
     gap(leading, leading_pause, 0)
+    before: list = []  # the word before's alternatives: (segment, alternative, predecessors of its last phone, start)
     for i, alts in enumerate(words):
         segs = []
         seen = set()
@@ -407,8 +420,11 @@ def build_word_graph(
             s = _as_segment(a, stats)
             if len(s) == 0:
                 raise ValueError(f"word {i}: an empty pronunciation")
-            key = (s.classes, s.mean, s.std, s.max_frames, s.flat_log_density)  # the first of a tie's bonuses
+            key = (s.classes, s.mean, s.std, s.max_frames, s.flat_log_density, s.merges_first)  # a tie: the first
             if key in seen:
+                continue
+            if s.merges_first and not (len(s) > 1 and i > 0 and between_modes[i - 1] != "required"
+                                       and any(b.classes[-1] == s.classes[0] for b, _, _, _ in before)):
                 continue
             seen.add(key)
             segs.append(s)
@@ -426,20 +442,32 @@ def build_word_graph(
         # an alternative ending in the pause's class (a final stop's closure without its release) does not
         # lead into an optional pause: the two would split one silence wherever the scores like (cf. _absorbed)
         into_pause = _apart_from(segs, pause, -1) if mode == "optional" else [True] * len(segs)
+        placed = []
         for a, s in enumerate(segs):
+            pre, can = frontier, can_start
+            if s.merges_first:  # after the word before's alternatives ending in its first phone, as one phone
+                pre = [add(_merged_phone(b, s), p, c, i - 1, b_alt, i - 1 if len(b) == 1 else -1, -1)
+                       for b, b_alt, p, c in before if b.classes[-1] == s.classes[0]]
+                s, can = _part(s, 1, len(s), s.bonus), False
+            if len(s) > 1:
+                last_pre, last_can = [len(cls) + len(s) - 2], False
+            else:
+                last_pre, last_can = list(pre), can
+            placed.append((s, a, last_pre, last_can))
             if not split or not into_pause[a]:
-                ends.append(add(s, frontier, can_start, i, a, i, -1))
+                ends.append(add(s, pre, can, i, a, i, -1))
                 if into_pause[a]:
                     paused.append(ends[-1])
                 continue
             longer = before_pause(s)
             if len(s) > 1:  # the phones before the last once, then the last twice
-                head = add(_part(s, 0, len(s) - 1, s.bonus), frontier, can_start, i, a, i, -1)
+                head = add(_part(s, 0, len(s) - 1, s.bonus), pre, can, i, a, i, -1)
                 ends.append(add(_part(s, len(s) - 1, len(s)), [head], False, i, a, -1, -1))
                 paused.append(add(_part(longer, len(s) - 1, len(s)), [head], False, i, a, -1, -1))
             else:
-                ends.append(add(s, frontier, can_start, i, a, i, -1))
-                paused.append(add(longer, frontier, can_start, i, a, i, -1))
+                ends.append(add(s, pre, can, i, a, i, -1))
+                paused.append(add(longer, pre, can, i, a, i, -1))
+        before = placed if mode != "required" else []
         frontier, can_start = ends, False
         if i < W - 1:
             if mode == "optional":  # the pause after the (lengthened) ends that may precede it; the next word after any
@@ -460,6 +488,16 @@ def build_word_graph(
                    np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64),
                    np.array(bonus, np.float64))
     return g
+
+
+def _merged_phone(before: Segment, after: Segment) -> Segment:
+    """``before``'s last phone said once for it and ``after``'s first (the same class): one phone
+    of their summed means, variances and longest lengths (frames), labelled as ``before``'s,
+    carrying ``before``'s bonus where it is the whole alternative."""
+    return Segment(before.classes[-1:], (before.mean[-1] + after.mean[0],),
+                   (math.sqrt(before.std[-1] ** 2 + after.std[0] ** 2),),
+                   (before.max_frames[-1] + after.max_frames[0],), before.labels[-1:],
+                   bonus=before.bonus if len(before) == 1 else 0.0)
 
 
 def _part(seg: Segment, a: int, b: int, bonus: float = 0.0) -> Segment:
