@@ -6,9 +6,7 @@ For each of 4 speaker folds of the TIMIT sample (:func:`aligner.io.corpus.speake
 VoxAngeles languages and the other 9 speakers read as IPA
 (:func:`~benchmarks.languages.corpus.timit_ipa_intervals`: a stop with its closure one phone), and
 the 3 held-out speakers' utterances are aligned from their IPA phones; every boundary but the first
-of that IPA reading is scored. ``--english FOLDS_DIR`` also scores English fold models (``DIR/fold*``
-of ``eval_alignment_cv --save-models``) on the same boundaries: each aligns its utterance's TIMIT-61
-``.phn`` and its closure boundaries are dropped as the IPA reading drops them.
+of that IPA reading is scored. Models are saved under ``OUT/universal-timit/fold<k>`` and reused when there.
 
     python -m benchmarks.languages.eval_timit_ipa --out runs/languages
 """
