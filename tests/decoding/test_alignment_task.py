@@ -202,3 +202,26 @@ def test_long_phones_use_wider_back_pointers():
     w = rng.normal(size=7)
     best = max(task.score(x, [0, s], w) for s in range(1, 300))
     assert task.score(x, task.decode(x, w), w) == pytest.approx(best, rel=1e-9)
+
+
+def test_with_durations_is_the_input_made_with_those_durations():
+    """The tempo pass's input (:func:`with_durations`) holds exactly the values a fresh input with the
+    other durations holds, the scores' sums and distances shared with the first."""
+    from aligner.alignment.decoding.task import with_durations
+
+    rng = np.random.default_rng(5)
+    T, K, P = 30, 4, 5
+    scores, frames, classes = rng.normal(size=(T, P)), rng.normal(size=(T, 3)), rng.integers(0, P, size=K)
+    mean, std, longest = rng.uniform(2, 8, K), rng.uniform(0.2, 3, K), np.full(K, 12)
+    first = make_alignment_input(scores, frames, classes, mean, std, longest)
+    factor = np.array([1.0, 1.3, 1.3, 1.0])
+    fresh = make_alignment_input(scores, frames, classes, mean * factor, std * factor, longest)
+    again = with_durations(first, mean * factor, std * factor)
+    for field in ("cum_agree", "dist", "phone_classes", "dur_mean", "dur_std", "max_len", "log_dur", "start_lo",
+                  "start_hi", "min_len"):
+        assert np.array_equal(getattr(again, field), getattr(fresh, field)), field
+    assert again.cum_agree is first.cum_agree
+    w = rng.normal(size=7)
+    assert np.array_equal(AlignmentTask().decode(again, w), AlignmentTask().decode(fresh, w))
+    with pytest.raises(ValueError):
+        with_durations(first, mean[:2], std)

@@ -28,7 +28,7 @@ from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_n
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
 from aligner.alignment.decoding.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
 from aligner.alignment.decoding.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, decode_banded,
-                                   dp_cells, make_alignment_input)
+                                   dp_cells, make_alignment_input, with_durations)
 
 #: recordings longer than this (frames) are reviewed in blocks of phones (:meth:`AlignmentModel.review`)
 REVIEW_BLOCK_FRAMES = 60_000
@@ -522,8 +522,7 @@ class AlignmentModel:
         if abs(tempo - 1.0) < 0.02:
             return x, y
         factor = np.where(speech, tempo, 1.0)
-        x = make_alignment_input(scores, frames, classes, mean * factor,
-                                 std * factor, max_frames, self.min_frames, name=name)
+        x = with_durations(x, mean * factor, std * factor)  # the scores' sums and distances as they were
         return x, decode_banded(self.task, x, self.weights, y, PHONE_BAND_FRAMES or 20)
 
     def _decode_near_first_pass(self, x: AlignmentInput, scores: np.ndarray, classes: np.ndarray,

@@ -321,6 +321,23 @@ def make_alignment_input(
     )
 
 
+def with_durations(x: AlignmentInput, dur_mean, dur_std, sigma_floor: float = 1.0) -> AlignmentInput:
+    """``x`` with other duration statistics of its phones: ``dur_mean``, ``dur_std`` (K,) frames, as
+    :func:`make_alignment_input` would have floored and tabulated them (the same values); the scores'
+    sums, boundary distances, lengths and feasible starts, which do not depend on them, are ``x``'s."""
+    mean = np.asarray(dur_mean, dtype=np.float64).reshape(-1)
+    std = np.asarray(dur_std, dtype=np.float64).reshape(-1)
+    if mean.shape != (x.n_phones,) or std.shape != (x.n_phones,):
+        raise ValueError(f"dur_mean and dur_std need one value per phone ({x.n_phones})")
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
+        raise ValueError("duration statistics hold NaN or infinite values")
+    mu = np.maximum(mean, 1.0)
+    sigma = np.maximum(std, float(sigma_floor))
+    lengths = np.arange(int(x.max_len.max()) + 1, dtype=np.float64)
+    log_dur = _log_normal_pdf(lengths[None, :], mu[:, None], sigma[:, None])
+    return dataclasses.replace(x, dur_mean=mu, dur_std=sigma, log_dur=np.ascontiguousarray(log_dur))
+
+
 def check_fits(T: int, K: int, max_frames, min_frames: int, name: str = "<utterance>") -> None:
     """Raise :class:`AlignmentError` (one line, naming ``name``) unless K phones of
     ``min_frames`` .. ``max_frames`` (K,) frames each can cover T frames. O(K); meant to run
