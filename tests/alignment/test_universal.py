@@ -76,10 +76,27 @@ def universal(tmp_path_factory):
     corpus = _synthetic_corpus(root / "corpus")
     data = read_universal_corpus(corpus, warps=())
     settings = UniversalSettings(hidden=32, epochs=6, max_train_frames=20000, n_folds=3, n_val_groups=1,
-                                 trainer_params={"epochs": 2})
+                                 trainer_params={"epochs": 2}, alignment_background=None)  # views keep the background
     model = train_universal_model(data, settings)
     model.save(root / "model")
     return corpus, root / "model"
+
+
+def test_by_default_a_trained_model_aligns_without_the_background(tmp_path):
+    """The weights train on views with the commonest training phones; the saved model's views score
+    the transcript's phones and silence alone (``alignment_background=0``)."""
+    from aligner.alignment.universal import UniversalModel
+    from aligner.alignment.universal_training import UniversalSettings, read_universal_corpus, train_universal_model
+
+    data = read_universal_corpus(_synthetic_corpus(tmp_path / "corpus"), warps=())
+    settings = UniversalSettings(hidden=32, epochs=3, max_train_frames=20000, n_folds=3, n_val_groups=1,
+                                 trainer_params={"epochs": 1})
+    assert settings.background > 0 and settings.alignment_background == 0
+    model = train_universal_model(data, settings)
+    assert model.background == ()
+    model.save(tmp_path / "model")
+    view = UniversalModel.load(tmp_path / "model").view(["sil", "a", "ʃ", "sil"])
+    assert list(view.inventory.classes) == ["a", "ʃ", "sil"]
 
 
 def test_the_scorer_scores_a_phone_it_never_heard_by_its_features(universal):

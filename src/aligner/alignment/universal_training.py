@@ -59,7 +59,10 @@ class UniversalSettings:
     the same in the loss that chooses them; trained on
     at most ``max_train_frames`` frames; ``warps``: VTLP copies of every recording for the scorer;
     ``prior``: divide the scores by each phone's prior; ``background``: how many of the commonest
-    training phones every view also scores; ``duration_spread``: the views' duration deviations
+    training phones every view also scores while the weights and the refiner train;
+    ``alignment_background``: how many of those the trained model's views still score when they
+    align (None: all; 0: the transcript's phones alone, chosen on validation languages: CHANGELOG
+    0.15.0); ``duration_spread``: the views' duration deviations
     widened by this factor (:class:`~aligner.alignment.universal.UniversalModel`); ``tempo_range``:
     the views' second pass at a recording's own tempo, clipped to this range (None: one pass); ``n_folds`` language folds of the out-of-fold scores;
     ``n_val_groups`` languages of the weights' early stopping; the boundary refiner's largest shift
@@ -76,6 +79,7 @@ class UniversalSettings:
     warps: tuple = DEFAULT_WARPS
     prior: bool = True
     background: int = 60
+    alignment_background: int | None = 0
     duration_spread: float = 2.0
     tempo_range: tuple | None = (0.7, 1.4)
     n_folds: int = 3
@@ -285,7 +289,8 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
         shifts.append(1000.0 * (d.starts_s[1:] - phone_start_times(y)[1:]))
     refiner = BoundaryRefiner(target_clip_ms=settings.refiner_clip_ms,
                               max_shift_ms=settings.refiner_max_shift_ms).fit(features, shifts)
-    model = _model(network, durations, prior, settings, weights, background)
+    kept = background if settings.alignment_background is None else background[:settings.alignment_background]
+    model = _model(network, durations, prior, settings, weights, kept)
     model.refiner = refiner
     model.training = {
         "utterances": len(data), "languages": groups, "validation_languages": sorted(val_groups),
