@@ -32,11 +32,11 @@ def main(argv=None):
     p.add_argument("--tag", default="")
     args = p.parse_args(argv)
 
+    import warnings
+
     from aligner.alignment.evaluation.phones import score_alignments
     from aligner.alignment.universal import UniversalModel
     from aligner.alignment.universal_training import UniversalSettings, train_universal_model
-    import warnings
-
     from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances, speaker_folds
     from aligner.io.transcripts import read_phn

@@ -423,9 +423,8 @@ def build_word_graph(
             key = (s.classes, s.mean, s.std, s.max_frames, s.flat_log_density, s.merges_first)  # a tie: the first
             if key in seen:
                 continue
-            if s.merges_first and not (len(s) > 1 and i > 0 and between_modes[i - 1] != "required"
-                                       and any(b.classes[-1] == s.classes[0] for b, _, _, _ in before)):
-                continue
+            if s.merges_first and not (len(s) > 1 and any(_merges(b, s) for b, _, _, _ in before)):
+                continue  # ``before`` is empty for the first word and after a required pause
             seen.add(key)
             segs.append(s)
         if not segs:
@@ -447,7 +446,7 @@ def build_word_graph(
             pre, can = frontier, can_start
             if s.merges_first:  # after the word before's alternatives ending in its first phone, as one phone
                 pre = [add(_merged_phone(b, s), p, c, i - 1, b_alt, i - 1 if len(b) == 1 else -1, -1)
-                       for b, b_alt, p, c in before if b.classes[-1] == s.classes[0]]
+                       for b, b_alt, p, c in before if _merges(b, s)]
                 s, can = _part(s, 1, len(s), s.bonus), False
             if len(s) > 1:
                 last_pre, last_can = [len(cls) + len(s) - 2], False
@@ -488,6 +487,11 @@ def build_word_graph(
                    np.array(wstart, np.int64), np.array(pslot, np.int64), tuple(labels), W, np.array(flat, np.float64),
                    np.array(bonus, np.float64))
     return g
+
+
+def _merges(before: Segment, after: Segment) -> bool:
+    """Whether ``after``'s first phone may be said once with ``before``'s last (the same class)."""
+    return before.classes[-1] == after.classes[0]
 
 
 def _merged_phone(before: Segment, after: Segment) -> Segment:

@@ -301,10 +301,7 @@ def make_alignment_input(
     if dist_scale is None:
         dist_scale = 1.0 / math.sqrt(2.0 * frames.shape[1])
     dist = boundary_distances(frames, float(dist_scale))
-    mu = np.maximum(dur_mean, 1.0)
-    sigma = np.maximum(dur_std, float(sigma_floor))
-    lengths = np.arange(int(max_len.max()) + 1, dtype=np.float64)
-    log_dur = _log_normal_pdf(lengths[None, :], mu[:, None], sigma[:, None])
+    mu, sigma, log_dur = _duration_table(dur_mean, dur_std, max_len, sigma_floor)
 
     return AlignmentInput(
         cum_agree=cum,
@@ -313,7 +310,7 @@ def make_alignment_input(
         dur_mean=mu,
         dur_std=sigma,
         max_len=max_len,
-        log_dur=np.ascontiguousarray(log_dur),
+        log_dur=log_dur,
         start_lo=start_lo,
         start_hi=start_hi,
         min_len=np.asarray(min_frames, dtype=np.int64),
@@ -331,11 +328,17 @@ def with_durations(x: AlignmentInput, dur_mean, dur_std, sigma_floor: float = 1.
         raise ValueError(f"dur_mean and dur_std need one value per phone ({x.n_phones})")
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(std))):
         raise ValueError("duration statistics hold NaN or infinite values")
-    mu = np.maximum(mean, 1.0)
-    sigma = np.maximum(std, float(sigma_floor))
-    lengths = np.arange(int(x.max_len.max()) + 1, dtype=np.float64)
-    log_dur = _log_normal_pdf(lengths[None, :], mu[:, None], sigma[:, None])
-    return dataclasses.replace(x, dur_mean=mu, dur_std=sigma, log_dur=np.ascontiguousarray(log_dur))
+    mu, sigma, log_dur = _duration_table(mean, std, x.max_len, sigma_floor)
+    return dataclasses.replace(x, dur_mean=mu, dur_std=sigma, log_dur=log_dur)
+
+
+def _duration_table(dur_mean: np.ndarray, dur_std: np.ndarray, max_len: np.ndarray, sigma_floor: float) -> tuple:
+    """``(mu, sigma, log_dur)`` of an :class:`AlignmentInput`: the (K,) float64 means floored at 1 frame
+    and deviations at ``sigma_floor``, and the (K, max(max_len)+1) C-contiguous ``log N(l; mu_k, sigma_k)``."""
+    mu = np.maximum(dur_mean, 1.0)
+    sigma = np.maximum(dur_std, float(sigma_floor))
+    lengths = np.arange(int(max_len.max()) + 1, dtype=np.float64)
+    return mu, sigma, np.ascontiguousarray(_log_normal_pdf(lengths[None, :], mu[:, None], sigma[:, None]))
 
 
 def check_fits(T: int, K: int, max_frames, min_frames: int, name: str = "<utterance>") -> None:

@@ -483,13 +483,11 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
         expansions.append(exps)
     if words:
         words[-1] = [_lengthened(model, seg) for seg in words[-1]]
-    leading = _pause(model, EDGE_SYMBOL, EDGE_LOG_DENSITY)
+    edge = _pause(model, EDGE_SYMBOL, EDGE_LOG_DENSITY)
     if MERGED_JUNCTION_BONUS is not None and words:
         mergeable = {c for c, b in enumerate(model.inventory.broad) if b in MERGED_JUNCTION_CLASSES}
-        _add_merged_junctions(words, expansions, MERGED_JUNCTION_BONUS, mergeable, _absorbed(words[0], leading, 0))
-    graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL),
-                             leading_pause=leading,
-                             trailing_pause=_pause(model, EDGE_SYMBOL, EDGE_LOG_DENSITY),
+        _add_merged_junctions(words, expansions, MERGED_JUNCTION_BONUS, mergeable, _absorbed(words[0], edge, 0))
+    graph = build_word_graph(words, _pause(model, PAUSE_SYMBOL), leading_pause=edge, trailing_pause=edge,
                              before_pause=(lambda seg: _lengthened(model, seg))
                              if PRE_PAUSE_LENGTHENING and not len(model.durations.final_mean) else None)
     return graph, expansions
