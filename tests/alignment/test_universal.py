@@ -402,3 +402,18 @@ def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
     _edit_universal_json(tmp_path / "m", tempo_range=[1.5, 2.0])
     with pytest.raises(ModelError, match="tempo_range must hold 1"):
         UniversalModel.load(tmp_path / "m")
+
+
+def test_an_output_column_of_the_shipped_model_is_the_same_in_a_product_of_any_width():
+    """A view's new classes are worked out beside silence alone (no background phones): a product of
+    2 columns, which BLAS multiplies by another kernel; each column must still be its class's own."""
+    from aligner.alignment.pipeline import load_model
+    from aligner.phones.ipa import composition_matrix, read_ipa
+
+    network = load_model(None, universal=True).network
+    Phi = composition_matrix([read_ipa(c) for c in ("a", "sil", "i", "u", "s", "t", "k", "m", "n", "ʃ")])
+    full, _ = network.output_layer(Phi, None, "weights")
+    for width in (2, 3, 5, 10):
+        part, _ = network.output_layer(Phi[:width], None, "weights")
+        np.testing.assert_array_equal(part, full[:, :width])
+        assert part.flags.c_contiguous and part.dtype == np.float32

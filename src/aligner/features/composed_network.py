@@ -44,6 +44,8 @@ _HYPER = ("context", "hidden", "alpha", "epochs", "seed", "max_train_frames", "b
 _OPTIONAL = ("residual_alpha", "refit", "balanced_groups")
 #: Adam steps between two flushes of its moments' subnormal values (:func:`flush_subnormals`)
 FLUSH_STEPS = 8
+#: fewest columns of the product that works out the output layer's weights (:meth:`ComposedNetwork.output_layer`)
+OUTPUT_MIN_COLUMNS = 4
 _LEARNED = ("mean", "inv_std", "hidden_weights", "hidden_bias", "projection", "projection_bias", "temperature")
 
 
@@ -337,7 +339,11 @@ class ComposedNetwork:
             known = np.flatnonzero((index >= 0) & (index < self.residual_weights.shape[1]))
         weights = bias = None
         if parts != "bias":
-            weights = (self.projection @ Phi.T).astype(np.float32)
+            # BLAS multiplies a product of 2 columns by another kernel than wider ones, with other
+            # roundings: the columns are worked out in one of at least OUTPUT_MIN_COLUMNS (zeros added)
+            wide = Phi if len(Phi) >= OUTPUT_MIN_COLUMNS else np.vstack(
+                [Phi, np.zeros((OUTPUT_MIN_COLUMNS - len(Phi), Phi.shape[1]), np.float32)])
+            weights = np.array((self.projection @ wide.T)[:, :len(Phi)], np.float32, order="C")
             if known is not None:
                 weights[:, known] += self.residual_weights[:, index[known]]
             flush_subnormals(weights)
