@@ -19,6 +19,17 @@ def test_field_transcriptions_ascii_habits():
     assert read_ipa("a:").feature("long") == 1 and read_ipa("a").feature("long") == -1
 
 
+def test_leading_stress_and_withdrawn_click_letters():
+    stressed = read_ipa("ˈaː")
+    assert stressed.ipa == "aː" and stressed.symbol == "ˈaː"  # the canonical phone; the output keeps the symbol
+    assert np.array_equal(stressed.parts, read_ipa("aː").parts) and read_ipa("ˌe").ipa == "e"
+    for old, new in (("ʇ", "ǀ"), ("ʗ", "ǃ"), ("ʖ", "ǁ"), ("ʗʰ", "ǃʰ")):
+        assert np.array_equal(read_ipa(old).parts, read_ipa(new).parts), old
+        assert read_ipa(old).feature("velaric") == 1
+    with pytest.raises(IpaError, match="starts with the mark"):
+        read_ipa("ˈ")  # a stress mark alone is no phone
+
+
 def test_diacritics_length_and_tie_bars_are_features():
     assert read_ipa("ʃʲ").feature("back") == -1 and read_ipa("ʃʲ").feature("hi") == 1
     assert read_ipa("kʷ").feature("round") == 1 and read_ipa("k").feature("round") == -1

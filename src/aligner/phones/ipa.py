@@ -13,7 +13,9 @@ tied or untied (``t͡ʃ``, ``tʃ``, ``k͡p``) are the one segment panphon knows.
 
 Field transcriptions' ASCII habits are read too (:func:`ascii_habits`): an apostrophe after a
 consonant is an ejective (``t'`` = ``tʼ``) or, after a sonorant, glottalisation (``j'`` =
-``jˀ``), a colon is length (``a:`` = ``aː``), ASCII ``g`` is IPA ``ɡ``.
+``jˀ``), a colon is length (``a:`` = ``aː``), ASCII ``g`` is IPA ``ɡ``. A stress mark before a
+phone (``ˈa``, as G2P output writes stressed syllables) is left out, and the click letters the
+IPA withdrew in 1989 (``ʇ ʗ ʖ``) read as today's (``ǀ ǃ ǁ``).
 
 A mark that carries no feature here (advanced, retracted, centralised, raised, lowered, ...)
 is accepted and left out; a character that is neither a letter of the IPA nor a mark is an
@@ -98,8 +100,14 @@ NEUTRAL_MARKS = frozenset("\u031f\u0320\u0308\u033d\u031d\u031e\u0339\u031c\u031
 PRE_MARKS = {"ⁿ": {"nas": 1}, "ᵐ": {"nas": 1}, "ᵑ": {"nas": 1}, "ʰ": {"sg": 1}, "ˀ": {"cg": 1}}
 _RHOTIC_VOWELS = {"ɝ": "ɜ˞", "ɚ": "ə˞"}
 #: letters panphon has no row for, written as one it has (with the diacritics they imply)
+#: (and the click letters the IPA withdrew in 1989, which older field transcriptions still use:
+#: ``ʇ`` dental, ``ʗ`` (post)alveolar, ``ʖ`` lateral)
 _EXTRA_LETTERS = {"ⱱ": "ɾ", "ʢ": "ʕ", "ʜ": "ħ", "ʡ": "ʔ", "ɿ": "ɨ", "ʅ": "ɨ", "ᴀ": "a", "ɷ": "ʊ", "ɩ": "ɪ",
-                  "ʦ": "t͡s", "ʧ": "t͡ʃ", "ʤ": "d͡ʒ", "ʣ": "d͡z", "ʨ": "t͡ɕ", "ʥ": "d͡ʑ"}
+                  "ʦ": "t͡s", "ʧ": "t͡ʃ", "ʤ": "d͡ʒ", "ʣ": "d͡z", "ʨ": "t͡ɕ", "ʥ": "d͡ʑ",
+                  "ʇ": "ǀ", "ʗ": "ǃ", "ʖ": "ǁ"}
+#: marks a phone may begin with that carry no feature here, left out of its canonical spelling:
+#: stress (a G2P's ``ˈa`` is the phone ``a``)
+LEADING_NEUTRAL_MARKS = "ˈˌ"
 
 
 class IpaError(TranscriptError):
@@ -110,7 +118,7 @@ class IpaError(TranscriptError):
 class Segment:
     """One phone symbol read as IPA.
 
-    ``symbol``: as written; ``ipa``: the canonical spelling (NFC, ASCII habits read);
+    ``symbol``: as written; ``ipa``: the canonical spelling (NFC, ASCII habits read, a leading stress mark left out);
     ``parts``: (P, 24) int8 features of its P parts, in order (P = 0 for silence);
     ``tone``: it carries a tone mark; ``silence``: a silence or pause label."""
 
@@ -268,6 +276,7 @@ def read_ipa(symbol: str) -> Segment:
     if is_silence_symbol(symbol):
         return Segment(symbol, "sil", np.zeros((0, N_FEATURES), np.int8))
     ipa = ascii_habits(symbol)
+    ipa = ipa.lstrip(LEADING_NEUTRAL_MARKS) or ipa  # a stress mark alone is left for _parse to refuse
     if any(ch.isspace() for ch in ipa):
         raise IpaError(f"phone {symbol!r} holds a space: one phone per symbol")
     parts, tone = _parse(unicodedata.normalize("NFD", ipa), symbol)
