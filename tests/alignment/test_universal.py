@@ -326,8 +326,10 @@ def test_train_universal_from_the_command_line_names_left_out_files(universal, t
             (copy / f.relative_to(corpus)).parent.mkdir(parents=True, exist_ok=True)
             (copy / f.relative_to(corpus)).write_bytes(f.read_bytes())
     write_textgrid(copy / "xaa" / "xaa-0.TextGrid", [("phone", [(0.0, 0.3, "a"), (0.3, 0.6, "Q")])], 0.6)
+    recipe = tmp_path / "quiet.json"  # no simulated rooms: fast, and no pyroomacoustics needed
+    recipe.write_text(json.dumps({"copies": 1, "room_probability": 0.0, "snr_db": [20, 30]}), encoding="utf-8")
     code, output = run("train", copy, tmp_path / "m", "--universal", "--max-frames", "3000", "--epochs", "1",
-                       "--folds", "2")
+                       "--folds", "2", "--augment", recipe)
     assert code == 1 and "1 files left out of the training" in output and "phone 'Q'" in output
     assert (tmp_path / "m" / "manifest.json").is_file()
     # without --trainer a universal model's weights get the universal trainer, not aligner train's orbit
@@ -337,8 +339,36 @@ def test_train_universal_from_the_command_line_names_left_out_files(universal, t
     trained = UniversalModel.load(tmp_path / "m")
     assert trained.training["trainer"] == UNIVERSAL_TRAINER != "orbit"
     assert trained.duration_spread == 2.0
+    conditions = trained.training["settings"]["conditions"]
+    assert conditions["copies"] == 1 and conditions["room_probability"] == 0.0 and conditions["snr_db"] == [20, 30]
     code, output = run("train", copy, tmp_path / "m2", "--universal", "--phone-classes", copy / "xaa" / "xaa-1.wav")
     assert code == 2 and "--universal" in output
+    (tmp_path / "bad.json").write_text(json.dumps({"copies": 1, "snr": 3}), encoding="utf-8")
+    code, output = run("train", copy, tmp_path / "m3", "--universal", "--augment", tmp_path / "bad.json")
+    assert code == 2 and "bad.json" in output and "snr" in output and not (tmp_path / "m3").exists()
+
+
+def test_the_scorer_may_also_train_on_degraded_copies(tmp_path):
+    """With ``UniversalSettings.conditions`` (``aligner train --universal --augment RECIPE``) a
+    universal scorer also trains on degraded copies of each recording after its VTLP copies; each
+    copy depends on the recipe and the recording alone; by default there are none."""
+    from aligner.alignment.universal_training import UniversalSettings, read_universal_corpus
+    from aligner.features.augment import AugmentationRecipe
+
+    field = Path(__file__).resolve().parents[2] / "recipes" / "conditions" / "field.json"
+    assert AugmentationRecipe.from_json_file(field).copies == 1  # the recipe measured in CHANGELOG 0.16.0
+    assert UniversalSettings().conditions is None
+    corpus = _synthetic_corpus(tmp_path / "corpus", per_language=2)
+    quiet = {"copies": 2, "room_probability": 0.0, "noise_probability": 1.0, "snr_db": [5, 10],
+             "telephone_probability": 0.0, "clip_probability": 0.0}
+    plain = read_universal_corpus(corpus, warps=(0.9,))
+    noisy = read_universal_corpus(corpus, warps=(0.9,), conditions=quiet)
+    again = read_universal_corpus(corpus, warps=(0.9,), conditions=quiet)
+    assert [len(d.warped) for d in plain] == [1] * 6 and [len(d.warped) for d in noisy] == [3] * 6
+    for p, n, a in zip(plain, noisy, again):
+        assert np.array_equal(p.frames, n.frames) and np.array_equal(p.warped[0], n.warped[0])
+        assert n.warped[1].shape == p.frames.shape and not np.allclose(n.warped[1], p.frames)
+        assert not np.allclose(n.warped[1], n.warped[2]) and np.array_equal(n.warped[2], a.warped[2])
 
 
 def test_vowels_from_ipa_phones(universal, tmp_path):
@@ -405,8 +435,10 @@ def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
 
 
 def test_an_output_column_of_the_shipped_model_is_the_same_in_a_product_of_any_width():
-    """A view's new classes are worked out beside silence alone (no background phones): a product of
-    2 columns, which BLAS multiplies by another kernel; each column must still be its class's own."""
+    """A view's new classes are worked out beside silence alone (no background phones) or beside
+    others; BLAS rounds a column by the product's width and the column's place (by another kernel for
+    2 columns, and on some CPUs at any width): each column must still be its class's own, and so
+    must each entry of the bias."""
     from aligner.alignment.pipeline import load_model
     from aligner.phones.ipa import composition_matrix, read_ipa
 
@@ -417,3 +449,7 @@ def test_an_output_column_of_the_shipped_model_is_the_same_in_a_product_of_any_w
         part, _ = network.output_layer(Phi[:width], None, "weights")
         np.testing.assert_array_equal(part, full[:, :width])
         assert part.flags.c_contiguous and part.dtype == np.float32
+        shuffled = np.random.default_rng(width).permutation(10)[:width]
+        part, bias = network.output_layer(Phi[shuffled], None)
+        np.testing.assert_array_equal(part, full[:, shuffled])
+        np.testing.assert_array_equal(bias, network.output_layer(Phi, None, "bias")[1][shuffled])

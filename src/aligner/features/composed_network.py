@@ -32,6 +32,7 @@ import time
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
+from numba import njit
 
 from aligner.errors import ModelError
 from aligner.features.frame_classifier import FrameClassifier, flush_subnormals, stack_context
@@ -44,8 +45,6 @@ _HYPER = ("context", "hidden", "alpha", "epochs", "seed", "max_train_frames", "b
 _OPTIONAL = ("residual_alpha", "refit", "balanced_groups")
 #: Adam steps between two flushes of its moments' subnormal values (:func:`flush_subnormals`)
 FLUSH_STEPS = 8
-#: fewest columns of the product that works out the output layer's weights (:meth:`ComposedNetwork.output_layer`)
-OUTPUT_MIN_COLUMNS = 4
 _LEARNED = ("mean", "inv_std", "hidden_weights", "hidden_bias", "projection", "projection_bias", "temperature")
 
 
@@ -326,8 +325,8 @@ class ComposedNetwork:
         residual logit (``residual_index``, as for :meth:`frame_classifier`), subnormals flushed;
         ``parts``: ``weights`` or ``bias`` leaves the other out (None). A column of the weights
         depends on its class alone (a caller may keep columns and assemble the layer of another
-        set of classes from them, :meth:`classifier_of`); the bias, a vector-matrix product whose
-        sums BLAS may order by a column's position, is worked out for each set of classes."""
+        set of classes from them, :meth:`classifier_of`), and so does an entry of the bias
+        (:func:`_column_products`)."""
         if not self._fitted:
             raise ModelError("the composed network is not trained")
         Phi = np.asarray(descriptions, np.float32)
@@ -339,16 +338,15 @@ class ComposedNetwork:
             known = np.flatnonzero((index >= 0) & (index < self.residual_weights.shape[1]))
         weights = bias = None
         if parts != "bias":
-            # BLAS multiplies a product of 2 columns by another kernel than wider ones, with other
-            # roundings: the columns are worked out in one of at least OUTPUT_MIN_COLUMNS (zeros added)
-            wide = Phi if len(Phi) >= OUTPUT_MIN_COLUMNS else np.vstack(
-                [Phi, np.zeros((OUTPUT_MIN_COLUMNS - len(Phi), Phi.shape[1]), np.float32)])
-            weights = np.array((self.projection @ wide.T)[:, :len(Phi)], np.float32, order="C")
+            # not BLAS: its rounding of a column depends on the product's width and the column's place
+            # in it, on some CPUs at any width; each column here is its class's own sums, in order
+            weights = _column_products(np.ascontiguousarray(self.projection, np.float32), np.ascontiguousarray(Phi))
             if known is not None:
                 weights[:, known] += self.residual_weights[:, index[known]]
             flush_subnormals(weights)
         if parts != "weights":
-            bias = (self.projection_bias @ Phi.T).astype(np.float32)
+            bias = _column_products(np.ascontiguousarray(self.projection_bias, np.float32).reshape(1, -1),
+                                    np.ascontiguousarray(Phi))[0]
             if known is not None:
                 bias[known] += self.residual_bias[index[known]]
             flush_subnormals(bias)
@@ -455,3 +453,20 @@ class ComposedNetwork:
             raise ModelError("the composed network's temperature must be positive")
         net._fitted = True
         return net
+
+
+@njit(cache=True, nogil=True)
+def _column_products(A, Phi):
+    """(R, C) float32 ``A @ Phi.T`` of float32 ``A`` (R, D) and ``Phi`` (C, D), each entry summed
+    in float64 over d = 0 .. D-1 in order: an entry depends on its row of ``A`` and its class's
+    description alone, whatever the other classes or the CPU's BLAS kernels."""
+    R, D = A.shape
+    C = Phi.shape[0]
+    out = np.empty((R, C), np.float32)
+    for r in range(R):
+        for c in range(C):
+            acc = 0.0
+            for d in range(D):
+                acc += np.float64(A[r, d]) * np.float64(Phi[c, d])
+            out[r, c] = np.float32(acc)
+    return out
