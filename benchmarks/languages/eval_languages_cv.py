@@ -38,8 +38,9 @@ from benchmarks.languages.corpus import (TIMIT_GROUP, combined_corpus, language_
 SYSTEMS = ("universal", "baseline", "english")
 
 
-def load_all(out: Path, progress=None) -> list:
-    """Every recording of the 40 languages and the TIMIT sample in IPA, read for the universal model."""
+def load_all(out: Path, progress=None, conditions=None) -> list:
+    """Every recording of the 40 languages and the TIMIT sample in IPA, read for the universal model
+    (with the degraded copies of ``conditions``, :attr:`UniversalSettings.conditions`)."""
     from aligner.alignment.universal_training import read_universal_corpus
     from benchmarks.languages.corpus import languages
 
@@ -52,7 +53,7 @@ def load_all(out: Path, progress=None) -> list:
     failed: list = []
     with warnings.catch_warnings():  # the TIMIT sample's SPHERE files lost bytes to a newline conversion
         warnings.simplefilter("ignore", RepairedAudioWarning)
-        data = read_universal_corpus(corpus, progress=progress, failed=failed)
+        data = read_universal_corpus(corpus, progress=progress, failed=failed, conditions=conditions)
     for utt, message in failed:
         print(f"left out: {message}", file=sys.stderr)
     return data
@@ -88,7 +89,9 @@ def scorer_key(settings) -> str:
     return (f"h{settings.hidden}-a{settings.alpha:g}-e{settings.epochs}-f{settings.max_train_frames}-"
             f"s{settings.seed}-w{'_'.join(f'{w:g}' for w in settings.warps)}-k{settings.n_folds}"
             + (f"-r{settings.residual_alpha:g}" if settings.residual_alpha else "")
-            + ("-refit" if settings.refit_scorer else "") + ("-bal" if settings.balanced_scorer_groups else ""))
+            + ("-refit" if settings.refit_scorer else "") + ("-bal" if settings.balanced_scorer_groups else "")
+            + (f"-c{hashlib.sha1(json.dumps(settings.conditions, sort_keys=True).encode()).hexdigest()[:8]}"
+               if settings.conditions else ""))
 
 
 def align_universal(model, samples, symbols):
@@ -210,7 +213,7 @@ def main(argv=None):
                     model = UniversalModel.load(path)
                 else:
                     if data is None:
-                        data = load_all(args.out)
+                        data = load_all(args.out, conditions=settings.conditions)
                     train = [d for d in data if d.group in train_langs or (d.group == TIMIT_GROUP and not args.no_timit)]
                     langs = "-".join(sorted({d.group for d in train}))
                     cache = ScorerCache(args.out / "scorers" / scorer_key(settings)

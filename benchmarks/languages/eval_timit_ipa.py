@@ -53,7 +53,7 @@ def main(argv=None):
             model = UniversalModel.load(path)
         else:
             if data is None:
-                data = load_all(args.out)
+                data = load_all(args.out, conditions=settings.conditions)
             train = [d for d in data if d.group != TIMIT_GROUP or d.speaker not in held]
             t0 = time.perf_counter()
             model = train_universal_model(train, settings, progress=lambda s, a, b: print(

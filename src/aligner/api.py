@@ -259,11 +259,13 @@ def _train_universal(corpus_dir, out_dir, trainer, trainer_params, settings, n_f
                                                       train_universal_model)
 
     code = "ipa" if phone_code in ("auto", None) else phone_code
-    data = read_universal_corpus(corpus_dir, code, phones_tier, progress=progress, failed=failed)
     fields = dict(settings or {}, n_folds=n_folds, trainer_params=dict(trainer_params or {}))
     if trainer is not None:  # None: UniversalSettings' trainer
         fields["trainer"] = trainer
-    model = train_universal_model(data, UniversalSettings(**fields), progress, epoch_callback)
+    settings = UniversalSettings(**fields)
+    data = read_universal_corpus(corpus_dir, code, phones_tier, progress=progress, failed=failed,
+                                 conditions=settings.conditions)
+    model = train_universal_model(data, settings, progress, epoch_callback)
     model.training["corpus"] = str(corpus_dir)
     model.save(out_dir)
     return model

@@ -9,7 +9,8 @@ folder is the recording's *language* (its group), the folder holding the file it
    cannot be read, no phones tier, an empty tier or phones past its audio is left out, named.
 2. Durations and the phone prior by features (:class:`~aligner.alignment.universal.FeatureDurations`,
    :class:`~aligner.alignment.universal.PhonePrior`) from every token.
-3. The composed frame scorer is trained on every frame of every recording (and its VTLP copies),
+3. The composed frame scorer is trained on every frame of every recording (and its VTLP copies,
+   and degraded ones with :attr:`UniversalSettings.conditions`),
    each frame labelled with its phone's composition vector; its early stopping and temperature
    use held-out *languages*, so it is tuned to phones and voices it has not heard.
 4. Out-of-fold scores for the 7 weights and the refiner: the languages are split into
@@ -58,6 +59,9 @@ class UniversalSettings:
     included, for the epochs they chose; ``balanced_scorer_groups``: each held-out language weighs
     the same in the loss that chooses them; trained on
     at most ``max_train_frames`` frames; ``warps``: VTLP copies of every recording for the scorer;
+    ``conditions``: the recipe (an :class:`~aligner.features.augment.AugmentationRecipe` as a dict) of
+    degraded copies it also trains on, made when the corpus is read (:func:`read_universal_corpus`;
+    None, the default: none; a mild recipe measured no better, CHANGELOG 0.16.0);
     ``prior``: divide the scores by each phone's prior; ``background``: how many of the commonest
     training phones every view also scores while the weights and the refiner train;
     ``alignment_background``: how many of those the trained model's views still score when they
@@ -77,6 +81,7 @@ class UniversalSettings:
     epochs: int = 40
     max_train_frames: int = 200_000
     warps: tuple = DEFAULT_WARPS
+    conditions: Optional[dict] = None
     prior: bool = True
     background: int = 60
     alignment_background: int | None = 0
@@ -101,7 +106,8 @@ class UniversalSettings:
 class UniversalUtterance:
     """One hand-aligned recording, in frames: its ``group`` (language), ``symbols`` as written
     (silences as ``sil``), their canonical IPA ``phones``, reference start frames ``y`` (K,) and
-    times ``starts_s`` (K,), MFCC ``frames`` (T, 42) and VTLP copies ``warped``."""
+    times ``starts_s`` (K,), MFCC ``frames`` (T, 42) and the scorer's further copies ``warped``: VTLP
+    copies, then degraded ones (:attr:`UniversalSettings.conditions`)."""
 
     name: str
     speaker: str
@@ -127,9 +133,11 @@ def utterance_group(name: str, speaker: str) -> str:
 
 
 def read_universal_utterance(utt, code: str = "ipa", tier: str | None = None,
-                             warps: tuple = DEFAULT_WARPS) -> UniversalUtterance:
+                             warps: tuple = DEFAULT_WARPS, augmenter=None) -> UniversalUtterance:
     """One corpus utterance (:class:`~aligner.io.corpus.Utterance`) read for the universal model;
-    a one-line :class:`~aligner.errors.AlignerError` naming the file when it cannot be."""
+    a one-line :class:`~aligner.errors.AlignerError` naming the file when it cannot be.
+    ``augmenter``: an :class:`~aligner.features.augment.Augmenter` whose degraded copies' MFCC
+    frames follow the VTLP copies in ``warped`` (None: none)."""
     starts_s, ends_s, labels = read_reference_phones(utt.transcript, tier)
     symbols = [lab.strip() or SILENCE_CLASS for lab in labels]
     segments = UniversalModel.read_phones(symbols, code, str(utt.transcript))
@@ -142,22 +150,31 @@ def read_universal_utterance(utt, code: str = "ipa", tier: str | None = None,
     if len(symbols) > len(frames):
         raise TranscriptError(f"{utt.transcript}: {len(symbols)} phones do not fit {len(frames)} frames of audio")
     y = reference_starts(np.round(starts_s * SAMPLE_RATE), len(frames))
-    return UniversalUtterance(utt.name, utt.speaker, utterance_group(utt.name, utt.speaker), frames, symbols,
+    group = utterance_group(utt.name, utt.speaker)
+    copies = [mfcc_features(samples, warp=w) for w in warps]
+    if augmenter is not None:
+        copies += [mfcc_features(c) for c in augmenter.copies(samples, str(utt.name), group)]
+    return UniversalUtterance(utt.name, utt.speaker, group, frames, symbols,
                               [SILENCE_CLASS if s.silence else s.ipa for s in segments], y,
-                              np.asarray(starts_s, float), duration, [mfcc_features(samples, warp=w) for w in warps])
+                              np.asarray(starts_s, float), duration, copies)
 
 
 def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None, warps: tuple = DEFAULT_WARPS,
-                          progress: Progress = None, failed: Optional[list] = None) -> list:
+                          progress: Progress = None, failed: Optional[list] = None,
+                          conditions: Optional[dict] = None) -> list:
     """Every readable recording of a TextGrid corpus (:func:`read_universal_utterance`);
-    ``failed`` receives ``(utterance, message)`` of the others (None: the first raises)."""
+    ``failed`` receives ``(utterance, message)`` of the others (None: the first raises);
+    ``conditions``: the recipe of the degraded copies (:attr:`UniversalSettings.conditions`), an
+    :class:`~aligner.features.augment.AugmentationRecipe` or its dict; None: none. Each copy
+    depends on the recipe and the recording's name alone."""
     utterances = find_utterances(corpus_dir, (".TextGrid", ".textgrid"))
     if not utterances:
         raise AlignerError(f"{corpus_dir}: no audio file with a TextGrid of hand-aligned phones beside it")
+    augmenter = field_augmenter(conditions)
     out = []
     for i, utt in enumerate(utterances):
         try:
-            out.append(read_universal_utterance(utt, code, tier, warps))
+            out.append(read_universal_utterance(utt, code, tier, warps, augmenter))
         except AlignerError as exc:
             if failed is None:
                 raise
@@ -167,6 +184,23 @@ def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None
     if not out:
         raise AlignerError(f"{corpus_dir}: no recording could be read ({failed[0][1] if failed else ''})")
     return out
+
+
+def field_augmenter(conditions):
+    """The :class:`~aligner.features.augment.Augmenter` of a recipe (an
+    :class:`~aligner.features.augment.AugmentationRecipe` or its dict; a bad one is a one-line
+    :class:`~aligner.features.augment.RecipeError`), or None for None or a recipe of no copies."""
+    if conditions is None:
+        return None
+    from aligner.features.augment import AugmentationRecipe, Augmenter, require_room_simulator
+
+    recipe = conditions if isinstance(conditions, AugmentationRecipe) else \
+        AugmentationRecipe.from_dict(dict(conditions), "the universal scorer's conditions")
+    if recipe.copies == 0:
+        return None
+    if recipe.simulates_rooms:
+        require_room_simulator()
+    return Augmenter(recipe)
 
 
 def phone_statistics(data: list) -> tuple:

@@ -35,7 +35,8 @@ from aligner.cli.common import echo, exit_if_failed, run
               help="Multi-condition training: the frame classifier also learns from degraded copies "
                    "(simulated rooms, noise, phone lines, clipping) made as the JSON recipe RECIPE says, "
                    "or 'default' (recipes/conditions/multi-condition.json), and the boundary refiner from "
-                   "their decodes. Rooms need: pip install 'aligner[train]'.")
+                   "their decodes (with --universal: the scorer alone, e.g. recipes/conditions/field.json). "
+                   "Rooms need: pip install 'aligner[train]'.")
 @click.option("--classifier", "classifier_kind", type=click.Choice(["network", "kernel"]), default="network",
               show_default=True,
               help="Frame classifier: a network of 512 ReLU units, or the Nystroem-RBF kernel with linear SVMs "
@@ -99,11 +100,12 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
     if universal:
         if phone_code not in ("auto", "ipa", "xsampa"):
             raise click.UsageError("--universal reads IPA or X-SAMPA phones (--phone-code ipa or xsampa)")
-        if phone_classes or min_class_tokens or augment or networks or phone_line or classifier_kind != "network":
+        if phone_classes or min_class_tokens or networks or phone_line or classifier_kind != "network":
             raise click.UsageError("--universal composes its classes from phonological features: --phone-classes, "
-                                   "--min-class-tokens, --augment, --networks, --phone-line and --classifier do "
-                                   "not apply")
+                                   "--min-class-tokens, --networks, --phone-line and --classifier do not apply")
         settings = {"seed": seed} if max_frames is None else {"seed": seed, "max_train_frames": max_frames}
+        if augment is not None:
+            settings["conditions"] = universal_conditions(augment)
         if click.get_current_context().get_parameter_source("trainer").name == "DEFAULT":
             trainer = None  # the universal models' own trainer
         model = run(api.train, corpus_dir, out_dir, trainer, params, settings,
@@ -120,3 +122,16 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
                 front_band_hz=PHONE_BAND_HZ if phone_line else None, failed=failed)
     echo(f"wrote {out_dir} (weights {', '.join(f'{v:.3g}' for v in model.weights)})")
     exit_if_failed([(utt, message) for utt, message in failed], "files left out of the training")
+
+
+def universal_conditions(path) -> dict:
+    """The recipe at ``path`` (JSON; ``default``: the multi-condition defaults) as the dict of
+    :attr:`~aligner.alignment.universal_training.UniversalSettings.conditions`; a bad one is a
+    one-line usage error naming the file."""
+    from aligner.features.augment import AugmentationRecipe, RecipeError
+
+    try:
+        recipe = AugmentationRecipe() if path == "default" else AugmentationRecipe.from_json_file(path)
+        return recipe.to_dict()
+    except RecipeError as exc:
+        raise click.UsageError(str(exc)) from None
