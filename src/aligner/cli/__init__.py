@@ -1,6 +1,7 @@
 """Command line: parses arguments, calls :mod:`aligner.api`, prints. Nothing else lives here.
 
-One module per command; each imports the API only when it runs, so ``aligner --help`` stays fast.
+One module per command, imported when its command runs (:data:`COMMANDS`); each imports the API
+only when it runs, so ``aligner --help`` stays fast.
 
 Start-up (issue 15). Users script ``aligner align`` once per file, so a process's fixed costs
 are the whole cost. When the command line runs as a program (the ``aligner`` console script
@@ -35,16 +36,12 @@ import sys
 import click
 
 from aligner import __version__
-from aligner.cli.align import align
-from aligner.cli.adapt import adapt
-from aligner.cli.align_corpus import align_corpus
-from aligner.cli.evaluate import evaluate
-from aligner.cli.oovs import oovs
-from aligner.cli.plot import plot
-from aligner.cli.train import train
-from aligner.cli.train_vowels import train_vowels
-from aligner.cli.vowels import vowels
 from aligner.runtime.heap import keep_heap_top
+
+#: each command's module of :mod:`aligner.cli` and its function there, imported when the command
+#: runs or its help is shown (``aligner align`` of one file loads no other command's module)
+COMMANDS = {"align": "align", "align-corpus": "align_corpus", "adapt": "adapt", "evaluate": "evaluate",
+            "oovs": "oovs", "plot": "plot", "train": "train", "train-vowels": "train_vowels", "vowels": "vowels"}
 
 
 def _lighten_numba_start_up() -> None:
@@ -156,6 +153,19 @@ class AlignerGroup(click.Group):
 
     as_program = False  #: set by __call__: lighten numba's start-up before a command runs
 
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS))
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is None and name in COMMANDS:  # imported on first use (:data:`COMMANDS`)
+            import importlib
+
+            module = COMMANDS[name]
+            command = getattr(importlib.import_module(f"aligner.cli.{module}"), module)
+            self.add_command(command, name)
+        return command
+
     def resolve_command(self, ctx, args):
         name, command, rest = super().resolve_command(ctx, args)
         if self.as_program and command is not None:  # a command is about to run
@@ -192,9 +202,6 @@ def main():
     terminate_like_interrupt()  # SIGTERM stops a batch as Ctrl-C does: workers shut down
     warnings_as_lines()  # "warning: FILE: what happened", one line (worker processes inherit it)
 
-
-for _command in (align, align_corpus, adapt, oovs, evaluate, train, train_vowels, vowels, plot):
-    main.add_command(_command)
 
 
 if __name__ == "__main__":
