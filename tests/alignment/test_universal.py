@@ -418,7 +418,7 @@ def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
         lengths = np.maximum(np.round(mean * tempo), 1).astype(int)
         lengths[-1] = 200 - lengths[:-1].sum()
         y = np.concatenate([[0], np.cumsum(lengths[:-1])])
-        x2, y2 = view._decode_at_tempo(x, y, scores, frames, classes, mean, std, max_frames, "t")
+        x2, y2 = view._decode_at_tempo(x, y, classes, mean, std)
         factor = lengths[speech].sum() / mean[speech].sum()
         np.testing.assert_allclose(x2.dur_mean[speech], mean[speech] * np.clip(factor, 0.7, 1.4))
         np.testing.assert_allclose(x2.dur_std[speech], std[speech] * np.clip(factor, 0.7, 1.4))

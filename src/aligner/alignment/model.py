@@ -485,7 +485,7 @@ class AlignmentModel:
             x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name)
             y = self._decode_near_first_pass(x, scores, classes, mean, name)
             if self.tempo_range is not None:
-                x, y = self._decode_at_tempo(x, y, scores, frames, classes, mean, std, max_frames, name)
+                x, y = self._decode_at_tempo(x, y, classes, mean, std)
             return y, self.start_times(x, y, scores, frames, duration_s)
 
         def decode_chunk(f_lo, f_hi, p_lo, p_hi, centres, band):
@@ -500,10 +500,11 @@ class AlignmentModel:
         mu, sigma = np.maximum(mean, 1.0), np.maximum(std, 1.0)
         return y, self.refiner.start_times(scores, frames, classes, y, mu, sigma, duration_s)
 
-    def _decode_at_tempo(self, x: AlignmentInput, y: np.ndarray, scores: np.ndarray, frames: np.ndarray,
-                         classes: np.ndarray, mean: np.ndarray, std: np.ndarray, max_frames: np.ndarray,
-                         name: str) -> tuple:
-        """``(input, start frames (K,))`` of a second pass at the recording's own tempo.
+    def _decode_at_tempo(self, x: AlignmentInput, y: np.ndarray, classes: np.ndarray, mean: np.ndarray,
+                         std: np.ndarray) -> tuple:
+        """``(input, start frames (K,))`` of a second pass at the recording's own tempo, from the first
+        pass's input ``x`` and start frames ``y`` (K,) of phones ``classes`` (K,) with durations
+        ``mean``, ``std`` (K,) frames.
 
         The tempo is the first pass's (``y``) total length of the speech phones over the sum of
         their mean durations (frames), clipped to :attr:`tempo_range`; each speech phone's mean and

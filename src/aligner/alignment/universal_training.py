@@ -170,7 +170,7 @@ def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None
     utterances = find_utterances(corpus_dir, (".TextGrid", ".textgrid"))
     if not utterances:
         raise AlignerError(f"{corpus_dir}: no audio file with a TextGrid of hand-aligned phones beside it")
-    augmenter = field_augmenter(conditions)
+    augmenter = _augmenter(conditions)
     out = []
     for i, utt in enumerate(utterances):
         try:
@@ -186,21 +186,18 @@ def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None
     return out
 
 
-def field_augmenter(conditions):
+def _augmenter(conditions):
     """The :class:`~aligner.features.augment.Augmenter` of a recipe (an
-    :class:`~aligner.features.augment.AugmentationRecipe` or its dict; a bad one is a one-line
-    :class:`~aligner.features.augment.RecipeError`), or None for None or a recipe of no copies."""
+    :class:`~aligner.features.augment.AugmentationRecipe` or its dict; a bad one, or rooms without
+    pyroomacoustics, is a one-line :class:`~aligner.features.augment.RecipeError`), or None for
+    None or a recipe of no copies."""
     if conditions is None:
         return None
-    from aligner.features.augment import AugmentationRecipe, Augmenter, require_room_simulator
+    from aligner.features.augment import AugmentationRecipe, Augmenter
 
     recipe = conditions if isinstance(conditions, AugmentationRecipe) else \
         AugmentationRecipe.from_dict(dict(conditions), "the universal scorer's conditions")
-    if recipe.copies == 0:
-        return None
-    if recipe.simulates_rooms:
-        require_room_simulator()
-    return Augmenter(recipe)
+    return Augmenter(recipe) if recipe.copies else None
 
 
 def phone_statistics(data: list) -> tuple:
