@@ -30,6 +30,16 @@ def test_leading_stress_and_withdrawn_click_letters():
         read_ipa("ˈ")  # a stress mark alone is no phone
 
 
+def test_other_withdrawn_and_sinological_letters_read_as_their_successors():
+    for old, new in (("ɼ", "r̝"), ("ʆ", "ʃʲ"), ("ʓ", "ʒʲ"), ("ʚ", "ɞ"), ("ʮ", "ʉ"), ("ʯ", "ʉ"), ("ᵻ", "ɨ"),
+                     ("ᵿ", "ʊ̈"), ("ɼː", "r̝ː")):
+        assert np.array_equal(read_ipa(old).parts, read_ipa(new).parts), old
+        assert read_ipa(old).symbol == old
+    assert read_ipa("ʆ").feature("hi") == 1 and read_ipa("ʃ").feature("hi") == -1  # palatalised
+    with pytest.raises(IpaError, match="not a letter of the IPA"):
+        read_ipa("A")  # an ASCII capital stays an error naming the symbol
+
+
 def test_diacritics_length_and_tie_bars_are_features():
     assert read_ipa("ʃʲ").feature("back") == -1 and read_ipa("ʃʲ").feature("hi") == 1
     assert read_ipa("kʷ").feature("round") == 1 and read_ipa("k").feature("round") == -1

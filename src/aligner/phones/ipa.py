@@ -100,11 +100,14 @@ NEUTRAL_MARKS = frozenset("\u031f\u0320\u0308\u033d\u031d\u031e\u0339\u031c\u031
 PRE_MARKS = {"ⁿ": {"nas": 1}, "ᵐ": {"nas": 1}, "ᵑ": {"nas": 1}, "ʰ": {"sg": 1}, "ˀ": {"cg": 1}}
 _RHOTIC_VOWELS = {"ɝ": "ɜ˞", "ɚ": "ə˞"}
 #: letters panphon has no row for, written as one it has (with the diacritics they imply)
-#: (and the click letters the IPA withdrew in 1989, which older field transcriptions still use:
-#: ``ʇ`` dental, ``ʗ`` (post)alveolar, ``ʖ`` lateral)
+#: (and letters the IPA withdrew, which older field transcriptions still use: the clicks ``ʇ``
+#: dental, ``ʗ`` (post)alveolar, ``ʖ`` lateral (1989); ``ɼ`` the raised trill (Czech ř), ``ʆ ʓ``
+#: the palatalised fricatives, ``ʚ`` the open-mid rounded central vowel; the Sinologists' rounded
+#: apical vowels ``ʮ ʯ`` beside ``ɿ ʅ``; and the barred ``ᵻ ᵿ`` of dictionaries' reduced vowels)
 _EXTRA_LETTERS = {"ⱱ": "ɾ", "ʢ": "ʕ", "ʜ": "ħ", "ʡ": "ʔ", "ɿ": "ɨ", "ʅ": "ɨ", "ᴀ": "a", "ɷ": "ʊ", "ɩ": "ɪ",
                   "ʦ": "t͡s", "ʧ": "t͡ʃ", "ʤ": "d͡ʒ", "ʣ": "d͡z", "ʨ": "t͡ɕ", "ʥ": "d͡ʑ",
-                  "ʇ": "ǀ", "ʗ": "ǃ", "ʖ": "ǁ"}
+                  "ʇ": "ǀ", "ʗ": "ǃ", "ʖ": "ǁ", "ɼ": "r̝", "ʆ": "ʃʲ", "ʓ": "ʒʲ", "ʚ": "ɞ",
+                  "ʮ": "ʉ", "ʯ": "ʉ", "ᵻ": "ɨ", "ᵿ": "ʊ̈"}
 #: marks a phone may begin with that carry no feature here, left out of its canonical spelling:
 #: stress (a G2P's ``ˈa`` is the phone ``a``)
 LEADING_NEUTRAL_MARKS = "ˈˌ"
