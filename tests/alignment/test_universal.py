@@ -94,6 +94,8 @@ def test_by_default_a_trained_model_aligns_without_the_background(tmp_path):
     assert settings.background > 0 and settings.alignment_background == 0
     model = train_universal_model(data, settings)
     assert model.background == ()
+    # its scorer: the final network and the 3 out-of-fold ones averaged, side by side
+    assert settings.ensemble and model.network.hidden == 32 * (settings.n_folds + 1)
     model.save(tmp_path / "model")
     view = UniversalModel.load(tmp_path / "model").view(["sil", "a", "ʃ", "sil"])
     assert list(view.inventory.classes) == ["a", "ʃ", "sil"]

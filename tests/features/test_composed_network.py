@@ -1,10 +1,12 @@
-"""The composed frame scorer: with ``refit`` the groups held out to choose the epochs train too."""
+"""The composed frame scorer: with ``refit`` the groups held out to choose the epochs train too;
+several networks averaged into one wider network."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from aligner.features.composed_network import ComposedNetwork
+from aligner.features.composed_network import ComposedNetwork, averaged_network
 
 
 def _groups(seed: int = 0):
@@ -70,3 +72,30 @@ def test_balanced_groups_weigh_each_held_out_group_the_same():
     plain = ComposedNetwork(**settings).fit(frames, labels, Phi, groups)
     assert plain._held_weights is None
     assert ComposedNetwork.from_arrays(net.to_arrays()).balanced_groups is True
+
+
+def test_averaged_network_scores_the_mean_of_its_members_up_to_a_constant_per_frame():
+    """Networks of their own standardisations and temperatures folded into one: each class's
+    score is the members' mean score plus a constant per frame, so every score difference (what
+    the DP's agreement and the refiner read) is the members' mean difference."""
+    frames, labels, groups = _groups()
+    Phi = np.eye(4, dtype=np.float32)
+    settings = dict(hidden=8, epochs=3, calibration_fraction=0.25, context=1, batch=64)
+    nets = [ComposedNetwork(seed=k, **settings).fit(frames[k:], labels[k:], Phi, groups[k:]) for k in range(3)]
+    assert len({float(n.temperature) for n in nets}) > 1 and not np.array_equal(nets[0].mean, nets[1].mean)
+    both = averaged_network(nets)
+    assert both.hidden == 24 and both.hidden_weights.shape == (nets[0].mean.shape[0], 24)
+    test = np.vstack(frames[:2])
+    prior = np.log(np.array([0.1, 0.2, 0.3, 0.4], np.float32))
+    mean = np.mean([n.frame_classifier(Phi, prior).scores(test) for n in nets], axis=0)
+    got = both.frame_classifier(Phi, prior).scores(test)
+    np.testing.assert_allclose(got - got[:, :1], mean - mean[:, :1], atol=2e-4)
+    assert not np.allclose(got - got[:, :1], nets[0].frame_classifier(Phi, prior).scores(test)
+                           - nets[0].frame_classifier(Phi, prior).scores(test)[:, :1], atol=1e-2)
+    # saved and read back as any network; one member is itself
+    again = ComposedNetwork.from_arrays(both.to_arrays())
+    np.testing.assert_array_equal(again.frame_classifier(Phi).scores(test), both.frame_classifier(Phi).scores(test))
+    assert averaged_network(nets[:1]) is nets[0]
+    other = ComposedNetwork(context=2, hidden=8, epochs=1).fit(frames, labels, Phi, groups)
+    with pytest.raises(ValueError, match="different frames"):
+        averaged_network([nets[0], other])

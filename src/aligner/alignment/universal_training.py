@@ -34,7 +34,7 @@ from aligner.alignment.decoding.task import AlignmentTask
 from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, DEFAULT_WARPS, INITIAL_WEIGHTS, reference_starts
 from aligner.alignment.universal import SILENCE_CLASS, FeatureDurations, PhonePrior, UniversalModel
 from aligner.errors import AlignerError, TranscriptError
-from aligner.features.composed_network import ComposedNetwork
+from aligner.features.composed_network import ComposedNetwork, averaged_network
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
 from aligner.io.audio import load_audio
@@ -70,7 +70,10 @@ class UniversalSettings:
     widened by this factor (:class:`~aligner.alignment.universal.UniversalModel`); ``tempo_range``:
     the views' second pass at a recording's own tempo, clipped to this range (None: one pass); ``n_folds`` language folds of the out-of-fold scores;
     ``n_val_groups`` languages of the weights' early stopping; the boundary refiner's largest shift
-    ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``trainer`` and
+    ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``ensemble``:
+    the model scores frames by the final scorer and the ``n_folds`` out-of-fold scorers averaged
+    (:func:`~aligner.features.composed_network.averaged_network`, one network of ``(n_folds + 1)
+    hidden`` units; the weights and the refiner still train on the out-of-fold scores); ``trainer`` and
     its parameters."""
 
     hidden: int = 512
@@ -91,6 +94,7 @@ class UniversalSettings:
     n_val_groups: int = 4
     refiner_max_shift_ms: float = 20.0
     refiner_clip_ms: float = 25.0
+    ensemble: bool = True
     trainer: str = UNIVERSAL_TRAINER
     trainer_params: dict = field(default_factory=dict)
     seed: int = 0
@@ -278,6 +282,7 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
     n_folds = min(settings.n_folds, len(groups))
     folds = group_folds(groups, n_folds, settings.seed)
     oof_inputs, oof_scores, oof_views = [None] * len(data), [None] * len(data), [None] * len(data)
+    oof_networks = []
     for f, held in enumerate(folds):
         train = [d for d in data if d.group not in held]
         key = " ".join(held)
@@ -286,6 +291,7 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
             net = fit_scorer(train, settings, seed_offset=1 + f)
             if scorers is not None:
                 scorers[key] = net
+        oof_networks.append(net)
         model = _model(net, durations, prior, settings, INITIAL_WEIGHTS, background)
         idx = [i for i, d in enumerate(data) if d.group in held]
         inputs, scores, views = decoding_inputs(model, [data[i] for i in idx])
@@ -321,7 +327,8 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
     refiner = BoundaryRefiner(target_clip_ms=settings.refiner_clip_ms,
                               max_shift_ms=settings.refiner_max_shift_ms).fit(features, shifts)
     kept = background if settings.alignment_background is None else background[:settings.alignment_background]
-    model = _model(network, durations, prior, settings, weights, kept)
+    scorer = averaged_network([network] + oof_networks) if settings.ensemble else network
+    model = _model(scorer, durations, prior, settings, weights, kept)
     model.refiner = refiner
     model.training = {
         "utterances": len(data), "languages": groups, "validation_languages": sorted(val_groups),

@@ -455,6 +455,64 @@ class ComposedNetwork:
         return net
 
 
+def averaged_network(networks: Sequence["ComposedNetwork"]) -> "ComposedNetwork":
+    """One :class:`ComposedNetwork` whose logits are the mean of ``networks``' calibrated logits
+    (each ``temperature * logits``): their ReLU units side by side (K networks of m units: K m
+    units), each network's standardisation folded into its first layer so that all read the first
+    network's standardised frames, each output layer scaled by its temperature / K, temperature 1.
+
+    Every class's score (:meth:`~ComposedNetwork.frame_classifier`: log softmax, minus a prior) is
+    then the mean of the networks' scores plus a per-frame constant, which the segmental DP's
+    agreement (each frame's scores minus their maximum) and the refiner's score differences do
+    not see: an ensemble at the cost of one wider network. The networks must read the same
+    frames (context, features) and describe classes the same way (D); with residual logits, of
+    the same training classes. Raises ``ValueError`` otherwise."""
+    nets = list(networks)
+    if not nets or not all(n._fitted for n in nets):
+        raise ValueError("averaged_network needs one or more trained networks")
+    first = nets[0]
+    if len(nets) == 1:
+        return first
+    for n in nets[1:]:
+        if (n.context, n.n_features, n.n_descriptions) != (first.context, first.n_features, first.n_descriptions):
+            raise ValueError("the networks read different frames or describe classes differently")
+        if bool(n.residual_weights.size) != bool(first.residual_weights.size) or (
+                first.residual_weights.size and n.class_names != first.class_names):
+            raise ValueError("the networks' residual logits are of different training classes")
+    K = len(nets)
+    mu0, s0 = first.mean.astype(np.float64), first.inv_std.astype(np.float64)
+    hidden_w, hidden_b, proj, res_w = [], [], [], []
+    proj_b = np.zeros(first.n_descriptions)
+    res_b = np.zeros(first.residual_bias.shape)
+    for n in nets:
+        W = n.hidden_weights.astype(np.float64)
+        s = n.inv_std.astype(np.float64)
+        # (x - mu_n) s_n = u (s_n / s_0) + (mu_0 - mu_n) s_n, u = (x - mu_0) s_0 the first network's input
+        hidden_w.append((s / s0)[:, None] * W)
+        hidden_b.append(n.hidden_bias.astype(np.float64) + ((mu0 - n.mean.astype(np.float64)) * s) @ W)
+        scale = float(n.temperature) / K
+        proj.append(scale * n.projection.astype(np.float64))
+        proj_b += scale * n.projection_bias.astype(np.float64)
+        if n.residual_weights.size:
+            res_w.append(scale * n.residual_weights.astype(np.float64))
+            res_b += scale * n.residual_bias.astype(np.float64)
+    out = copy.copy(first)
+    out.__dict__.pop("_base", None)  # the cached classifier of the first network's layers
+    out.hidden = K * first.hidden
+    out.hidden_weights = np.hstack(hidden_w).astype(np.float32)
+    out.hidden_bias = np.concatenate(hidden_b).astype(np.float32)
+    out.projection = np.vstack(proj).astype(np.float32)
+    out.projection_bias = proj_b.astype(np.float32)
+    out.temperature = np.float32(1.0)
+    if res_w:
+        out.residual_weights = np.vstack(res_w).astype(np.float32)
+        out.residual_bias = res_b.astype(np.float32)
+    for k in ("hidden_weights", "hidden_bias", "projection", "projection_bias", "residual_weights"):
+        flush_subnormals(getattr(out, k))
+    out.history_ = list(first.history_)
+    return out
+
+
 @njit(cache=True, nogil=True)
 def _column_products(A, Phi):
     """(R, C) float32 ``A @ Phi.T`` of float32 ``A`` (R, D) and ``Phi`` (C, D), each entry summed
