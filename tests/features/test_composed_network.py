@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aligner.features.composed_network import ComposedNetwork, averaged_network
+from aligner.features.composed_network import ComposedNetwork, active_units, averaged_network, pruned_network
 
 
 def _groups(seed: int = 0):
@@ -99,3 +99,21 @@ def test_averaged_network_scores_the_mean_of_its_members_up_to_a_constant_per_fr
     other = ComposedNetwork(context=2, hidden=8, epochs=1).fit(frames, labels, Phi, groups)
     with pytest.raises(ValueError, match="different frames"):
         averaged_network([nets[0], other])
+
+
+def test_units_never_positive_on_the_training_frames_are_pruned_at_no_cost_to_their_scores():
+    frames, labels, groups = _groups()
+    Phi = np.eye(4, dtype=np.float32)
+    net = ComposedNetwork(hidden=16, epochs=2, context=1, batch=64).fit(frames, labels, Phi, groups)
+    net.hidden_bias[:3] = -1e4  # three units that never fire
+    keep = active_units(net, frames)
+    assert keep.shape == (16,) and not keep[:3].any() and keep.sum() <= 13
+    small = pruned_network(net, keep)
+    assert small.hidden == keep.sum() and small.projection.shape == (keep.sum(), 4)
+    test = np.vstack(frames)
+    np.testing.assert_allclose(small.frame_classifier(Phi).scores(test), net.frame_classifier(Phi).scores(test),
+                               atol=1e-5)
+    assert ComposedNetwork.from_arrays(small.to_arrays()).hidden == small.hidden
+    assert pruned_network(net, np.ones(16, bool)) is net
+    with pytest.raises(ValueError, match="a unit kept"):
+        pruned_network(net, np.zeros(16, bool))

@@ -34,7 +34,7 @@ from aligner.alignment.decoding.task import AlignmentTask
 from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, DEFAULT_WARPS, INITIAL_WEIGHTS, reference_starts
 from aligner.alignment.universal import SILENCE_CLASS, FeatureDurations, PhonePrior, UniversalModel
 from aligner.errors import AlignerError, TranscriptError
-from aligner.features.composed_network import ComposedNetwork, averaged_network
+from aligner.features.composed_network import ComposedNetwork, active_units, averaged_network, pruned_network
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
 from aligner.io.audio import load_audio
@@ -73,8 +73,10 @@ class UniversalSettings:
     ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``ensemble``:
     the model scores frames by the final scorer and the ``n_folds`` out-of-fold scorers averaged
     (:func:`~aligner.features.composed_network.averaged_network`, one network of ``(n_folds + 1)
-    hidden`` units; the weights and the refiner still train on the out-of-fold scores); ``trainer`` and
-    its parameters."""
+    hidden`` units; the weights and the refiner still train on the out-of-fold scores);
+    ``prune_units``: the model's scorer keeps only the units positive on some training frame
+    (:func:`~aligner.features.composed_network.active_units`; the others change no training
+    frame's score); ``trainer`` and its parameters."""
 
     hidden: int = 512
     alpha: float = 3.0
@@ -95,6 +97,7 @@ class UniversalSettings:
     refiner_max_shift_ms: float = 20.0
     refiner_clip_ms: float = 25.0
     ensemble: bool = True
+    prune_units: bool = True
     trainer: str = UNIVERSAL_TRAINER
     trainer_params: dict = field(default_factory=dict)
     seed: int = 0
@@ -328,6 +331,8 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
                               max_shift_ms=settings.refiner_max_shift_ms).fit(features, shifts)
     kept = background if settings.alignment_background is None else background[:settings.alignment_background]
     scorer = averaged_network([network] + oof_networks) if settings.ensemble else network
+    if settings.prune_units:
+        scorer = pruned_network(scorer, active_units(scorer, [f for d in data for f in [d.frames, *d.warped]]))
     model = _model(scorer, durations, prior, settings, weights, kept)
     model.refiner = refiner
     model.training = {

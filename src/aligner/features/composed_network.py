@@ -513,6 +513,41 @@ def averaged_network(networks: Sequence["ComposedNetwork"]) -> "ComposedNetwork"
     return out
 
 
+def active_units(network: "ComposedNetwork", frames_list: Sequence[np.ndarray], block: int = 8192) -> np.ndarray:
+    """(hidden,) bool: the ReLU units of ``network`` positive on at least one frame of
+    ``frames_list`` ((T_i, n_features) frames each, read with their context as the network reads
+    them), in blocks of ``block`` frames."""
+    active = np.zeros(network.hidden, bool)
+    for frames in frames_list:
+        X = (stack_context(np.asarray(frames, np.float32), network.context) - network.mean) * network.inv_std
+        for a in range(0, len(X), block):
+            H = X[a:a + block] @ network.hidden_weights
+            H += network.hidden_bias
+            active |= (H > 0).any(axis=0)
+    return active
+
+
+def pruned_network(network: "ComposedNetwork", keep: np.ndarray) -> "ComposedNetwork":
+    """``network`` with only the ReLU units ``keep`` ((hidden,) bool): a unit left out contributes
+    nothing where it is 0, so a unit never positive on the training frames (:func:`active_units`;
+    L2 training leaves many so) can go at no cost to their scores, and saves its share of the
+    hidden layer's products on every frame scored."""
+    keep = np.asarray(keep, bool)
+    if keep.shape != (network.hidden,) or not keep.any():
+        raise ValueError(f"keep must be a ({network.hidden},) bool array with a unit kept")
+    if keep.all():
+        return network
+    out = copy.copy(network)
+    out.__dict__.pop("_base", None)
+    out.hidden = int(keep.sum())
+    out.hidden_weights = np.ascontiguousarray(network.hidden_weights[:, keep])
+    out.hidden_bias = network.hidden_bias[keep].copy()
+    out.projection = np.ascontiguousarray(network.projection[keep])
+    if network.residual_weights.size:
+        out.residual_weights = np.ascontiguousarray(network.residual_weights[keep])
+    return out
+
+
 @njit(cache=True, nogil=True)
 def _column_products(A, Phi):
     """(R, C) float32 ``A @ Phi.T`` of float32 ``A`` (R, D) and ``Phi`` (C, D), each entry summed
