@@ -6,7 +6,9 @@ For each of 4 speaker folds of the TIMIT sample (:func:`aligner.io.corpus.speake
 VoxAngeles languages and the other 9 speakers read as IPA
 (:func:`~benchmarks.languages.corpus.timit_ipa_intervals`: a stop with its closure one phone), and
 the 3 held-out speakers' utterances are aligned from their IPA phones; every boundary but the first
-of that IPA reading is scored. Models are saved under ``OUT/universal-timit/fold<k>`` and reused when there.
+of that IPA reading is scored. Models are saved under ``OUT/universal-timit/fold<k>[-TAG]`` and reused when
+there; their frame scorers under ``OUT/scorers`` (as ``eval_languages_cv`` keeps them), so that designs
+differing only after the scorers (``--settings``, ``--tag``) train in a minute.
 
     python -m benchmarks.languages.eval_timit_ipa --out runs/languages
 """
@@ -40,7 +42,7 @@ def main(argv=None):
     from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances, speaker_folds
     from aligner.io.transcripts import read_phn
-    from benchmarks.languages.eval_languages_cv import load_all
+    from benchmarks.languages.eval_languages_cv import ScorerCache, load_all, scorer_key
 
     utterances = find_utterances(TIMIT)
     folds = speaker_folds(utterances, args.folds)
@@ -56,8 +58,9 @@ def main(argv=None):
                 data = load_all(args.out, conditions=settings.conditions)
             train = [d for d in data if d.group != TIMIT_GROUP or d.speaker not in held]
             t0 = time.perf_counter()
+            cache = ScorerCache(args.out / "scorers" / scorer_key(settings) / ("timit-without-" + "-".join(held)))
             model = train_universal_model(train, settings, progress=lambda s, a, b: print(
-                f"  {s} {a}/{b} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True))
+                f"  {s} {a}/{b} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True), scorers=cache)
             model.training["test_speakers"] = list(held)
             model.save(path)
         pairs, seconds, audio_s = [], 0.0, 0.0

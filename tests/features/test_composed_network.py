@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aligner.features.composed_network import ComposedNetwork, active_units, averaged_network, pruned_network
+from aligner.features.composed_network import (ComposedNetwork, averaged_network, mean_activations, pruned_network,
+                                               unit_contributions)
 
 
 def _groups(seed: int = 0):
@@ -102,12 +103,16 @@ def test_averaged_network_scores_the_mean_of_its_members_up_to_a_constant_per_fr
 
 
 def test_units_never_positive_on_the_training_frames_are_pruned_at_no_cost_to_their_scores():
+    """A unit that is 0 on every frame moves no score: left out, the frames score the same."""
     frames, labels, groups = _groups()
     Phi = np.eye(4, dtype=np.float32)
     net = ComposedNetwork(hidden=16, epochs=2, context=1, batch=64).fit(frames, labels, Phi, groups)
     net.hidden_bias[:3] = -1e4  # three units that never fire
-    keep = active_units(net, frames)
+    activations = mean_activations(net, frames)
+    keep = activations > 0
     assert keep.shape == (16,) and not keep[:3].any() and keep.sum() <= 13
+    contribution = unit_contributions(net, activations)
+    assert np.all(contribution[:3] == 0) and np.all(contribution[keep] > 0)
     small = pruned_network(net, keep)
     assert small.hidden == keep.sum() and small.projection.shape == (keep.sum(), 4)
     test = np.vstack(frames)

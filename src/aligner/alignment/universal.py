@@ -9,7 +9,8 @@ what the 39-class English model keeps per class:
 * the **frame scores**: a :class:`~aligner.features.composed_network.ComposedNetwork` maps each
   frame into the description space, and a phone's score is the inner product with its
   description, so a phone never heard in training (``ʕʷ``, ``ɓ̥``, ``t͡ɬʼ``) is scored by the
-  features it shares with phones that were;
+  features it shares with phones that were (a trained model's network is several scorers
+  averaged, :mod:`aligner.alignment.universal_training`);
 * the **durations** (:class:`FeatureDurations`): a phone seen in training keeps its own
   statistics, pulled toward those its features predict; an unseen one gets the prediction;
 * the **boundary refiner** reads the broad classes (manner) of the two phones of a boundary, as

@@ -513,25 +513,35 @@ def averaged_network(networks: Sequence["ComposedNetwork"]) -> "ComposedNetwork"
     return out
 
 
-def active_units(network: "ComposedNetwork", frames_list: Sequence[np.ndarray], block: int = 8192) -> np.ndarray:
-    """(hidden,) bool: the ReLU units of ``network`` positive on at least one frame of
-    ``frames_list`` ((T_i, n_features) frames each, read with their context as the network reads
-    them), in blocks of ``block`` frames."""
-    active = np.zeros(network.hidden, bool)
+def mean_activations(network: "ComposedNetwork", frames_list: Sequence[np.ndarray], block: int = 8192) -> np.ndarray:
+    """(hidden,) float64 mean of each ReLU unit of ``network`` over every frame of ``frames_list``
+    ((T_i, n_features) frames each, read with their context as the network reads them), in blocks
+    of ``block`` frames: 0 for a unit positive on none of them."""
+    total = np.zeros(network.hidden)
+    n = 0
     for frames in frames_list:
         X = (stack_context(np.asarray(frames, np.float32), network.context) - network.mean) * network.inv_std
         for a in range(0, len(X), block):
             H = X[a:a + block] @ network.hidden_weights
             H += network.hidden_bias
-            active |= (H > 0).any(axis=0)
-    return active
+            np.maximum(H, 0, out=H)
+            total += H.sum(axis=0, dtype=np.float64)
+            n += len(H)
+    return total / max(n, 1)
+
+
+def unit_contributions(network: "ComposedNetwork", activations: np.ndarray) -> np.ndarray:
+    """(hidden,) how much each ReLU unit moves the logits: its mean activation
+    (:func:`mean_activations`) times the norm of its row of the output map (``projection``)."""
+    return np.asarray(activations, np.float64) * np.linalg.norm(network.projection.astype(np.float64), axis=1)
 
 
 def pruned_network(network: "ComposedNetwork", keep: np.ndarray) -> "ComposedNetwork":
     """``network`` with only the ReLU units ``keep`` ((hidden,) bool): a unit left out contributes
-    nothing where it is 0, so a unit never positive on the training frames (:func:`active_units`;
-    L2 training leaves many so) can go at no cost to their scores, and saves its share of the
-    hidden layer's products on every frame scored."""
+    nothing where it is 0, so a unit never positive on the training frames (:func:`mean_activations`
+    0; L2 training leaves many so) can go at no cost to their scores, and saves its share of the
+    hidden layer's products on every frame scored; so can, at little cost, units that contribute
+    little (:func:`unit_contributions`)."""
     keep = np.asarray(keep, bool)
     if keep.shape != (network.hidden,) or not keep.any():
         raise ValueError(f"keep must be a ({network.hidden},) bool array with a unit kept")
