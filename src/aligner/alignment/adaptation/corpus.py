@@ -88,11 +88,12 @@ MULTI_CONDITION_PRIOR = 3.0
 #: what adapting a universal model's view of a corpus re-estimates when no settings are given
 #: (:class:`~aligner.alignment.adaptation.rounds.AdaptSettings` fields): the durations of the
 #: language's phones (which the universal model predicted from their features), 5 pseudo-counts of
-#: the view's statistics; the classifier kept. Chosen on the validation languages
-#: (``benchmarks.languages.eval_languages_cv --test-fold 1 --exclude-folds 0 --adapt-rounds 2``,
-#: docs/results.md): the output-layer refit of the English defaults added nothing to the durations'
-#: gain and alone gained 0.4 points.
-UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": None, "durations_prior": 5.0}
+#: the view's statistics, and the view's output layer (prior 10, as the English model's). Chosen on
+#: the validation languages (``benchmarks.languages.eval_languages_cv --test-fold 1|2 --exclude-folds 0
+#: --adapt-rounds 2 --adapt-settings JSON``, CHANGELOG 0.17.0): with 0.17.0's averaged scorer the
+#: refit added 1.9 points on fold 1 to the durations' 0.6 (priors 3 / 10 / 30 alike), nothing on
+#: fold 2; with 0.15.0's single scorer it had added nothing to the durations' gain.
+UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": 10.0, "durations_prior": 5.0}
 #: what adapting the clean model to a corpus transcribed in words re-estimates when no settings
 #: are given (:class:`~aligner.alignment.adaptation.rounds.AdaptSettings` fields): the phone
 #: durations (a speaker's tempo, the dictionary's forms as said), the base's statistics as 30
