@@ -83,7 +83,7 @@ class _StageBars:
               help="What each round re-estimates: the classifier's output layer, the phone durations or both. "
                    "auto: the classifier for phone transcripts and for a condition expert; the durations for "
                    "words in the clean model's own language (its classifier refit measured worse on clean speech; "
-                   "words of another --language: both) and for the universal model. 'both' suits words recorded "
+                   "words of another --language: both); both for the universal model. 'both' suits words recorded "
                    "in noise or a room that the model's gates still take for clean.")
 def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, language, phone_map, phone_set, rounds,
           output_dir, jobs, engine, scheduler, keep_check, pronunciation_prior, reestimate):
