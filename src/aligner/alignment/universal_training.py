@@ -84,9 +84,8 @@ class UniversalSettings:
     the model's scorer then keeps only the units positive on some training frame (the others
     change no training frame's score), and of those at most ``scorer_units`` (None: all), the
     ones that move the logits most (:func:`~aligner.features.composed_network.unit_contributions`;
-    768 chosen on the validation folds 1 and 2: within 20 ms 78.3 / 70.7 % with 768 units, 76.8 /
-    70.2 % with 512, 78.2 / 70.4 % with every active unit, CHANGELOG 0.17.0); ``trainer`` and its
-    parameters."""
+    768 chosen on the validation folds, where 512 lost accuracy and every active unit gained none:
+    CHANGELOG 0.17.0); ``trainer`` and its parameters."""
 
     hidden: int = 512
     alpha: float = 3.0

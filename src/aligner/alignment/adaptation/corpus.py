@@ -91,8 +91,8 @@ MULTI_CONDITION_PRIOR = 3.0
 #: the view's statistics, and the view's output layer (prior 10, as the English model's). Chosen on
 #: the validation languages (``benchmarks.languages.eval_languages_cv --test-fold 1|2 --exclude-folds 0
 #: --adapt-rounds 2 --adapt-settings JSON``, CHANGELOG 0.17.0): with 0.17.0's averaged scorer the
-#: refit added 1.9 points on fold 1 to the durations' 0.6 (priors 3 / 10 / 30 alike), nothing on
-#: fold 2; with 0.15.0's single scorer it had added nothing to the durations' gain.
+#: refit added to the durations' gain on one validation fold and cost nothing on the other (priors
+#: 3, 10 and 30 alike); with 0.15.0's single scorer it had added nothing.
 UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": 10.0, "durations_prior": 5.0}
 #: what adapting the clean model to a corpus transcribed in words re-estimates when no settings
 #: are given (:class:`~aligner.alignment.adaptation.rounds.AdaptSettings` fields): the phone
