@@ -32,12 +32,23 @@ def test_leading_stress_and_withdrawn_click_letters():
 
 def test_other_withdrawn_and_sinological_letters_read_as_their_successors():
     for old, new in (("ɼ", "r̝"), ("ʆ", "ʃʲ"), ("ʓ", "ʒʲ"), ("ʚ", "ɞ"), ("ʮ", "ʉ"), ("ʯ", "ʉ"), ("ᵻ", "ɨ"),
-                     ("ᵿ", "ʊ̈"), ("ɼː", "r̝ː")):
+                     ("ᵿ", "ʊ̈"), ("ɼː", "r̝ː"), ("ƥ", "ɓ̥"), ("ƭ", "ɗ̥"), ("ƈ", "ʄ̊"), ("ƙ", "ɠ̊"), ("ʠ", "ʛ̥"),
+                     ("ƞ", "n̩"), ("ƫ", "tʲ"), ("ȶ", "t̠ʲ"), ("ȡ", "d̠ʲ"), ("ȵ", "n̠ʲ"), ("ȴ", "l̠ʲ"), ("ǝ", "ə"),
+                     ("ꭧ", "ʈ͡ʂ"), ("ꭦ", "ɖ͡ʐ"), ("ƭʰ", "ɗ̥ʰ")):
         assert np.array_equal(read_ipa(old).parts, read_ipa(new).parts), old
         assert read_ipa(old).symbol == old
     assert read_ipa("ʆ").feature("hi") == 1 and read_ipa("ʃ").feature("hi") == -1  # palatalised
     with pytest.raises(IpaError, match="not a letter of the IPA"):
         read_ipa("A")  # an ASCII capital stays an error naming the symbol
+
+
+def test_a_modifier_letter_alone_is_the_sound_it_stands_for():
+    for lone, sound in (("ʰ", "h"), ("ʱ", "ɦ"), ("ⁿ", "n"), ("ᵐ", "m"), ("ᵑ", "ŋ"), ("ʼ", "ʔ"), ("ʷ", "w")):
+        seg = read_ipa(lone)
+        assert seg.symbol == lone and seg.ipa == sound and np.array_equal(seg.parts, read_ipa(sound).parts), lone
+    assert read_ipa("tʰ").feature("sg") == 1 and len(read_ipa("ⁿd").parts) == 1  # as marks they stay marks
+    with pytest.raises(IpaError, match="starts with the mark"):
+        read_ipa("ː")  # length alone is no sound
 
 
 def test_diacritics_length_and_tie_bars_are_features():

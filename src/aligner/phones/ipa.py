@@ -103,11 +103,20 @@ _RHOTIC_VOWELS = {"ɝ": "ɜ˞", "ɚ": "ə˞"}
 #: (and letters the IPA withdrew, which older field transcriptions still use: the clicks ``ʇ``
 #: dental, ``ʗ`` (post)alveolar, ``ʖ`` lateral (1989); ``ɼ`` the raised trill (Czech ř), ``ʆ ʓ``
 #: the palatalised fricatives, ``ʚ`` the open-mid rounded central vowel; the Sinologists' rounded
-#: apical vowels ``ʮ ʯ`` beside ``ɿ ʅ``; and the barred ``ᵻ ᵿ`` of dictionaries' reduced vowels)
+#: apical vowels ``ʮ ʯ`` beside ``ɿ ʅ``; and the barred ``ᵻ ᵿ`` of dictionaries' reduced vowels;
+#: the voiceless implosives ``ƥ ƭ ƈ ƙ ʠ`` (withdrawn 1993), syllabic ``ƞ`` (1976) and palatalised
+#: ``ƫ`` (1989); the Sinologists' alveolo-palatal ``ȶ ȡ ȵ ȴ``; the Africanists' schwa ``ǝ``; the
+#: retroflex affricate ligatures ``ꭧ ꭦ``)
 _EXTRA_LETTERS = {"ⱱ": "ɾ", "ʢ": "ʕ", "ʜ": "ħ", "ʡ": "ʔ", "ɿ": "ɨ", "ʅ": "ɨ", "ᴀ": "a", "ɷ": "ʊ", "ɩ": "ɪ",
                   "ʦ": "t͡s", "ʧ": "t͡ʃ", "ʤ": "d͡ʒ", "ʣ": "d͡z", "ʨ": "t͡ɕ", "ʥ": "d͡ʑ",
                   "ʇ": "ǀ", "ʗ": "ǃ", "ʖ": "ǁ", "ɼ": "r̝", "ʆ": "ʃʲ", "ʓ": "ʒʲ", "ʚ": "ɞ",
-                  "ʮ": "ʉ", "ʯ": "ʉ", "ᵻ": "ɨ", "ᵿ": "ʊ̈"}
+                  "ʮ": "ʉ", "ʯ": "ʉ", "ᵻ": "ɨ", "ᵿ": "ʊ̈",
+                  "ƥ": "ɓ̥", "ƭ": "ɗ̥", "ƈ": "ʄ̊", "ƙ": "ɠ̊", "ʠ": "ʛ̥", "ƞ": "n̩", "ƫ": "tʲ",
+                  "ȶ": "t̠ʲ", "ȡ": "d̠ʲ", "ȵ": "n̠ʲ", "ȴ": "l̠ʲ", "ǝ": "ə", "ꭧ": "ʈ͡ʂ", "ꭦ": "ɖ͡ʐ"}
+#: a modifier letter written as a phone of its own (an annotator who gives the aspiration, the
+#: release of a prenasalised stop or a glottal catch an interval of its own): the sound it stands for
+LONE_MODIFIERS = {"ʰ": "h", "ʱ": "ɦ", "ⁿ": "n", "ᵐ": "m", "ᵑ": "ŋ", "ʲ": "j", "ʷ": "w", "ˀ": "ʔ", "ʼ": "ʔ",
+                  "ˤ": "ʕ"}
 #: marks a phone may begin with that carry no feature here, left out of its canonical spelling:
 #: stress (a G2P's ``ˈa`` is the phone ``a``)
 LEADING_NEUTRAL_MARKS = "ˈˌ"
@@ -280,6 +289,7 @@ def read_ipa(symbol: str) -> Segment:
         return Segment(symbol, "sil", np.zeros((0, N_FEATURES), np.int8))
     ipa = ascii_habits(symbol)
     ipa = ipa.lstrip(LEADING_NEUTRAL_MARKS) or ipa  # a stress mark alone is left for _parse to refuse
+    ipa = LONE_MODIFIERS.get(ipa, ipa)
     if any(ch.isspace() for ch in ipa):
         raise IpaError(f"phone {symbol!r} holds a space: one phone per symbol")
     parts, tone = _parse(unicodedata.normalize("NFD", ipa), symbol)
