@@ -323,6 +323,8 @@ def test_the_phones_tier_is_found_by_name_or_named(tmp_path):
     with pytest.raises(TranscriptError) as err:
         read_reference_phones(path, "segments")
     assert str(err.value) == f"{path}: tier 'segments' not found (interval tiers: 'Words', 'Phones', 'ipa')"
+    write_textgrid(path, [("words", [(0.0, 1.0, "ab")]), ("Segments", [(0.0, 1.0, "a")])], xmax=1.0)
+    assert read_reference_phones(path)[2] == ["a"]  # another name phones go by
     write_textgrid(path, [("words", [(0.0, 1.0, "ab")]), ("segs", [(0.0, 1.0, "a")])], xmax=1.0)
     with pytest.raises(TranscriptError) as err:
         read_reference_phones(path)

@@ -179,9 +179,9 @@ def write_textgrid(path: str | os.PathLike, tiers: Tiers, xmax: float, point_tie
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-#: the names a tier of phones goes by, compared stripped and in lower case (Praat's and MFA's
-#: ``phones``; some corpora write ``phone``)
-PHONE_TIER_NAMES = ("phones", "phone")
+#: the names a tier of phones goes by, compared stripped and in lower case, in order of preference
+#: (Praat's and MFA's ``phones``; some corpora write ``phone``, ``phonemes`` or ``segments``)
+PHONE_TIER_NAMES = ("phones", "phone", "phonemes", "phoneme", "segments", "segment")
 
 
 def textgrid_encoding(raw: bytes) -> str:
