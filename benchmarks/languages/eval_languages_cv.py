@@ -89,6 +89,7 @@ def scorer_key(settings) -> str:
     return (f"h{settings.hidden}-a{settings.alpha:g}-e{settings.epochs}-f{settings.max_train_frames}-"
             f"s{settings.seed}-w{'_'.join(f'{w:g}' for w in settings.warps)}-k{settings.n_folds}"
             + (f"-r{settings.residual_alpha:g}" if settings.residual_alpha else "")
+            + (f"-x{settings.context}" if settings.context != 4 else "")
             + ("-refit" if settings.refit_scorer else "") + ("-bal" if settings.balanced_scorer_groups else "")
             + (f"-c{hashlib.sha1(json.dumps(settings.conditions, sort_keys=True).encode()).hexdigest()[:8]}"
                if settings.conditions else ""))

@@ -360,6 +360,7 @@ def test_the_scorer_may_also_train_on_degraded_copies(tmp_path):
     field = Path(__file__).resolve().parents[2] / "recipes" / "conditions" / "field.json"
     assert AugmentationRecipe.from_json_file(field).copies == 1  # the recipe measured in CHANGELOG 0.16.0
     assert UniversalSettings().conditions is None
+    assert UniversalSettings().network().context == 4 and UniversalSettings(context=6).network().context == 6
     corpus = _synthetic_corpus(tmp_path / "corpus", per_language=2)
     quiet = {"copies": 2, "room_probability": 0.0, "noise_probability": 1.0, "snr_db": [5, 10],
              "telephone_probability": 0.0, "clip_probability": 0.0}

@@ -60,7 +60,7 @@ UNIVERSAL_TRAINER = "svm"
 @dataclass
 class UniversalSettings:
     """The design of a universal model's training (defaults chosen on validation languages,
-    docs/results.md): the scorer's ``hidden`` units, L2 ``alpha`` (``residual_alpha`` > 0: each
+    docs/results.md): the scorer's ``context`` frames on either side of a frame, ``hidden`` units, L2 ``alpha`` (``residual_alpha`` > 0: each
     training phone also a logit of its own, :class:`~aligner.features.composed_network.ComposedNetwork`),
     at most ``epochs``, ``refit_scorer``: then trained again on every language, the held-out ones
     included, for the epochs they chose; ``balanced_scorer_groups``: each held-out language weighs
@@ -87,6 +87,7 @@ class UniversalSettings:
     768 chosen on the validation folds, where 512 lost accuracy and every active unit gained none:
     CHANGELOG 0.17.0); ``trainer`` and its parameters."""
 
+    context: int = 4
     hidden: int = 512
     alpha: float = 3.0
     residual_alpha: float = 0.0
@@ -112,7 +113,7 @@ class UniversalSettings:
     seed: int = 0
 
     def network(self, seed_offset: int = 0) -> ComposedNetwork:
-        return ComposedNetwork(hidden=self.hidden, alpha=self.alpha, epochs=self.epochs,
+        return ComposedNetwork(context=self.context, hidden=self.hidden, alpha=self.alpha, epochs=self.epochs,
                                max_train_frames=self.max_train_frames, seed=self.seed + seed_offset,
                                residual_alpha=self.residual_alpha, refit=self.refit_scorer,
                                balanced_groups=self.balanced_scorer_groups)
