@@ -32,15 +32,17 @@ from pathlib import Path
 
 import numpy as np
 
+from aligner.alignment.training import DEFAULT_WARPS
 from benchmarks.languages.corpus import (TIMIT_GROUP, combined_corpus, language_files, language_folds, reference,
                                          write_timit_ipa)
 
 SYSTEMS = ("universal", "baseline", "english")
 
 
-def load_all(out: Path, progress=None, conditions=None) -> list:
+def load_all(out: Path, progress=None, conditions=None, warps: tuple = DEFAULT_WARPS) -> list:
     """Every recording of the 40 languages and the TIMIT sample in IPA, read for the universal model
-    (with the degraded copies of ``conditions``, :attr:`UniversalSettings.conditions`)."""
+    with the VTLP copies of ``warps`` and the degraded copies of ``conditions``
+    (:attr:`UniversalSettings.warps`, :attr:`UniversalSettings.conditions`)."""
     from aligner.alignment.universal_training import read_universal_corpus
     from benchmarks.languages.corpus import languages
 
@@ -53,7 +55,8 @@ def load_all(out: Path, progress=None, conditions=None) -> list:
     failed: list = []
     with warnings.catch_warnings():  # the TIMIT sample's SPHERE files lost bytes to a newline conversion
         warnings.simplefilter("ignore", RepairedAudioWarning)
-        data = read_universal_corpus(corpus, progress=progress, failed=failed, conditions=conditions)
+        data = read_universal_corpus(corpus, warps=tuple(warps), progress=progress, failed=failed,
+                                     conditions=conditions)
     for utt, message in failed:
         print(f"left out: {message}", file=sys.stderr)
     return data
@@ -214,7 +217,7 @@ def main(argv=None):
                     model = UniversalModel.load(path)
                 else:
                     if data is None:
-                        data = load_all(args.out, conditions=settings.conditions)
+                        data = load_all(args.out, conditions=settings.conditions, warps=settings.warps)
                     train = [d for d in data if d.group in train_langs or (d.group == TIMIT_GROUP and not args.no_timit)]
                     langs = "-".join(sorted({d.group for d in train}))
                     cache = ScorerCache(args.out / "scorers" / scorer_key(settings)

@@ -55,7 +55,7 @@ def main(argv=None):
             model = UniversalModel.load(path)
         else:
             if data is None:
-                data = load_all(args.out, conditions=settings.conditions)
+                data = load_all(args.out, conditions=settings.conditions, warps=settings.warps)
             train = [d for d in data if d.group != TIMIT_GROUP or d.speaker not in held]
             t0 = time.perf_counter()
             cache = ScorerCache(args.out / "scorers" / scorer_key(settings) / ("timit-without-" + "-".join(held)))

@@ -263,8 +263,8 @@ def _train_universal(corpus_dir, out_dir, trainer, trainer_params, settings, n_f
     if trainer is not None:  # None: UniversalSettings' trainer
         fields["trainer"] = trainer
     settings = UniversalSettings(**fields)
-    data = read_universal_corpus(corpus_dir, code, phones_tier, progress=progress, failed=failed,
-                                 conditions=settings.conditions)
+    data = read_universal_corpus(corpus_dir, code, phones_tier, warps=tuple(settings.warps), progress=progress,
+                                 failed=failed, conditions=settings.conditions)
     model = train_universal_model(data, settings, progress, epoch_callback)
     model.training["corpus"] = str(corpus_dir)
     model.save(out_dir)

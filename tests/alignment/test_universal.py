@@ -456,3 +456,20 @@ def test_an_output_column_of_the_shipped_model_is_the_same_in_a_product_of_any_w
         part, bias = network.output_layer(Phi[shuffled], None)
         np.testing.assert_array_equal(part, full[:, shuffled])
         np.testing.assert_array_equal(bias, network.output_layer(Phi, None, "bias")[1][shuffled])
+
+
+def test_training_reads_the_corpus_with_the_settings_warps(tmp_path, monkeypatch):
+    """``aligner train --universal`` makes the VTLP copies its settings name (``warps``), not the default ones."""
+    import aligner.alignment.universal_training as ut
+    from aligner import api
+
+    seen = {}
+
+    def reader(corpus_dir, code="ipa", tier=None, warps=ut.DEFAULT_WARPS, **kwargs):
+        seen["warps"] = tuple(warps)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(ut, "read_universal_corpus", reader)
+    with pytest.raises(RuntimeError, match="stop here"):
+        api.train(tmp_path, tmp_path / "out", universal=True, classifier_params={"warps": [0.85, 1.15]})
+    assert seen["warps"] == (0.85, 1.15)
