@@ -32,14 +32,14 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.training import DEFAULT_WARPS
+from aligner.alignment.universal_training import UNIVERSAL_WARPS
 from benchmarks.languages.corpus import (TIMIT_GROUP, combined_corpus, language_files, language_folds, reference,
                                          write_timit_ipa)
 
 SYSTEMS = ("universal", "baseline", "english")
 
 
-def load_all(out: Path, progress=None, conditions=None, warps: tuple = DEFAULT_WARPS) -> list:
+def load_all(out: Path, progress=None, conditions=None, warps: tuple = UNIVERSAL_WARPS) -> list:
     """Every recording of the 40 languages and the TIMIT sample in IPA, read for the universal model
     with the VTLP copies of ``warps`` and the degraded copies of ``conditions``
     (:attr:`UniversalSettings.warps`, :attr:`UniversalSettings.conditions`)."""

@@ -465,7 +465,7 @@ def test_training_reads_the_corpus_with_the_settings_warps(tmp_path, monkeypatch
 
     seen = {}
 
-    def reader(corpus_dir, code="ipa", tier=None, warps=ut.DEFAULT_WARPS, **kwargs):
+    def reader(corpus_dir, code="ipa", tier=None, warps=ut.UNIVERSAL_WARPS, **kwargs):
         seen["warps"] = tuple(warps)
         raise RuntimeError("stop here")
 

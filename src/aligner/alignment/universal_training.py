@@ -37,7 +37,7 @@ import numpy as np
 
 from aligner.alignment.decoding.refinement import BoundaryRefiner, boundary_features
 from aligner.alignment.decoding.task import AlignmentTask
-from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, DEFAULT_WARPS, INITIAL_WEIGHTS, reference_starts
+from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, INITIAL_WEIGHTS, reference_starts
 from aligner.alignment.universal import SILENCE_CLASS, FeatureDurations, PhonePrior, UniversalModel
 from aligner.errors import AlignerError, TranscriptError
 from aligner.features.composed_network import (ComposedNetwork, averaged_network, mean_activations, pruned_network,
@@ -56,6 +56,11 @@ Progress = Optional[Callable[[str, int, int], None]]
 #: validation languages' cost, while the structural SVM's did)
 UNIVERSAL_TRAINER = "svm"
 
+
+
+#: the VTLP warps of the universal scorer's copies of every recording (the English model's two, and 0.85 and 1.15
+#: besides: chosen on the validation folds with two seeds, CHANGELOG 0.18.0)
+UNIVERSAL_WARPS = (0.85, 0.9, 1.1, 1.15)
 
 @dataclass
 class UniversalSettings:
@@ -95,7 +100,7 @@ class UniversalSettings:
     balanced_scorer_groups: bool = True
     epochs: int = 40
     max_train_frames: int = 200_000
-    warps: tuple = DEFAULT_WARPS
+    warps: tuple = UNIVERSAL_WARPS
     conditions: Optional[dict] = None
     prior: bool = True
     background: int = 60
@@ -150,7 +155,7 @@ def utterance_group(name: str, speaker: str) -> str:
 
 
 def read_universal_utterance(utt, code: str = "ipa", tier: str | None = None,
-                             warps: tuple = DEFAULT_WARPS, augmenter=None) -> UniversalUtterance:
+                             warps: tuple = UNIVERSAL_WARPS, augmenter=None) -> UniversalUtterance:
     """One corpus utterance (:class:`~aligner.io.corpus.Utterance`) read for the universal model;
     a one-line :class:`~aligner.errors.AlignerError` naming the file when it cannot be.
     ``augmenter``: an :class:`~aligner.features.augment.Augmenter` whose degraded copies' MFCC
@@ -176,7 +181,7 @@ def read_universal_utterance(utt, code: str = "ipa", tier: str | None = None,
                               np.asarray(starts_s, float), duration, copies)
 
 
-def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None, warps: tuple = DEFAULT_WARPS,
+def read_universal_corpus(corpus_dir, code: str = "ipa", tier: str | None = None, warps: tuple = UNIVERSAL_WARPS,
                           progress: Progress = None, failed: Optional[list] = None,
                           conditions: Optional[dict] = None) -> list:
     """Every readable recording of a TextGrid corpus (:func:`read_universal_utterance`);
