@@ -37,7 +37,7 @@ import numpy as np
 
 from aligner.alignment.decoding.refinement import BoundaryRefiner, boundary_features
 from aligner.alignment.decoding.task import AlignmentTask
-from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, INITIAL_WEIGHTS, reference_starts
+from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, DEFAULT_WARPS, INITIAL_WEIGHTS, reference_starts
 from aligner.alignment.universal import SILENCE_CLASS, FeatureDurations, PhonePrior, UniversalModel
 from aligner.errors import AlignerError, TranscriptError
 from aligner.features.composed_network import (ComposedNetwork, averaged_network, mean_activations, pruned_network,
@@ -58,9 +58,9 @@ UNIVERSAL_TRAINER = "svm"
 
 
 
-#: the VTLP warps of the universal scorer's copies of every recording (the English model's two, and 0.85 and 1.15
-#: besides: chosen on the validation folds with two seeds, CHANGELOG 0.18.0)
-UNIVERSAL_WARPS = (0.85, 0.9, 1.1, 1.15)
+#: the VTLP warps of the universal scorer's copies of every recording: the English model's two (four, 0.85-1.15,
+#: gained on the validation folds but not on the test folds or on English from IPA: CHANGELOG 0.18.0)
+UNIVERSAL_WARPS = DEFAULT_WARPS
 
 @dataclass
 class UniversalSettings:
