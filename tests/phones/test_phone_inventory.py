@@ -344,7 +344,7 @@ def test_a_training_corpus_leaves_out_bad_files_and_names_each(tmp_path):
     good = [(0.0, 0.2, ""), (0.2, 0.5, "a"), (0.5, 0.7, "t'"), (0.7, 1.0, "")]
     for name, tiers in {"good": [("words", [(0.2, 0.7, "at")]), ("phones", good)],
                         "empty": [("phones", [])],
-                        "no-tier": [("words", [(0.0, 1.0, "a")]), ("segments", [(0.0, 1.0, "a")])],
+                        "no-tier": [("words", [(0.0, 1.0, "a")]), ("segs", [(0.0, 1.0, "a")])],
                         "too-long": [("phones", good + [(1.0, 2.0, "a")])]}.items():
         sf.write(corpus / f"{name}.wav", (0.1 * rng.standard_normal(16000)).astype(np.float32), 16000)
         write_textgrid(corpus / f"{name}.TextGrid", [(n, [Interval(*iv) for iv in ivs]) for n, ivs in tiers],
