@@ -72,7 +72,8 @@ def by_position(pairs: list) -> str:
     for name, chunks in groups.items():
         e = np.concatenate(chunks) if chunks else np.zeros(0)
         if e.size:
-            parts.append(f"{name} {np.mean(np.abs(e) <= 20 + 1e-6) * 100:.1f} % (n {e.size}, median {np.median(e):+.1f} ms)")
+            parts.append(f"{name} {np.mean(np.abs(e) <= 20 + 1e-6) * 100:.1f} % "
+                         f"(n {e.size}, median {np.median(e):+.1f} ms)")
     return "within 20 ms by position: " + "; ".join(parts)
 
 

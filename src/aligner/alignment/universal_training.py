@@ -56,17 +56,17 @@ Progress = Optional[Callable[[str, int, int], None]]
 #: validation languages' cost, while the structural SVM's did)
 UNIVERSAL_TRAINER = "svm"
 
-
-
 #: the VTLP warps of the universal scorer's copies of every recording: the English model's two (four, 0.85-1.15,
 #: gained on the validation folds but not on the test folds or on English from IPA: CHANGELOG 0.18.0)
 UNIVERSAL_WARPS = DEFAULT_WARPS
 
+
 @dataclass
 class UniversalSettings:
     """The design of a universal model's training (defaults chosen on validation languages,
-    docs/results.md): the scorer's ``context`` frames on either side of a frame, ``hidden`` units, L2 ``alpha`` (``residual_alpha`` > 0: each
-    training phone also a logit of its own, :class:`~aligner.features.composed_network.ComposedNetwork`),
+    docs/results.md): the scorer's ``context`` frames on either side of a frame, ``hidden`` units, L2
+    ``alpha`` (``residual_alpha`` > 0: each training phone also a logit of its own,
+    :class:`~aligner.features.composed_network.ComposedNetwork`),
     at most ``epochs``, ``refit_scorer``: then trained again on every language, the held-out ones
     included, for the epochs they chose; ``balanced_scorer_groups``: each held-out language weighs
     the same in the loss that chooses them; trained on

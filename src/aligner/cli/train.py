@@ -21,7 +21,8 @@ from aligner.cli.common import echo, exit_if_failed, run
 @click.option("--folds", type=click.IntRange(min=2), default=4, show_default=True,
               help="Speaker folds for the out-of-fold classifier scores.")
 @click.option("--phones-tier", default=None, metavar="NAME",
-              help="Read hand-aligned phones from this interval tier of TextGrids beside the audio [the tier named phones, phone, phonemes or segments].")
+              help="Read hand-aligned phones from this interval tier of TextGrids beside the audio [the tier "
+                   "named phones, phone, phonemes or segments].")
 @click.option("--phone-classes", type=click.Path(exists=True, dir_okay=False), default=None,
               help="File of 'SYMBOL BROAD_CLASS [CLASS]' lines: each symbol's broad class (vowel, glide, nasal, "
                    "stop, affricate, fricative, silence) and optionally the class it joins.")
