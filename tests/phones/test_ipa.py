@@ -30,6 +30,15 @@ def test_leading_stress_and_withdrawn_click_letters():
         read_ipa("ˈ")  # a stress mark alone is no phone
 
 
+def test_intonation_marks_carry_no_feature():
+    for marked, plain in (("ꜜá", "á"), ("ꜛa", "a"), ("↗ba", "ba"), ("a↘", "a"), ("e↗", "e")):
+        assert np.array_equal(read_ipa(marked).parts, read_ipa(plain).parts), marked
+        assert read_ipa(marked).symbol == marked
+    assert read_ipa("ꜜa").ipa == "a"  # a leading downstep is left out of the canonical spelling
+    with pytest.raises(IpaError, match="starts with the mark"):
+        read_ipa("↗")  # an intonation mark alone is no phone
+
+
 def test_other_withdrawn_and_sinological_letters_read_as_their_successors():
     for old, new in (("ɼ", "r̝"), ("ʆ", "ʃʲ"), ("ʓ", "ʒʲ"), ("ʚ", "ɞ"), ("ʮ", "ʉ"), ("ʯ", "ʉ"), ("ᵻ", "ɨ"),
                      ("ᵿ", "ʊ̈"), ("ɼː", "r̝ː"), ("ƥ", "ɓ̥"), ("ƭ", "ɗ̥"), ("ƈ", "ʄ̊"), ("ƙ", "ɠ̊"), ("ʠ", "ʛ̥"),

@@ -93,9 +93,10 @@ TONE_MARKS = frozenset("\u0301\u030b\u0300\u030f\u0304\u0302\u030c˥˦˧˨˩0123
 _TONE_DIGITS = frozenset("0123456789¹²³⁴⁵")
 #: marks after a letter accepted without a feature of their own: advanced, retracted, centralised,
 #: mid-centralised, raised, lowered, more and less rounded, no audible release, dental, stress,
-#: syllable and linking marks; any other combining mark (Unicode category Mn) is accepted so too
+#: syllable and linking marks, upstep and downstep, global rise and fall; any other combining mark
+#: (Unicode category Mn) is accepted so too
 NEUTRAL_MARKS = frozenset("\u031f\u0320\u0308\u033d\u031d\u031e\u0339\u031c\u031a\u032a\u0307\u0305"
-                          "ˈˌ.‿ˣᵊ")
+                          "ˈˌ.‿ˣᵊꜛꜜ↗↘")
 #: marks before a letter (pre-nasalised, pre-aspirated, pre-glottalised): the features they set on it
 PRE_MARKS = {"ⁿ": {"nas": 1}, "ᵐ": {"nas": 1}, "ᵑ": {"nas": 1}, "ʰ": {"sg": 1}, "ˀ": {"cg": 1}}
 _RHOTIC_VOWELS = {"ɝ": "ɜ˞", "ɚ": "ə˞"}
@@ -118,8 +119,8 @@ _EXTRA_LETTERS = {"ⱱ": "ɾ", "ʢ": "ʕ", "ʜ": "ħ", "ʡ": "ʔ", "ɿ": "ɨ", "
 LONE_MODIFIERS = {"ʰ": "h", "ʱ": "ɦ", "ⁿ": "n", "ᵐ": "m", "ᵑ": "ŋ", "ʲ": "j", "ʷ": "w", "ˀ": "ʔ", "ʼ": "ʔ",
                   "ˤ": "ʕ"}
 #: marks a phone may begin with that carry no feature here, left out of its canonical spelling:
-#: stress (a G2P's ``ˈa`` is the phone ``a``)
-LEADING_NEUTRAL_MARKS = "ˈˌ"
+#: stress (a G2P's ``ˈa`` is the phone ``a``), upstep and downstep, global rise and fall
+LEADING_NEUTRAL_MARKS = "ˈˌꜛꜜ↗↘"
 
 
 class IpaError(TranscriptError):
