@@ -92,7 +92,8 @@ def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float |
     return plot_alignment(audio, textgrid, out, start_s, end_s, tiers, confidences)
 
 
-def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None, rounds: int = 3,
+def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None,
+          rounds: Optional[int] = None,
           kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
           message=None, engine: Optional[str] = None, scheduler: Optional[str] = None,
           language: Optional[str] = None, phone_map=None, phone_set: str = "auto",
@@ -100,7 +101,8 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
           reestimate: str = "auto") -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
-    ``rounds`` rounds aligns the corpus and re-estimates the model on it, pulled toward the base
+    ``rounds`` rounds (None: 1 for a corpus of words adapted as such, else 3;
+    :func:`~aligner.alignment.adaptation.corpus.adapt_corpus`) aligns the corpus and re-estimates the model on it, pulled toward the base
     (:mod:`aligner.alignment.adaptation.rounds`). ``references``: a folder of hand-aligned TextGrids of
     some files (their boundaries replace the decoded ones). ``output_dir``: also align the corpus
     with the adapted model there. ``jobs``, ``engine``, ``scheduler``: where the rounds (and

@@ -224,6 +224,22 @@ def test_phone_transcripts_keep_the_base_durations(tmp_path):
         api.adapt(corpus, tmp_path / "bad", rounds=1, reestimate="everything")
 
 
+@needs_timit
+def test_rounds_default_by_what_is_reestimated(tmp_path):
+    """Words on the clean model (durations re-estimated) adapt for WORDS_ADAPT_ROUNDS, phones for
+    DEFAULT_ADAPT_ROUNDS; a number given is kept."""
+    assert AC.WORDS_ADAPT_ROUNDS == 1 < AC.DEFAULT_ADAPT_ROUNDS
+    words = _corpus(tmp_path / "w", speakers=("dr1-fvmh0", "dr2-faem0"), n=4)
+    phones = _corpus(tmp_path / "p", speakers=("dr1-fvmh0", "dr2-faem0"), n=4, suffixes=(".wav", ".phn"))
+
+    def rounds_of(bundle):
+        return json.loads((bundle / "manifest.json").read_text())["training"]["adapted"]["rounds"]
+
+    assert len(api.adapt(words, tmp_path / "aw").rounds) == rounds_of(tmp_path / "aw") == AC.WORDS_ADAPT_ROUNDS
+    assert rounds_of(api.adapt(phones, tmp_path / "ap").model_dir) == AC.DEFAULT_ADAPT_ROUNDS
+    assert rounds_of(api.adapt(words, tmp_path / "aw2", rounds=2).model_dir) == 2
+
+
 def test_reestimating_keeps_the_priors_it_is_given():
     from aligner.alignment.adaptation.rounds import AdaptSettings
 

@@ -55,8 +55,9 @@ class _StageBars:
               help="ipa or xsampa: phone transcripts (a .lab/.txt of phones or a TextGrid's phones tier; or words "
                    "with an IPA --dictionary) in any phones, the base the shipped universal model (unless --model): "
                    "MODEL_OUT is a model of the language's own phones; align with it with --phone-set ipa.")
-@click.option("--rounds", type=click.IntRange(min=1, max=10), default=3, show_default=True,
-              help="Align the corpus and re-estimate the model this many times.")
+@click.option("--rounds", type=click.IntRange(min=1, max=10), default=None,
+              help="Align the corpus and re-estimate the model this many times [default: 1 for a corpus of "
+                   "words transcripts with the clean model (further rounds drift), else 3].")
 @click.option("--output-dir", type=click.Path(file_okay=False),
               help="Also align the corpus with the adapted model and write the TextGrids here.")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
