@@ -5,6 +5,7 @@ import numpy as np
 
 from aligner.alignment.decoding import words as W
 from aligner.phones.sets import CLASSES39, get_phone_set
+from tests.conftest import TIMIT, needs_timit
 
 
 def _expansions(phones, rules=("glottal_onset",)):
@@ -38,3 +39,24 @@ def test_the_glottal_onset_carries_its_bonus_in_the_word_graph():
     assert graph.dur_mean[q_nodes[0]] == mean[0]  # the glottal stop's own durations, not a pause's
     first, _ = W.word_graph(model, [[["AO1", "L"]]])
     assert "q" not in first.labels  # after the leading silence the first word has none (its silence is the edge's)
+
+
+@needs_timit
+def test_aligning_for_vowels_leaves_glottal_onsets_out(monkeypatch):
+    """``aligner vowels`` aligns words without glottal onsets (a vowel is measured from its voicing)."""
+    from aligner import api
+    from aligner.vowels import pipeline as vp
+
+    seen = []
+    real = W.align_words_scored
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("rules", W.DEFAULT_RULES))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(W, "align_words_scored", spy)
+    wav = sorted((TIMIT / "dr1-fvmh0").glob("*.wav"))[0]
+    api.align_words(wav, wav.with_suffix(".txt"))
+    records, failures, _ = vp._measure_aligned(wav, "x", None, None, wav.with_suffix(".txt"), None, False, None)
+    assert not failures and records
+    assert "glottal_onset" in seen[0] and all("glottal_onset" not in r for r in seen[1:]) and len(seen) >= 2

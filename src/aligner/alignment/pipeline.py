@@ -479,7 +479,7 @@ def check_phone_map(language: str | None, phone_map) -> None:
 def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p", sr: int | None = None,
                 name: str | None = None, tier: str | None = None, language: str | None = None,
                 phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None,
-                phone_set: str = "auto", dialect: str = DEFAULT_DIALECT) -> Alignment:
+                phone_set: str = "auto", dialect: str = DEFAULT_DIALECT, glottal_onsets: bool = True) -> Alignment:
     """Align a recording to its orthographic transcript; returns an :class:`Alignment` with
     ``words`` and ``phones`` tiers (MFA's names and order).
 
@@ -494,6 +494,10 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     pronunciations as they are (CMUdict's r-coloured American English), ``non-rhotic`` their
     r-less forms (``offer`` AO1 F AH0, ``north`` N AO1 TH; a word-final r kept before a vowel),
     ``auto`` both, the decoder choosing per word (:mod:`aligner.words.dialects`).
+    ``glottal_onsets``: a word that begins with a vowel may begin with a glottal stop, part of
+    the word and of its first phone's interval, as TIMIT labels it (the ``glottal_onset`` rule of
+    :mod:`aligner.alignment.decoding.words`); False for measuring vowels, whose onset is the
+    voicing after it.
 
     ``language`` (e.g. ``es``): the words are in that language: each is read by its G2P, its
     IPA phones reach the model through their closest model phones by features (``phone_map``:
@@ -509,7 +513,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     default; it reads the G2P's IPA phones as they are (no mapping), or the IPA (X-SAMPA)
     pronunciations of ``dictionary``, and aligns the view of the words' phones.
     """
-    from aligner.alignment.decoding.words import align_words_scored
+    from aligner.alignment.decoding.words import DEFAULT_RULES, align_words_scored
     from aligner.errors import TranscriptError
     from aligner.frames import n_frames
     from aligner.io.exports import tier_name
@@ -534,6 +538,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
                                   "word transcripts need a --dictionary in those phones, or --language CODE for a G2P")
         oov = "error"  # the shipped G2P writes English ARPAbet, not the model's phones
     words_dict = words_dictionary(m, dictionary, language, code)
+    rules = DEFAULT_RULES if glottal_onsets else tuple(r for r in DEFAULT_RULES if r != "glottal_onset")
     if language is not None and isinstance(phone_map, (str, os.PathLike)):
         from aligner.phones.languages import read_phone_map
 
@@ -589,7 +594,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         try:
             result = align_words_scored(decoder, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
                                         review=True, dialect=dialect if language is None else "rhotic",
-                                        weak_forms=language is None)
+                                        weak_forms=language is None, rules=rules)
         except AlignmentError as exc:
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None
@@ -685,7 +690,7 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
                      split_stops: bool | None = None, dictionary=None, oov: str = "g2p",
                      sr: int | None = None, name: str | None = None, language: str | None = None,
                      phone_map=None, on_scored: Optional[Callable[[ScoredRecording], None]] = None,
-                     dialect: str = DEFAULT_DIALECT) -> Alignment:
+                     dialect: str = DEFAULT_DIALECT, glottal_onsets: bool = True) -> Alignment:
     """Align ``audio`` to a phone or words transcript (``kind``: ``auto``, ``phones``, ``words``;
     see :func:`aligner.io.transcripts.transcript_kind`): :func:`align` or :func:`align_words`,
     as an :class:`Alignment`.
@@ -694,7 +699,7 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
     :class:`ScoredRecording` (samples, MFCC frames, decoder, classifier scores) when the
     recording was read and scored whole (not called otherwise), for a caller that works on the
     same recording next and can reuse them (``aligner vowels``' fusion). The alignment is the
-    same with or without it. ``dialect``: of a words transcript (:func:`align_words`)."""
+    same with or without it. ``dialect``, ``glottal_onsets``: of a words transcript (:func:`align_words`)."""
     from aligner.io.transcripts import transcript_kind
 
     check_dialect(dialect)
@@ -714,7 +719,8 @@ def align_transcript(audio, transcript, model=None, kind: str = "auto", phone_se
         kind = "phones"  # a model of its own phones reads phone transcripts in its symbols (words need a dictionary)
     if transcript_kind(transcript, kind) == "words":
         return align_words(audio, transcript, model, dictionary, oov, sr=sr, name=name, language=language,
-                           phone_map=phone_map, on_scored=on_scored, phone_set=phone_set, dialect=dialect)
+                           phone_map=phone_map, on_scored=on_scored, phone_set=phone_set, dialect=dialect,
+                           glottal_onsets=glottal_onsets)
     return align_phones_reviewed(audio, transcript, model, phone_set, name=name, split_stops=split_stops, sr=sr,
                                  on_scored=on_scored)
 
