@@ -101,8 +101,9 @@ def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", 
           reestimate: str = "auto") -> AdaptReport:
     """Adapt the alignment model ``model`` (a directory, a loaded model, or None for the shipped
     one) to the corpus at ``corpus_dir`` and save it as a bundle at ``model_out``: each of
-    ``rounds`` rounds (None: 1 for a corpus of words adapted as such, else 3;
-    :func:`~aligner.alignment.adaptation.corpus.adapt_corpus`) aligns the corpus and re-estimates the model on it, pulled toward the base
+    ``rounds`` rounds (None: 1 for a corpus transcribed in words on the clean model, else 3;
+    :func:`~aligner.alignment.adaptation.corpus.adapt_corpus`) aligns the corpus and re-estimates
+    the model on it, pulled toward the base
     (:mod:`aligner.alignment.adaptation.rounds`). ``references``: a folder of hand-aligned TextGrids of
     some files (their boundaries replace the decoded ones). ``output_dir``: also align the corpus
     with the adapted model there. ``jobs``, ``engine``, ``scheduler``: where the rounds (and

@@ -486,8 +486,9 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
                          + bonus.get(alternative_key(word, phones, "phones"), 0.0)) if bonus else 0.0
                 rule = ((WEAK_FORM_BONUS if isinstance(phones, WeakForm) else DIALECT_FORM_BONUS)
                         if isinstance(phones, DialectForm) else G2P_VARIANT_BONUS if isinstance(phones, G2PVariant)
-                        else 0.0) + (RULE_VARIANT_BONUS if k else 0.0) + (GLOTTAL_ONSET_BONUS if k and exp.symbols[0] == "q"
-                                                                      else 0.0)
+                        else 0.0) + (RULE_VARIANT_BONUS if k else 0.0)
+                if k and exp.symbols[0] == "q":  # the glottal onset's own weight too
+                    rule += GLOTTAL_ONSET_BONUS
                 if rule or extra:
                     seg = dataclasses.replace(seg, bonus=extra + rule)
                 segs.append(seg)
