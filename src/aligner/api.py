@@ -93,9 +93,8 @@ def plot(audio, textgrid, out=None, start_s: float | None = None, end_s: float |
 
 
 def adapt(corpus_dir, model_out, model=None, dictionary=None, oov: str = "g2p", references=None,
-          rounds: Optional[int] = None,
-          kind: str = "auto", output_dir=None, jobs: int = 1, settings=None, progress=None,
-          message=None, engine: Optional[str] = None, scheduler: Optional[str] = None,
+          rounds: Optional[int] = None, kind: str = "auto", output_dir=None, jobs: int = 1, settings=None,
+          progress=None, message=None, engine: Optional[str] = None, scheduler: Optional[str] = None,
           language: Optional[str] = None, phone_map=None, phone_set: str = "auto",
           keep_check: Optional[str] = None, pronunciation_prior: Optional[float] = None,
           reestimate: str = "auto") -> AdaptReport:

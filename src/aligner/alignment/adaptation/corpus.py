@@ -470,7 +470,8 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
 
     ``rounds``: align, re-estimate, repeat (None: :data:`WORDS_ADAPT_ROUNDS` where
     :data:`WORDS_ADAPT_SETTINGS` apply, else :data:`DEFAULT_ADAPT_ROUNDS`). ``references``: a
-    folder of hand-aligned TextGrids for some files. ``kind``, ``dictionary``, ``oov``: as for ``align-corpus``. ``settings``: an
+    folder of hand-aligned TextGrids for some files. ``kind``, ``dictionary``, ``oov``: as for
+    ``align-corpus``. ``settings``: an
     :class:`~aligner.alignment.adaptation.rounds.AdaptSettings` (None: the defaults, but with
     :data:`MULTI_CONDITION_PRIOR` when the multi-condition expert is the one adapted,
     :data:`UNIVERSAL_ADAPT_SETTINGS` for a universal model, and :data:`WORDS_ADAPT_SETTINGS`

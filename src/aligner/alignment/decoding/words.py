@@ -158,6 +158,8 @@ DEFAULT_RULES = ("no_initial_closure", "unreleased", "glottal_onset")
 #: word MAE without the rule 13.25 ms; with it, this bonus -2 / -1 / -0.5 / 0 / 0.5 / 1: 13.22 /
 #: 13.22 / 13.15 / 13.19 / 13.26 / 13.28 ms
 GLOTTAL_ONSET_BONUS = -0.5
+#: the internal phone a ``glottal_onset`` variant begins with (TIMIT's glottal stop)
+GLOTTAL_STOP = "q"
 _VOWEL_CLASS_INDICES = frozenset(CLASSES39.index(c) for c in VOWEL_CLASSES)
 
 
@@ -202,7 +204,7 @@ def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
     if "no_initial_closure" in rules and len(syms) >= 2 and syms[0] in TIMIT61_CLOSURES and own[0] == own[1]:
         add(syms[1:], cls[1:], own[1:])
     if "glottal_onset" in rules and cls and cls[0] in _VOWEL_CLASS_INDICES:
-        add(["q"] + syms, [CLASSES39.index("sil")] + cls, [own[0]] + own)
+        add([GLOTTAL_STOP] + syms, [CLASSES39.index("sil")] + cls, [own[0]] + own)
     if "reduced" in rules:
         s, c = list(syms), list(cls)
         for k, sym in enumerate(s):
@@ -487,7 +489,7 @@ def word_graph(model, pronunciations: Sequence[Sequence[Sequence[str]]], rules: 
                 rule = ((WEAK_FORM_BONUS if isinstance(phones, WeakForm) else DIALECT_FORM_BONUS)
                         if isinstance(phones, DialectForm) else G2P_VARIANT_BONUS if isinstance(phones, G2PVariant)
                         else 0.0) + (RULE_VARIANT_BONUS if k else 0.0)
-                if k and exp.symbols[0] == "q":  # the glottal onset's own weight too
+                if k and exp.symbols[0] == GLOTTAL_STOP:  # the glottal onset's own weight too
                     rule += GLOTTAL_ONSET_BONUS
                 if rule or extra:
                     seg = dataclasses.replace(seg, bonus=extra + rule)
