@@ -149,6 +149,29 @@ def test_the_last_words_last_phone_is_lengthened():
     assert g.dur_mean[last[0]] == g.dur_mean[first[0]]
 
 
+def test_a_final_fricative_is_lengthened_by_its_broad_class_factor():
+    """A last phone of a broad class in FINAL_LENGTHENING_BY_BROAD_CLASS (a fricative) takes its
+    class's factor, before the utterance's end and before a pause between words alike; a vowel
+    keeps FINAL_LENGTHENING."""
+    from aligner import api
+    from aligner.alignment.decoding import words as wd
+
+    model = api.load_model()
+    s_class = model.inventory.classes.index("s")
+    assert model.inventory.broad[s_class] == "fricative"
+    factor = wd.FINAL_LENGTHENING_BY_BROAD_CLASS["fricative"]
+    assert factor != wd.FINAL_LENGTHENING
+    assert wd.final_lengthening(model, s_class) == factor
+    assert wd.final_lengthening(model, model.inventory.classes.index("aa")) == wd.FINAL_LENGTHENING
+    g, _ = wd.word_graph(model, [[("AH0", "S")], [("AH0", "S")]])
+    first, last = (np.flatnonzero(g.word == w) for w in (0, 1))
+    assert [g.labels[n] for n in first] == ["AH0", "S", "S"]  # on to the next word / into a pause
+    assert g.dur_mean[last[1]] == pytest.approx(factor * g.dur_mean[first[1]])
+    assert g.dur_std[last[1]] == pytest.approx(factor * g.dur_std[first[1]])
+    assert g.dur_mean[first[2]] == pytest.approx(factor * g.dur_mean[first[1]])
+    assert g.dur_mean[last[0]] == g.dur_mean[first[0]]
+
+
 def _successors(g, node: int) -> set:
     return {int(m) for m in range(len(g.classes)) if node in g.pred_idx[g.pred_ptr[m]:g.pred_ptr[m + 1]]}
 
