@@ -108,7 +108,9 @@ for _name in ("clf10r+dur30s", "clf30r+dur30s"):
     SETTINGS[_name.replace("+", "-b100+")] = dataclasses.replace(SETTINGS[_name], bias_prior=100.0)
 # keep-or-revert (issue 46): every 5th recording held back; each round's change kept only where
 # it raises their mean boundary confidence ("-keep": the candidate's own evidence, "-keepb": the base's)
-for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30", "clf10r+dur30", "clf10r-drop+dur30"):
+for _name in ("dur30s", "clf10r+dur30s"):  # ... 100 pseudo-observations (0.20.0's default for words)
+    SETTINGS[_name.replace("dur30s", "dur100s")] = dataclasses.replace(SETTINGS[_name], durations_prior=100.0)
+for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30", "clf10r+dur30", "clf10r-drop+dur30", "dur30s"):
     SETTINGS[f"{_name}-keep"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="own")
     SETTINGS[f"{_name}-keepb"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="base")
 # pronunciation bonuses from the decoder's choices (alpha pseudo-counts per alternative), alone and with the refit

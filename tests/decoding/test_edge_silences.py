@@ -172,6 +172,36 @@ def test_a_final_fricative_is_lengthened_by_its_broad_class_factor():
     assert g.dur_mean[last[0]] == g.dur_mean[first[0]]
 
 
+def test_a_words_first_stop_or_glide_is_lengthened():
+    """Initial strengthening: a word's first phone of a class in WORD_INITIAL_LENGTHENING (a stop's
+    release, a glide) has its mean and deviation that factor times the same symbol's inside a word;
+    its closure, a vowel and a model with statistics before a pause are left as they are."""
+    import dataclasses
+
+    from aligner import api
+    from aligner.alignment.decoding import words as wd
+
+    model = api.load_model()
+    words = [[("AH0",)], [("T", "AH0")], [("AH0", "T", "AH0")], [("W", "AH0")], [("AH0", "W", "AH0")], [("AH0",)]]
+    g, _ = wd.word_graph(model, words)
+
+    def node(w, label):
+        return [int(n) for n in np.flatnonzero(g.word == w) if g.labels[n] == label][0]
+
+    stop, glide = wd.WORD_INITIAL_LENGTHENING["stop"], wd.WORD_INITIAL_LENGTHENING["glide"]
+    assert stop > 1 and glide > 1
+    assert g.dur_mean[node(1, "T")] == pytest.approx(stop * g.dur_mean[node(2, "T")])
+    assert g.dur_std[node(1, "T")] == pytest.approx(stop * g.dur_std[node(2, "T")])
+    assert g.dur_mean[node(1, "tcl")] == pytest.approx(g.dur_mean[node(2, "tcl")])
+    assert g.dur_mean[node(3, "W")] == pytest.approx(glide * g.dur_mean[node(4, "W")])
+    assert g.dur_mean[node(2, "AH0")] == pytest.approx(g.dur_mean[node(4, "AH0")])  # a vowel: no factor
+    d = model.durations
+    g, _ = wd.word_graph(dataclasses.replace(model, durations=dataclasses.replace(
+        d, final_mean=d.mean, final_std=d.std, final_max_frames=d.max_frames,
+        silence_class=model.inventory.silence_index)), words)
+    assert g.dur_mean[node(1, "T")] == pytest.approx(g.dur_mean[node(2, "T")])
+
+
 def _successors(g, node: int) -> set:
     return {int(m) for m in range(len(g.classes)) if node in g.pred_idx[g.pred_ptr[m]:g.pred_ptr[m + 1]]}
 

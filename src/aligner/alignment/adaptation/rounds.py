@@ -48,19 +48,11 @@ Per-speaker vocal-tract-length normalisation is separate: :func:`choose_warps` p
 speaker, the MFCC frequency warp whose alignments score highest under the model; the warps then
 go to :func:`adapt_model` and must be used again when the adapted model aligns those speakers.
 
-Measured (``python -m benchmarks.alignment.eval_adaptation``, 4 speaker folds of the TIMIT sample, each
-fold model adapted on its 3 unseen speakers): every candidate moved the share of boundaries
-within 20 ms by -0.7 to +0.4 points and the word MAE by +0.8 to -0.9 ms, far from the issue's
-targets; the defaults of :class:`AdaptSettings` are the output-layer refit on refined labels
-that did best on the phones (+0.4 points, 9.23 -> 9.09 ms mean, one round).
-
-Issue 46 adds, as options: keep-or-revert of each round's components on held-back recordings
-(``keep_better``, :mod:`aligner.alignment.adaptation.keep`) and per-alternative pronunciation
-bonuses from the decoder's choices (``pronunciation_prior``,
-:mod:`aligner.alignment.adaptation.pronunciations`). On the same folds (word MAE of the 120
-test recordings, unadapted 17.47 ms): pronunciation bonuses alone 17.35 ms (alpha 1, one round;
-fold 2 +0.2 ms worse), output layer + durations 16.97 ms (fold 0 +0.6 ms worse; phones 8.49 ->
-8.51 ms); neither option is on by default.
+Options beyond the defaults (:class:`AdaptSettings`): keep-or-revert of each round's components on
+held-back recordings (``keep_better``, :mod:`aligner.alignment.adaptation.keep`) and per-alternative
+pronunciation bonuses from the decoder's choices (``pronunciation_prior``,
+:mod:`aligner.alignment.adaptation.pronunciations`). What each setting measured on the speaker folds
+(``python -m benchmarks.alignment.eval_adaptation``): docs/results.md and CHANGELOG.md.
 
 Units: samples at 16 kHz; frames of 10 ms (:mod:`aligner.frames`); times in seconds unless a
 name says ms.

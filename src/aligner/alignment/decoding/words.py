@@ -156,6 +156,16 @@ class WordAlignment:
 #: vowel begins with a glottal stop (TIMIT's ``q``, scored as silence, with its own durations), part
 #: of the word as TIMIT's annotators label it.
 VARIANT_RULES = ("flap", "unreleased", "reduced", "no_initial_closure", "glottal_onset")
+#: a word's first phone of these broad classes (of a word of two phones or more) has its mean
+#: duration and deviation multiplied by this, for a model without statistics of phones before a
+#: pause (the English model): word-initial consonants are longer (initial strengthening). In the
+#: TIMIT sample's hand labels (phones not before a pause, against their symbol's mean) a
+#: word-initial stop release lasts 1.16 times as long, a glide 1.10, an affricate 1.12 (the
+#: factors here); fricatives 1.03, nasals 0.95, vowels 1.01 (left at 1). Measured on the speaker
+#: folds with each half's factors taken from the other half's speakers' labels, words from text:
+#: the first 60 utterances (the validation half) word MAE 12.93 -> 12.66 ms, the other 60 16.71
+#: -> 16.42 ms (docs/results.md)
+WORD_INITIAL_LENGTHENING = {"stop": 1.16, "glide": 1.10, "affricate": 1.12}
 #: the rules used by default (chosen on validation speakers: docs/results.md; the word-final
 #: stop without its release since 0.14.0, with :data:`RULE_VARIANT_BONUS`; the glottal onset since
 #: 0.19.0, with :data:`GLOTTAL_ONSET_BONUS`)
@@ -223,10 +233,26 @@ def _expansions(phones: Sequence[str], arpabet, rules: Sequence[str]) -> list:
     return out
 
 
+def word_initial_factors(model, expanded) -> np.ndarray:
+    """(len(expanded.symbols),) the factor each internal phone of one expansion of a word has its
+    duration statistics multiplied by (:data:`WORD_INITIAL_LENGTHENING`): a phone of the word's
+    first output phone, of a word of two or more, for a model without statistics of phones before
+    a pause; 1 elsewhere."""
+    f = np.ones(len(expanded.symbols))
+    if WORD_INITIAL_LENGTHENING and expanded.n_output > 1 and not len(model.durations.final_mean):
+        for k, (c, o) in enumerate(zip(expanded.classes, expanded.owner)):
+            if o == 0:
+                f[k] = WORD_INITIAL_LENGTHENING.get(model.inventory.broad[int(c)], 1.0)
+    return f
+
+
 def _alternative(model, expanded) -> Segment:
     """One expansion of a pronunciation as a graph segment, with the statistics of phones
     within an utterance (the last word's are lengthened by :func:`_lengthened`)."""
     mean, std, mx = model.durations.for_phones(expanded.classes, expanded.symbols, ends_utterance=False)
+    f = word_initial_factors(model, expanded)
+    if np.any(f != 1.0):
+        mean, std, mx = mean * f, std * f, np.ceil(mx * f).astype(np.int64)
     return Segment.make(expanded.classes, mean, std, mx, labels=expanded.symbols)
 
 
