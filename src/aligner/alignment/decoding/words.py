@@ -310,14 +310,14 @@ def _lengthened(model, seg: Segment) -> Segment:
     if not len(seg):
         return seg
     cache = _segment_cache(model)
-    f = None if len(model.durations.final_mean) else final_lengthening(model, seg.classes[-1])
-    key = ("last word", seg, f)
+    key = ("last word", seg)
     out = cache.get(key)
     if out is None:
-        if f is None:
+        if len(model.durations.final_mean):
             mean, std, mx = model.durations.for_phones(np.asarray(seg.classes, np.int64), seg.labels)
             last = (float(mean[-1]), float(std[-1]), int(mx[-1]))
         else:
+            f = final_lengthening(model, seg.classes[-1])
             last = (seg.mean[-1] * f, seg.std[-1] * f, int(math.ceil(seg.max_frames[-1] * f)))
         out = cache[key] = dataclasses.replace(seg, mean=seg.mean[:-1] + last[:1], std=seg.std[:-1] + last[1:2],
                                                max_frames=seg.max_frames[:-1] + last[2:])
