@@ -10,7 +10,10 @@ many phone starts differ, and the median decode time per audio second (graph inp
 once, outside the timing; three repeats, warm). Model: the shipped one, or ``--model``
 (``--folds-dir``: each utterance by the fold model that never saw its speaker).
 
-    python -m benchmarks.words.bench_graph_band [--bands 5 10 20 40] [--folds-dir DIR] [--json]
+    python -m benchmarks.words.bench_graph_band [--bands 5 10 20 40] [--folds-dir DIR] [--condition NAME] [--json]
+
+``--condition NAME``: every recording degraded first as :func:`benchmarks.alignment.eval_degraded.degrade`
+makes it (``white5``, ``reverb_far``, ...; seeded by the utterance's name), where the first pass errs more.
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ import numpy as np
 from benchmarks.words.bench_words import DEFAULT_DATA, _fold_models, audio_int16, find_utterances, speaker_of_utterance
 
 
-def _inputs(model, utt, dictionary):
-    """The graph input and task of one utterance, as :func:`aligner.api.align_words` builds them."""
+def _inputs(model, utt, dictionary, condition: str | None = None):
+    """The graph input and task of one utterance, as :func:`aligner.api.align_words` builds them
+    (its audio degraded as ``condition`` says, if given)."""
     from aligner.alignment import pipeline
     from aligner.alignment.decoding import words as W
     from aligner.alignment.decoding.graph_task import GraphAlignmentTask, make_graph_input
@@ -35,6 +39,12 @@ def _inputs(model, utt, dictionary):
     from aligner.words.normalize import normalize_transcript
 
     samples = audio_int16(utt.audio).astype(np.float32) / 32768.0
+    if condition:
+        import zlib
+
+        from benchmarks.alignment.eval_degraded import degrade
+
+        samples = np.asarray(degrade(samples, condition, zlib.crc32(utt.name.encode())), dtype=np.float32)
     frames = mfcc_features(samples, 16000)
     scores = model.classifier.scores(frames)
     text = utt.txt.read_text().split(maxsplit=2)[2]
@@ -62,6 +72,7 @@ def main(argv=None) -> int:
     ap.add_argument("--model", default=None)
     ap.add_argument("--folds-dir", default=None)
     ap.add_argument("--bands", type=int, nargs="+", default=[5, 10, 20, 40])
+    ap.add_argument("--condition", default=None, help="degrade every recording first (eval_degraded's names)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -82,7 +93,7 @@ def main(argv=None) -> int:
     n_starts = 0
     for utt in utterances:
         model = by_speaker[speaker_of_utterance(utt)] if by_speaker else shipped
-        x, task, dur = _inputs(model, utt, dictionary)
+        x, task, dur = _inputs(model, utt, dictionary, args.condition)
         seconds += dur
         exact, t = _timed(lambda: task.decode(x, model.weights))
         exact_time += t
