@@ -473,3 +473,62 @@ def test_training_reads_the_corpus_with_the_settings_warps(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match="stop here"):
         api.train(tmp_path, tmp_path / "out", universal=True, classifier_params={"warps": [0.85, 1.15]})
     assert seen["warps"] == (0.85, 1.15)
+
+
+def test_a_distilled_scorer_is_narrower_reproduces_its_teacher_and_aligns(tmp_path):
+    """``distil_units``: the averaged scorer (the teacher) distilled into fewer units after the rest
+    is trained; the weights and the refiner are the teacher's model's, the bundle loads and aligns."""
+    from aligner.alignment.universal import UniversalModel
+    from aligner.alignment.universal_training import UniversalSettings, read_universal_corpus, train_universal_model
+
+    corpus = _synthetic_corpus(tmp_path / "corpus")
+    data = read_universal_corpus(corpus, warps=())
+    common = dict(hidden=32, epochs=6, max_train_frames=20000, n_folds=3, n_val_groups=1, trainer_params={"epochs": 2})
+    scorers: dict = {}
+    teacher = train_universal_model(data, UniversalSettings(**common), scorers=scorers)
+    stages = []
+    student = train_universal_model(data, UniversalSettings(distil_units=12, distil_epochs=30, **common),
+                                    progress=lambda stage, done, total: stages.append(stage), scorers=scorers)
+    assert "distil" in stages and "distil" not in teacher.training
+    record = student.training["distil"]
+    assert student.network.hidden == record["units"] <= 12 < record["teacher_units"] == teacher.network.hidden
+    np.testing.assert_array_equal(student.weights, teacher.weights)
+    frames = np.vstack([d.frames for d in data])
+    e_t, e_s = teacher.network.embeddings(frames), student.network.embeddings(frames)
+    # closer to the teacher's images than the teacher's own 12 units that matter most, where it started
+    from aligner.features.composed_network import mean_activations, pruned_network, unit_contributions
+
+    contribution = unit_contributions(teacher.network, mean_activations(teacher.network, [d.frames for d in data]))
+    first = np.zeros(teacher.network.hidden, bool)
+    first[np.argsort(-contribution)[:12]] = True
+    e_p = pruned_network(teacher.network, first).embeddings(frames)
+    assert np.mean((e_s - e_t) ** 2) < min(0.3 * np.var(e_t), 0.5 * np.mean((e_p - e_t) ** 2))
+    student.save(tmp_path / "model")
+    loaded = UniversalModel.load(tmp_path / "model")
+    assert loaded.network.hidden == student.network.hidden
+    wav = corpus / "xaa" / "xaa-0.wav"
+    out = tmp_path / "out.TextGrid"
+    code, output = run("align", wav, corpus / "xaa" / "xaa-0.TextGrid", "--phone-set", "ipa", "--model",
+                       tmp_path / "model", "-o", out)
+    assert code == 0, output
+    from aligner.io.transcripts import read_reference_phones
+
+    ref_starts, _, ref_labels = read_reference_phones(corpus / "xaa" / "xaa-0.TextGrid")
+    starts, _, labels = read_reference_phones(out)
+    assert [lab.strip() for lab in labels] == [lab.strip() for lab in ref_labels]
+    assert np.median(np.abs(np.asarray(starts) - np.asarray(ref_starts))) < 0.03  # within 30 ms, a clean tone corpus
+
+
+def test_distillation_settings_are_checked_and_leave_the_scorers_alone():
+    from aligner.alignment.universal_training import UniversalSettings
+
+    for bad in ({"distil_units": 0}, {"distil_units": 2.5}, {"distil_units": True}, {"distil_units": 768},
+                {"distil_units": 64, "scorer_units": 32}, {"distil_units": 64, "residual_alpha": 1.0},
+                {"distil_epochs": 0}, {"distil_seconds": 0}, {"distil_max_frames": 0}):
+        with pytest.raises(ValueError, match="distil"):
+            UniversalSettings(**bad)
+    assert UniversalSettings(distil_units=256, scorer_units=None).distil_units == 256
+    # a setting acting after the scorers shares their cache (benchmarks.languages.eval_languages_cv)
+    from benchmarks.languages.eval_languages_cv import scorer_key
+
+    assert scorer_key(UniversalSettings(distil_units=256, distil_epochs=5)) == scorer_key(UniversalSettings())

@@ -10,14 +10,17 @@ from aligner.features.composed_network import (ComposedNetwork, averaged_network
                                                unit_contributions)
 
 
-def _groups(seed: int = 0):
-    """Frames (T, 42) of 4 groups; classes 0-2 everywhere, class 3 in group "d" alone; each class
-    a mean of its own plus noise, so a network that never saw group "d" cannot know class 3's."""
+def _groups(seed: int = 0, repeats: int = 4, noise_seed: int | None = None):
+    """Frames (T, 42) of 4 groups of ``repeats`` recordings; classes 0-2 everywhere, class 3 in group
+    "d" alone; each class a mean of its own (drawn by ``seed``) plus noise (drawn by ``noise_seed``,
+    None: ``seed``'s), so a network that never saw group "d" cannot know class 3's."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((4, 42)) * 2.0
+    if noise_seed is not None:
+        rng = np.random.default_rng(noise_seed)
     frames, labels, groups = [], [], []
     for g in "abcd":
-        for _ in range(4):
+        for _ in range(repeats):
             classes = [0, 1, 2] + ([3] if g == "d" else [])
             y = np.repeat(rng.permutation(classes), 20)
             frames.append((centres[y] + rng.standard_normal((len(y), 42))).astype(np.float32))

@@ -23,7 +23,9 @@ folder is the recording's *language* (its group), the folder holding the file it
    (:func:`~aligner.features.composed_network.averaged_network`), an ensemble of scorers each
    trained without some languages; then the units positive on no training frame left out, and
    all but the :attr:`UniversalSettings.scorer_units` that move the logits most
-   (:func:`~aligner.features.composed_network.pruned_network`).
+   (:func:`~aligner.features.composed_network.pruned_network`); with
+   :attr:`UniversalSettings.distil_units`, that network is then distilled into one of fewer units
+   (:func:`~aligner.features.distil.distil_composed_network`), a cheaper scorer of every frame.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from aligner.alignment.universal import SILENCE_CLASS, FeatureDurations, PhonePr
 from aligner.errors import AlignerError, TranscriptError
 from aligner.features.composed_network import (ComposedNetwork, averaged_network, mean_activations, pruned_network,
                                                unit_contributions)
+from aligner.features.distil import distil_composed_network
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
 from aligner.io.audio import load_audio
@@ -90,7 +93,13 @@ class UniversalSettings:
     change no training frame's score), and of those at most ``scorer_units`` (None: all), the
     ones that move the logits most (:func:`~aligner.features.composed_network.unit_contributions`;
     768 chosen on the validation folds, where 512 lost accuracy and every active unit gained none:
-    CHANGELOG 0.17.0); ``trainer`` and its parameters."""
+    CHANGELOG 0.17.0); ``distil_units``: that network (the teacher) is then distilled into a student of
+    at most this many ReLU units (None: not; :func:`~aligner.features.distil.distil_composed_network`),
+    trained to reproduce the teacher's image of every training frame and its copies, starting from the
+    teacher's ``distil_units`` units that move the logits most, for at most ``distil_epochs`` epochs
+    and ``distil_seconds`` seconds, on at most ``distil_max_frames`` frames (None: all); the weights
+    and the refiner are those trained on the scorers' out-of-fold scores either way;
+    ``trainer`` and its parameters."""
 
     context: int = 4
     hidden: int = 512
@@ -113,9 +122,28 @@ class UniversalSettings:
     refiner_clip_ms: float = 25.0
     ensemble: bool = True
     scorer_units: Optional[int] = 768
+    distil_units: Optional[int] = None
+    distil_epochs: int = 30
+    distil_seconds: float = 1800.0
+    distil_max_frames: Optional[int] = None
     trainer: str = UNIVERSAL_TRAINER
     trainer_params: dict = field(default_factory=dict)
     seed: int = 0
+
+    def __post_init__(self):
+        if self.distil_units is not None:
+            if isinstance(self.distil_units, bool) or int(self.distil_units) != self.distil_units \
+                    or self.distil_units < 1:
+                raise ValueError(f"distil_units must be None or a whole number >= 1, got {self.distil_units!r}")
+            if self.scorer_units is not None and self.distil_units >= self.scorer_units:
+                raise ValueError(f"distil_units ({self.distil_units}) must be fewer than scorer_units "
+                                 f"({self.scorer_units}), the teacher's")
+            if self.residual_alpha > 0:
+                raise ValueError("distil_units: a scorer with residual logits (residual_alpha > 0) is not distilled")
+        if self.distil_epochs < 1 or not self.distil_seconds > 0:
+            raise ValueError("distil_epochs must be >= 1 and distil_seconds > 0")
+        if self.distil_max_frames is not None and self.distil_max_frames < 1:
+            raise ValueError("distil_max_frames must be None or >= 1")
 
     def network(self, seed_offset: int = 0) -> ComposedNetwork:
         return ComposedNetwork(context=self.context, hidden=self.hidden, alpha=self.alpha, epochs=self.epochs,
@@ -353,6 +381,9 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
         keep = np.zeros_like(keep)
         keep[np.argsort(-contribution, kind="stable")[:settings.scorer_units]] = True
     scorer = pruned_network(scorer, keep)
+    distilled = None
+    if settings.distil_units is not None and scorer.hidden > settings.distil_units:
+        scorer, distilled = distilled_scorer(scorer, activations[keep], data, settings, progress)
     model = _model(scorer, durations, prior, settings, weights, kept)
     model.refiner = refiner
     model.training = {
@@ -365,4 +396,36 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
         "history": trainer.history_dicts(), "scorer_best_epoch": network.best_epoch_,
         "scorer_history": network.history_, "seconds": round(time.perf_counter() - start, 1),
     }
+    if distilled is not None:
+        model.training["distil"] = distilled
     return model
+
+
+def distilled_scorer(teacher: ComposedNetwork, activations: np.ndarray, data: list, settings: UniversalSettings,
+                     progress: Progress = None) -> tuple:
+    """``(student, record)``: ``teacher`` (the model's averaged and pruned scorer) distilled into at
+    most :attr:`UniversalSettings.distil_units` units on every frame of ``data`` and its copies
+    (each recording's copies a group), starting from the teacher's units that move the logits most
+    (``activations`` (hidden,): each unit's mean activation on those frames,
+    :func:`~aligner.features.composed_network.mean_activations`); ``record``: a summary for the
+    model's training record."""
+    contribution = unit_contributions(teacher, activations)
+    first = np.zeros(teacher.hidden, bool)
+    first[np.argsort(-contribution, kind="stable")[:settings.distil_units]] = True
+    frames, groups = [], []
+    for d in data:
+        for f in [d.frames, *d.warped]:
+            frames.append(f)
+            groups.append(d.name)
+
+    def report(epoch, train_loss, held_loss):
+        if progress:
+            progress("distil", epoch, settings.distil_epochs)
+
+    student = distil_composed_network(teacher, frames, settings.distil_units, groups,
+                                      initial=pruned_network(teacher, first), epochs=settings.distil_epochs,
+                                      max_frames=settings.distil_max_frames, max_seconds=settings.distil_seconds,
+                                      seed=settings.seed, progress=report)
+    record = {"units": student.hidden, "teacher_units": teacher.hidden, "epoch": student.distil_epochs_,
+              "held_loss": round(student.distil_loss_, 6), "seconds": round(student.distil_seconds_, 1)}
+    return student, record
