@@ -331,7 +331,7 @@ def test_train_universal_from_the_command_line_names_left_out_files(universal, t
     recipe = tmp_path / "quiet.json"  # no simulated rooms: fast, and no pyroomacoustics needed
     recipe.write_text(json.dumps({"copies": 1, "room_probability": 0.0, "snr_db": [20, 30]}), encoding="utf-8")
     code, output = run("train", copy, tmp_path / "m", "--universal", "--max-frames", "3000", "--epochs", "1",
-                       "--folds", "2", "--augment", recipe)
+                       "--folds", "2", "--augment", recipe, "--distil-units", "16")
     assert code == 1 and "1 files left out of the training" in output and "phone 'Q'" in output
     assert (tmp_path / "m" / "manifest.json").is_file()
     # without --trainer a universal model's weights get the universal trainer, not aligner train's orbit
@@ -341,10 +341,15 @@ def test_train_universal_from_the_command_line_names_left_out_files(universal, t
     trained = UniversalModel.load(tmp_path / "m")
     assert trained.training["trainer"] == UNIVERSAL_TRAINER != "orbit"
     assert trained.duration_spread == 2.0
+    # --distil-units: the scorer distilled into a network of at most that many units
+    assert trained.training["settings"]["distil_units"] == 16
+    assert trained.training["distil"]["teacher_units"] > 16 >= trained.network.hidden
     conditions = trained.training["settings"]["conditions"]
     assert conditions["copies"] == 1 and conditions["room_probability"] == 0.0 and conditions["snr_db"] == [20, 30]
     code, output = run("train", copy, tmp_path / "m2", "--universal", "--phone-classes", copy / "xaa" / "xaa-1.wav")
     assert code == 2 and "--universal" in output
+    code, output = run("train", copy, tmp_path / "m4", "--distil-units", "64")  # an English model's: not this way
+    assert code == 2 and "--distil-units" in output and "--universal" in output and not (tmp_path / "m4").exists()
     (tmp_path / "bad.json").write_text(json.dumps({"copies": 1, "snr": 3}), encoding="utf-8")
     code, output = run("train", copy, tmp_path / "m3", "--universal", "--augment", tmp_path / "bad.json")
     assert code == 2 and "bad.json" in output and "snr" in output and not (tmp_path / "m3").exists()

@@ -58,8 +58,11 @@ from aligner.cli.common import echo, exit_if_failed, run
                    "folder per language; its frame scores, durations and refiner work by phonological features, "
                    "so it aligns any IPA phone, heard in training or not (--phone-set ipa). --folds: language "
                    "folds of its out-of-fold scores [3]; --max-frames: frames its scorer trains on [200000].")
+@click.option("--distil-units", type=click.IntRange(min=8), default=None, metavar="N",
+              help="With --universal: distil the averaged scorer (768 units) into one network of N units trained "
+                   "to reproduce it, a faster model to align with (off by default; docs/results.md measures 256).")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
-          min_class_tokens, augment, classifier_kind, max_frames, networks, phone_line, universal):
+          min_class_tokens, augment, classifier_kind, max_frames, networks, phone_line, universal, distil_units):
     """Train an alignment model on CORPUS_DIR into OUT_DIR.
 
     CORPUS_DIR holds audio with hand-aligned phones beside it: TIMIT .phn files (a 39-class
@@ -98,6 +101,9 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
             raise click.UsageError("--networks needs --classifier network")
         classifier["networks"] = networks
     failed: list = []
+    if distil_units is not None and not universal:
+        raise click.UsageError("--distil-units distils a universal model's scorer: use it with --universal "
+                               "(recipes/distil/distil.py distils an English model's classifier)")
     if universal:
         if phone_code not in ("auto", "ipa", "xsampa"):
             raise click.UsageError("--universal reads IPA or X-SAMPA phones (--phone-code ipa or xsampa)")
@@ -107,6 +113,8 @@ def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_t
         settings = {"seed": seed} if max_frames is None else {"seed": seed, "max_train_frames": max_frames}
         if augment is not None:
             settings["conditions"] = universal_conditions(augment)
+        if distil_units is not None:
+            settings["distil_units"] = distil_units
         if click.get_current_context().get_parameter_source("trainer").name == "DEFAULT":
             trainer = None  # the universal models' own trainer
         model = run(api.train, corpus_dir, out_dir, trainer, params, settings,
