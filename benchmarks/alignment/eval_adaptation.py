@@ -110,7 +110,7 @@ for _name in ("clf10r+dur30s", "clf30r+dur30s"):
 # it raises their mean boundary confidence ("-keep": the candidate's own evidence, "-keepb": the base's)
 for _name in ("dur30s", "clf10r+dur30s"):  # ... 100 pseudo-observations (0.20.0's default for words)
     SETTINGS[_name.replace("dur30s", "dur100s")] = dataclasses.replace(SETTINGS[_name], durations_prior=100.0)
-for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30", "clf10r+dur30", "clf10r-drop+dur30", "dur30s"):
+for _name in ("clf10r", "clf3r", "dur30", "clf3r+dur30", "clf10r+dur30", "clf10r-drop+dur30", "dur30s", "dur100s", "clf10r+dur100s"):
     SETTINGS[f"{_name}-keep"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="own")
     SETTINGS[f"{_name}-keepb"] = dataclasses.replace(SETTINGS[_name], keep_better=True, keep_judge="base")
 # pronunciation bonuses from the decoder's choices (alpha pseudo-counts per alternative), alone and with the refit
