@@ -71,16 +71,35 @@ class _Adam:
             p -= np.float32(self.lr / c1) * m / (np.sqrt(v / np.float32(c2)) + np.float32(self.eps))
 
 
-def _loss_and_grad(P, target, target_soft, W1, b1, W2, b2, tau: float, beta: float, alpha: float, n_total: int):
-    """Mean distillation loss of a batch and its gradients (module docstring); ``P`` (n, k) the
-    standardised inputs, ``target`` (n, C) the teacher's outputs, ``target_soft`` its softmax at
-    ``tau``; ``alpha`` the L2 penalty of the weights (scaled by the batch's share of the data)."""
-    n = P.shape[0]
+def _forward(P, W1, b1, W2, b2) -> tuple:
+    """``(H (n, m), F (n, C))``: the ReLU units ``max(0, P W1 + b1)`` of a batch's (n, k)
+    standardised inputs ``P`` and the outputs ``H W2 + b2``, float32."""
     H = P @ W1
     H += b1
     np.maximum(H, np.float32(0.0), out=H)
     F = H @ W2
     F += b2
+    return H, F
+
+
+def _backward(P, H, W2, dF) -> list:
+    """``[gW1, gb1, gW2, gb2]``: the gradients of the layers of :func:`_forward` from the loss's
+    gradient ``dF`` (n, C) with respect to its outputs (no penalty)."""
+    gW2 = H.T @ dF
+    gb2 = dF.sum(axis=0)
+    dH = dF @ W2.T
+    dH *= H > 0
+    gW1 = P.T @ dH
+    gb1 = dH.sum(axis=0)
+    return [gW1, gb1, gW2, gb2]
+
+
+def _loss_and_grad(P, target, target_soft, W1, b1, W2, b2, tau: float, beta: float, alpha: float, n_total: int):
+    """Mean distillation loss of a batch and its gradients (module docstring); ``P`` (n, k) the
+    standardised inputs, ``target`` (n, C) the teacher's outputs, ``target_soft`` its softmax at
+    ``tau``; ``alpha`` the L2 penalty of the weights (scaled by the batch's share of the data)."""
+    n = P.shape[0]
+    H, F = _forward(P, W1, b1, W2, b2)
     soft = _softmax(F / np.float32(tau))
     diff = F - target
     diff -= diff.mean(axis=1, keepdims=True)
@@ -88,12 +107,7 @@ def _loss_and_grad(P, target, target_soft, W1, b1, W2, b2, tau: float, beta: flo
     loss = (tau * tau * kl + beta * float(np.sum(diff * diff)) / F.shape[1]) / n
     # d loss / d F: tau (soft - target_soft) for the KL (times tau^2 / tau), 2 beta diff / C for the squares
     dF = (np.float32(tau) * (soft - target_soft) + np.float32(2.0 * beta / F.shape[1]) * diff) / np.float32(n)
-    gW2 = H.T @ dF
-    gb2 = dF.sum(axis=0)
-    dH = dF @ W2.T
-    dH *= H > 0
-    gW1 = P.T @ dH
-    gb1 = dH.sum(axis=0)
+    gW1, gb1, gW2, gb2 = _backward(P, H, W2, dF)
     share = np.float32(alpha * n / n_total / n)
     gW1 += share * W1
     gW2 += share * W2
@@ -108,6 +122,18 @@ def _held_loss(P, targets, params, loss_and_grad) -> float:
         loss, _ = loss_and_grad(P[a:b], [t[a:b] for t in targets], params, 0.0, n)
         total += loss * (b - a)
     return total / max(n, 1)
+
+
+def held_out_groups(frames_list: Sequence, groups: Optional[Sequence], held_fraction: float, rng) -> tuple:
+    """``(group names (one str per array of frames_list), the held-out names (set))``: the groups
+    ``groups[i]`` of the arrays (None: each array its own), and ``held_fraction`` of them (at least
+    one, never all; none of a single group) drawn by ``rng`` to stop a student's training."""
+    group_names = [str(g) for g in (groups if groups is not None else range(len(frames_list)))]
+    if len(group_names) != len(frames_list):
+        raise ValueError(f"{len(group_names)} groups for {len(frames_list)} frame arrays")
+    names = sorted(set(group_names))
+    n_held = min(max(1, int(round(held_fraction * len(names)))), len(names) - 1) if len(names) > 1 else 0
+    return group_names, set(rng.permutation(names)[:n_held].tolist())
 
 
 def train_student(params: list, loss_and_grad: Callable, P_tr: np.ndarray, targets_tr: Sequence[np.ndarray],
@@ -182,12 +208,7 @@ def distil_network(teacher: FrameClassifier, frames_list: Sequence[np.ndarray], 
         raise ValueError("distil_network needs hidden >= 1 and at least one frame array")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    group_names = [str(g) for g in (groups if groups is not None else range(len(frames_list)))]
-    if len(group_names) != len(frames_list):
-        raise ValueError(f"{len(group_names)} groups for {len(frames_list)} frame arrays")
-    names = sorted(set(group_names))
-    n_held = min(max(1, int(round(held_fraction * len(names)))), len(names) - 1) if len(names) > 1 else 0
-    held_names = set(rng.permutation(names)[:n_held].tolist())
+    group_names, held_names = held_out_groups(frames_list, groups, held_fraction, rng)
 
     with blas.limit(teacher.blas_threads):
         parts_tr, parts_va, out_tr, out_va = [], [], [], []
@@ -250,21 +271,12 @@ def _projection_loss_and_grad(P, targets, params, alpha: float, n_total: int):
     the batch's share of the data, as :func:`_loss_and_grad`)."""
     W1, b1, W2, b2 = params
     n = P.shape[0]
-    H = P @ W1
-    H += b1
-    np.maximum(H, np.float32(0.0), out=H)
-    E = H @ W2
-    E += b2
+    H, E = _forward(P, W1, b1, W2, b2)
     diff = E - targets[0]
     D = E.shape[1]
     loss = float(np.sum(diff * diff)) / (D * n)
     dE = diff * np.float32(2.0 / (D * n))
-    gW2 = H.T @ dE
-    gb2 = dE.sum(axis=0)
-    dH = dE @ W2.T
-    dH *= H > 0
-    gW1 = P.T @ dH
-    gb1 = dH.sum(axis=0)
+    gW1, gb1, gW2, gb2 = _backward(P, H, W2, dE)
     share = np.float32(alpha / n_total)
     gW1 += share * W1
     gW2 += share * W2
@@ -306,12 +318,7 @@ def distil_composed_network(teacher, frames_list: Sequence[np.ndarray], hidden: 
         raise ValueError(f"the initial network must have {hidden} units and read the teacher's standardised frames")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    group_names = [str(g) for g in (groups if groups is not None else range(len(frames_list)))]
-    if len(group_names) != len(frames_list):
-        raise ValueError(f"{len(group_names)} groups for {len(frames_list)} frame arrays")
-    names = sorted(set(group_names))
-    n_held = min(max(1, int(round(held_fraction * len(names)))), len(names) - 1) if len(names) > 1 else 0
-    held_names = set(rng.permutation(names)[:n_held].tolist())
+    group_names, held_names = held_out_groups(frames_list, groups, held_fraction, rng)
     lengths = np.array([len(f) for f in frames_list])
     is_held = np.array([g in held_names for g in group_names])
     n_train = int(lengths[~is_held].sum())
