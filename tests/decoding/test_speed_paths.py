@@ -135,6 +135,18 @@ def test_feasible_starts_matches_the_python_loops():
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_reviews_frame_maxima_are_each_rows_largest_score_widened(dtype):
+    from aligner.alignment.review.evidence import _frame_max
+
+    scores = np.random.default_rng(5).normal(size=(37, 39)).astype(dtype)
+    scores[3, 7] = -np.inf  # an unscored class
+    got = _frame_max(scores)
+    assert got.dtype == np.float64 and got.shape == (37,)
+    want = [max(float(v) for v in row) for row in scores]
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_boundary_distances_match_clipped_indexing(dtype):
     rng = np.random.default_rng(3)
     for T_ in (1, 2, 3, 8, 9, 100):

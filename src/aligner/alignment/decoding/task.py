@@ -390,32 +390,41 @@ def _feasible_starts(T, max_len, min_len, band_lo, band_hi):
     return (lo, hi) if ok else (None, None)
 
 
-@njit(cache=True, nogil=True)
-def _feasible_ranges(T, max_len, min_len, band_lo, band_hi):
-    """:func:`_feasible_starts`' loops: ``(lo (K+1,), hi (K+1,), whether any segmentation fits)``."""
+def _feasible_ranges(T: int, max_len: np.ndarray, min_len: int, band_lo: np.ndarray, band_hi: np.ndarray) -> tuple:
+    """:func:`_feasible_starts`' recursions: ``(lo (K+1,), hi (K+1,), whether any segmentation
+    fits)`` (``lo``, ``hi`` meaningful only when it does), int64 frames.
+
+    Forward, phone k's earliest start is the previous one's plus ``min_len``, raised to
+    ``band_lo[k]`` (k < K), its latest the previous one's plus ``max_len[k - 1]``, lowered to
+    ``band_hi[k]``: with ``lo[k] - k min_len`` and ``hi[k] - sum(max_len[:k])`` these are running
+    maxima and minima. Backward, from ``T`` at entry K, likewise with the lengths still to come.
+    Integer arithmetic in numpy (a few calls per decode; no numba dispatcher to load)."""
     K = len(max_len)
-    lo = np.empty(K + 1, dtype=np.int64)
-    hi = np.empty(K + 1, dtype=np.int64)
-    lo[0] = hi[0] = 0
-    if band_lo[0] > 0 or band_hi[0] < 0:
+    max_len = np.asarray(max_len, np.int64)
+    band_lo, band_hi = np.asarray(band_lo, np.int64), np.asarray(band_hi, np.int64)
+    lo, hi = np.zeros(K + 1, np.int64), np.zeros(K + 1, np.int64)
+    if K == 0 or band_lo[0] > 0 or band_hi[0] < 0:
+        return lo, hi, K == 0 and T == 0
+    k = np.arange(K + 1, dtype=np.int64)
+    reach = np.concatenate([[0], np.cumsum(max_len)])  # sum(max_len[:k])
+    floor_lo = np.concatenate([[0], band_lo[1:] - k[1:K] * min_len, [_FAR_BELOW]])
+    ceil_hi = np.concatenate([[0], band_hi[1:] - reach[1:K], [_FAR_ABOVE]])
+    lo = np.maximum.accumulate(floor_lo) + k * min_len
+    hi = np.minimum.accumulate(ceil_hi) + reach
+    if np.any(lo[1:] > hi[1:]) or not lo[K] <= T <= hi[K]:
         return lo, hi, False
-    for k in range(1, K + 1):
-        lo[k] = lo[k - 1] + min_len
-        hi[k] = hi[k - 1] + max_len[k - 1]
-        if k < K:
-            lo[k] = max(lo[k], band_lo[k])
-            hi[k] = min(hi[k], band_hi[k])
-        if lo[k] > hi[k]:
-            return lo, hi, False
-    if not lo[K] <= T <= hi[K]:
-        return lo, hi, False
+    # backward: lo[k] = max(lo[k], lo[k + 1] - max_len[k]), hi[k] = min(hi[k], hi[k + 1] - min_len)
+    rest = reach[K] - reach  # sum(max_len[k:])
     lo[K] = hi[K] = T
-    for k in range(K - 1, -1, -1):
-        lo[k] = max(lo[k], lo[k + 1] - max_len[k])
-        hi[k] = min(hi[k], hi[k + 1] - min_len)
-        if lo[k] > hi[k]:
-            return lo, hi, False
-    return lo, hi, True
+    lo = (np.maximum.accumulate((lo + rest)[::-1]) - rest[::-1])[::-1]
+    to_come = (K - k) * min_len
+    hi = (np.minimum.accumulate((hi + to_come)[::-1]) - to_come[::-1])[::-1]
+    return lo, hi, bool(np.all(lo <= hi))
+
+
+#: sentinels of :func:`_feasible_ranges`' running extremes (far outside any frame count, no overflow)
+_FAR_BELOW = -(2 ** 60)
+_FAR_ABOVE = 2 ** 60
 
 
 # --------------------------------------------------------------------------------------
