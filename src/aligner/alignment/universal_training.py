@@ -377,9 +377,7 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
     activations = mean_activations(scorer, [f for d in data for f in [d.frames, *d.warped]])
     keep = activations > 0
     if settings.scorer_units is not None and keep.sum() > settings.scorer_units:
-        contribution = np.where(keep, unit_contributions(scorer, activations), -np.inf)
-        keep = np.zeros_like(keep)
-        keep[np.argsort(-contribution, kind="stable")[:settings.scorer_units]] = True
+        keep = _top_units(np.where(keep, unit_contributions(scorer, activations), -np.inf), settings.scorer_units)
     scorer = pruned_network(scorer, keep)
     distilled = None
     if settings.distil_units is not None and scorer.hidden > settings.distil_units:
@@ -409,9 +407,7 @@ def distilled_scorer(teacher: ComposedNetwork, activations: np.ndarray, data: li
     (``activations`` (hidden,): each unit's mean activation on those frames,
     :func:`~aligner.features.composed_network.mean_activations`); ``record``: a summary for the
     model's training record."""
-    contribution = unit_contributions(teacher, activations)
-    first = np.zeros(teacher.hidden, bool)
-    first[np.argsort(-contribution, kind="stable")[:settings.distil_units]] = True
+    first = _top_units(unit_contributions(teacher, activations), settings.distil_units)
     frames, groups = [], []
     for d in data:
         for f in [d.frames, *d.warped]:
@@ -429,3 +425,10 @@ def distilled_scorer(teacher: ComposedNetwork, activations: np.ndarray, data: li
     record = {"units": student.hidden, "teacher_units": teacher.hidden, "epoch": student.distil_epochs_,
               "held_loss": round(student.distil_loss_, 6), "seconds": round(student.distil_seconds_, 1)}
     return student, record
+
+
+def _top_units(contribution: np.ndarray, n: int) -> np.ndarray:
+    """(hidden,) bool: the ``n`` units of largest ``contribution`` (hidden,) (ties in unit order)."""
+    keep = np.zeros(contribution.shape[0], bool)
+    keep[np.argsort(-contribution, kind="stable")[:n]] = True
+    return keep

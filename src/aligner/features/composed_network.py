@@ -303,6 +303,13 @@ class ComposedNetwork:
         return float(np.exp(res.x))
 
     # -------------------------------------------------------------- predict
+    def standardised(self, frames: np.ndarray) -> np.ndarray:
+        """(T, (2 context + 1) n_features) float32 context vectors of (T, n_features) frames,
+        standardised by the network's stored mean and spread: the rows its hidden layer reads."""
+        X = stack_context(np.asarray(frames, np.float32), self.context) - self.mean
+        X *= self.inv_std
+        return X
+
     def embeddings(self, frames: np.ndarray) -> np.ndarray:
         """(T, D) float32 images ``e`` of (T, 42) frames in the description space."""
         clf = self.frame_classifier(np.eye(self.n_descriptions, dtype=np.float32))
@@ -520,7 +527,7 @@ def mean_activations(network: "ComposedNetwork", frames_list: Sequence[np.ndarra
     total = np.zeros(network.hidden)
     n = 0
     for frames in frames_list:
-        X = (stack_context(np.asarray(frames, np.float32), network.context) - network.mean) * network.inv_std
+        X = network.standardised(frames)
         for a in range(0, len(X), block):
             H = X[a:a + block] @ network.hidden_weights
             H += network.hidden_bias

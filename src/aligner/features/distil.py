@@ -37,7 +37,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from aligner.errors import ModelError
-from aligner.features.frame_classifier import FrameClassifier, flush_subnormals, stack_context
+from aligner.features.frame_classifier import FrameClassifier, flush_subnormals
 from aligner.runtime import blas
 
 #: frames of the teacher's outputs computed at once (bounded memory)
@@ -329,17 +329,12 @@ def distil_composed_network(teacher, frames_list: Sequence[np.ndarray], hidden: 
         chosen = np.split(pick, np.cumsum(lengths[~is_held])[:-1])
 
     with blas.limit(1):  # mini-batch products: one BLAS thread (as ComposedNetwork.fit)
-        def standardised(f):
-            X = stack_context(np.asarray(f, np.float32), teacher.context) - teacher.mean
-            X *= teacher.inv_std
-            return X
-
         parts_tr, parts_va, j = [], [], 0
         for f, held in zip(frames_list, is_held):
             if held:
-                parts_va.append(standardised(f))
+                parts_va.append(teacher.standardised(f))
             else:
-                X = standardised(f)
+                X = teacher.standardised(f)
                 parts_tr.append(X if chosen is None else X[chosen[j]])
                 j += 1
         k = teacher.hidden_weights.shape[0]
@@ -350,10 +345,9 @@ def distil_composed_network(teacher, frames_list: Sequence[np.ndarray], hidden: 
         def images(P):  # the teacher's (n, D) images, in blocks
             out = np.empty((len(P), teacher.n_descriptions), np.float32)
             for a in range(0, len(P), TEACHER_BLOCK_FRAMES):
-                H = P[a:a + TEACHER_BLOCK_FRAMES] @ teacher.hidden_weights
-                H += teacher.hidden_bias
-                np.maximum(H, 0, out=H)
-                out[a:a + len(H)] = H @ teacher.projection + teacher.projection_bias
+                b = min(len(P), a + TEACHER_BLOCK_FRAMES)
+                out[a:b] = _forward(P[a:b], teacher.hidden_weights, teacher.hidden_bias, teacher.projection,
+                                    teacher.projection_bias)[1]
             return out
 
         T_tr, T_va = images(P_tr), images(P_va)

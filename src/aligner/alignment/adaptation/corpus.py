@@ -97,8 +97,8 @@ UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": 10.0, "durations_prior": 5.0}
 #: what adapting the clean model to a corpus transcribed in words re-estimates when no settings
 #: are given (:class:`~aligner.alignment.adaptation.rounds.AdaptSettings` fields): the phone
 #: durations (a speaker's tempo, the dictionary's forms as said), the base's statistics as 100
-#: pseudo-observations per class (30 until 0.20.0, whose word-initial lengthening made 30 cost clean
-#: words 0.17 ms: CHANGELOG 0.20.0), their deviations scaled with their means; the classifier kept.
+#: pseudo-observations per class (30 until 0.20.0: CHANGELOG 0.20.0), their deviations scaled with
+#: their means; the classifier kept.
 #: On the speaker folds, adapted on the test speakers' `.txt` words for the default 3 rounds
 #: (``benchmarks.alignment.eval_adaptation --modes words words@CONDITION --settings
 #: dur30s,clf10r+dur30,clf10r+dur30s``, CHANGELOG 0.14.0), word MAE unadapted -> this / with the
@@ -109,10 +109,8 @@ UNIVERSAL_ADAPT_SETTINGS = {"classifier_prior": 10.0, "durations_prior": 5.0}
 #: ones): 16.0 / 16.2 / 16.3 ms after rounds 1-3, against 15.8 ms in each with them scaled.
 WORDS_ADAPT_SETTINGS = {"classifier_prior": None, "durations_prior": 100.0, "durations_spread": "scaled"}
 #: the durations' pseudo-observations per class when ``reestimate`` asks for them (``durations``,
-#: ``both``: with the output layer refit, for noisy rooms). Words in noise (0.20.0, ``--modes
-#: words@CONDITION --settings clf10r+dur30s,clf10r+dur100s --rounds 1``), not adapted -> 30 / 100:
-#: white noise 5 dB 23.01 -> 22.06 / 22.23, far room 26.85 -> 26.47 / 26.45, classroom 23.47 -> 22.91
-#: / 22.98 ms
+#: ``both``: with the output layer refit, for noisy rooms), chosen on words in noise against 100
+#: (``eval_adaptation --modes words@CONDITION --settings clf10r+dur30s,clf10r+dur100s``: docs/results.md)
 REESTIMATED_DURATIONS_PRIOR = 30.0
 #: rounds of adaptation when no ``rounds`` are given (:func:`adapt_corpus`)
 DEFAULT_ADAPT_ROUNDS = 3
