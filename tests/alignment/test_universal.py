@@ -155,6 +155,41 @@ def test_a_view_from_the_class_table_is_the_view_worked_out_afresh(universal):
     np.testing.assert_array_equal(a.always_scored, b.always_scored)
 
 
+def test_a_views_pauses_last_what_the_speaker_took(universal, tmp_path):
+    """A silence inside a transcript takes the edge silences' statistics, may last up to
+    UNIVERSAL_MAX_SILENCE_FRAMES, and is left out of the tempo term; a model saved with that
+    setting reads it back, and a damaged value is one error."""
+    from aligner.alignment.model import AlignmentModel
+    from aligner.alignment.universal import UNIVERSAL_MAX_SILENCE_FRAMES, UniversalModel
+
+    _, path = universal
+    view = UniversalModel.load(path).view(["sil", "m", "a", "sil", "s", "i", "sil"])
+    d, sil = view.durations, view.inventory.silence_index
+    assert (d.mean[sil], d.std[sil]) == (d.final_mean[sil], d.final_std[sil])
+    assert d.max_frames[sil] == d.final_max_frames[sil] == UNIVERSAL_MAX_SILENCE_FRAMES
+    classes = view.phone_set.class_indices(["sil", "m", "a", "sil", "s", "i", "sil"])
+    mean, _, _ = d.for_phones(classes, None)
+    assert mean[3] == mean[0] == mean[-1]  # the pause between two words as the edges
+    assert view.pauses_unpaced
+    frames = np.random.default_rng(3).standard_normal((300, 42)).astype(np.float32)
+    x = view.make_input(frames, classes)
+    np.testing.assert_array_equal(x.paced, np.asarray(classes) != sil)
+    view.save(tmp_path / "v")
+    assert AlignmentModel.load(tmp_path / "v").pauses_unpaced
+    import hashlib
+
+    params_file, manifest_file = tmp_path / "v" / "alignment.json", tmp_path / "v" / "manifest.json"
+    params = json.loads(params_file.read_text(encoding="utf-8"))
+    assert params["pauses_unpaced"] is True
+    params["pauses_unpaced"] = "yes"
+    params_file.write_text(json.dumps(params), encoding="utf-8")
+    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    manifest["files"]["alignment.json"] = hashlib.sha256(params_file.read_bytes()).hexdigest()
+    manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(ModelError, match="pauses_unpaced must be true or false"):
+        AlignmentModel.load(tmp_path / "v")
+
+
 def test_the_bundle_round_trips_and_a_damaged_one_is_one_error(universal, tmp_path):
     from aligner.alignment.universal import UniversalModel
 

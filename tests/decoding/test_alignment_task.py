@@ -138,6 +138,41 @@ def test_dp_equals_brute_force(cost_name):
     assert n_checked == 90
 
 
+def test_dp_with_unpaced_phones_equals_brute_force():
+    # pauses left out of the tempo term (dim 7): the DP still finds the argmax of w . phi
+    rng = np.random.default_rng(2468)
+    for trial in range(30):
+        T, K = int(rng.integers(10, 15)), int(rng.integers(2, 5))
+        unpaced = rng.random(K) < 0.5
+        scores = rng.normal(size=(T, 5))
+        args = (scores, rng.normal(size=(T, 3)), rng.integers(0, 5, size=K), rng.uniform(1.0, 6.0, size=K),
+                rng.uniform(0.3, 3.0, size=K), rng.integers(math.ceil(T / K), T + 1, size=K))
+        xu = make_alignment_input(*args, unpaced=unpaced)
+        task = AlignmentTask()
+        candidates = list(all_segmentations(xu))
+        w = rng.normal(size=7) * rng.choice([0.3, 1.0, 10.0])
+        objective = [task.score(xu, y, w) for y in candidates]
+        y_dp = task.decode(xu, w)
+        assert task.score(xu, y_dp, w) == pytest.approx(max(objective), rel=1e-6, abs=1e-9)
+        _, value = task._run(xu, w, None, 0.0)
+        assert value == pytest.approx(task.score(xu, y_dp, w), rel=1e-9, abs=1e-12)
+        if not unpaced.any():
+            assert xu.paced is None  # every phone paced: the input of old
+
+
+def test_phi_leaves_unpaced_pairs_out_of_the_tempo_term():
+    T = 12
+    x = make_alignment_input(np.zeros((T, 3)), np.zeros((T, 2)), [0, 1, 2], [2.0, 4.0, 3.0], [1.0, 1.0, 1.0], T,
+                             unpaced=[False, True, False])
+    y = [0, 3, 9]  # lengths 3, 6, 3; the middle phone is a pause
+    assert AlignmentTask().phi(x, y)[6] == 0.0
+    x = make_alignment_input(np.zeros((T, 3)), np.zeros((T, 2)), [0, 1, 2], [2.0, 4.0, 3.0], [1.0, 1.0, 1.0], T,
+                             unpaced=[False, False, True])
+    assert AlignmentTask().phi(x, y)[6] == pytest.approx((6 / 4 - 3 / 2) ** 2 / 3)
+    with pytest.raises(ValueError, match="one flag per phone"):
+        make_alignment_input(np.zeros((T, 3)), np.zeros((T, 2)), [0, 1, 2], [2.0] * 3, [1.0] * 3, T, unpaced=[True])
+
+
 def test_decode_respects_length_limits():
     rng = np.random.default_rng(3)
     x = random_input(rng, 40, 6, min_frames=3)

@@ -54,6 +54,25 @@ def test_first_pass_recovers_clear_segments():
     assert np.array_equal(got, starts)
 
 
+def test_first_pass_longest_lengths_stop_an_attractor():
+    # class 5 (phone 1's) outscores every class everywhere, the right one by 0.5: without a
+    # longest length the HMM stays in phone 1 for most of the recording; with one it keeps to the phones
+    K, length = 60, 10
+    starts = np.arange(K) * length
+    classes = np.array([5 if k == 1 else 10 + k % 20 for k in range(K)])
+    scores = _blocky_scores(starts, classes, K * length, seed=2)
+    scores[scores == 0.0] = -0.5
+    scores[:, 5] = 0.0
+    free = LR.first_pass_starts(scores, classes, np.full(K, 2.0 * length))
+    assert free[2] > 20 * length  # the attractor took the frames of many phones
+    capped = LR.first_pass_starts(scores, classes, np.full(K, 2.0 * length), max_frames=np.full(K, 2 * length))
+    assert np.all(np.diff(np.append(capped, K * length)) <= 2 * length)
+    assert np.mean(np.abs(capped - starts) <= 2) > 0.9
+    # a limit no path can keep to: the unlimited search's answer
+    assert np.array_equal(LR.first_pass_starts(scores, classes, np.full(K, 2.0 * length), max_frames=np.full(K, 3)),
+                          free)
+
+
 def test_first_pass_single_phone_and_too_many_phones():
     scores = np.zeros((50, 39), np.float32)
     assert LR.first_pass_starts(scores, np.array([3]), np.array([10.0])).tolist() == [0]

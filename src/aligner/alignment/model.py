@@ -281,6 +281,10 @@ class AlignmentModel:
     #: to this range; None = one pass (the English models). Recordings decoded in linear passes
     #: (:func:`~aligner.alignment.decoding.long_recordings.align_long`) get one pass either way
     tempo_range: tuple | None = None
+    #: silences' lengths left out of the tempo term (dim 7; :attr:`AlignmentInput.paced`): a pause
+    #: lasts what the speaker took, seconds around an elicited word, not a change of rate (a universal
+    #: model's views); False = every phone in it (the English models, as trained)
+    pauses_unpaced: bool = False
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -437,7 +441,13 @@ class AlignmentModel:
         scores = self.transcript_scores(scores, phone_classes)
         mean, std, max_frames = self.durations.for_phones(phone_classes, symbols)
         return make_alignment_input(scores, frames, phone_classes, mean, std, max_frames,
-                                    self.min_frames, name=name)
+                                    self.min_frames, name=name, unpaced=self.unpaced(phone_classes))
+
+    def unpaced(self, classes) -> np.ndarray | None:
+        """(K,) bool, the silences among phones ``classes`` (K,) when :attr:`pauses_unpaced`, else None."""
+        if not self.pauses_unpaced:
+            return None
+        return np.asarray(classes) == self.inventory.silence_index
 
     def align_frames(self, x: AlignmentInput) -> np.ndarray:
         """Start frame of every phone (K,), by the DP with this model's weights."""
@@ -482,19 +492,23 @@ class AlignmentModel:
         mean, std, max_frames = self.durations.for_phones(classes, symbols)
         check_fits(len(frames), len(classes), max_frames, self.min_frames, name)
         if not needs_long_path(dp_cells(len(frames), max_frames, self.min_frames)):
-            x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name)
+            x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name,
+                                     unpaced=self.unpaced(classes))
             y = self._decode_near_first_pass(x, scores, classes, mean, name)
             if self.tempo_range is not None:
                 x, y = self._decode_at_tempo(x, y, classes, mean, std)
             return y, self.start_times(x, y, scores, frames, duration_s)
 
+        unpaced = self.unpaced(classes)
+
         def decode_chunk(f_lo, f_hi, p_lo, p_hi, centres, band):
             x = make_alignment_input(scores[f_lo:f_hi], frames[f_lo:f_hi], classes[p_lo:p_hi], mean[p_lo:p_hi],
                                      std[p_lo:p_hi], max_frames[p_lo:p_hi], self.min_frames, band=band,
-                                     band_centre=centres, name=name)
+                                     band_centre=centres, name=name,
+                                     unpaced=None if unpaced is None else unpaced[p_lo:p_hi])
             return self.align_frames(x)
 
-        y = align_long(decode_chunk, scores, classes, mean, name=name)
+        y = align_long(decode_chunk, scores, classes, mean, name=name, max_frames=max_frames)
         if self.refiner is None:
             return y, phone_start_times(y)
         mu, sigma = np.maximum(mean, 1.0), np.maximum(std, 1.0)
@@ -706,6 +720,8 @@ class AlignmentModel:
         params["alignment"].update(_front_end_json(self))
         if self.tempo_range is not None:
             params["alignment"]["tempo_range"] = [float(v) for v in self.tempo_range]
+        if self.pauses_unpaced:  # (saved only when set: the English bundles keep their files)
+            params["alignment"]["pauses_unpaced"] = True
         if self.pronunciation_bonus:
             params["alignment"]["pronunciation_bonus"] = dict(sorted(self.pronunciation_bonus.items()))
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
@@ -758,6 +774,10 @@ class AlignmentModel:
                         front_band_hz=None if front_band is None else check_band(front_band),
                         **_front_end_settings(p), always_scored=always,
                         tempo_range=check_tempo_range(p.get("tempo_range")))
+            unpaced = p.get("pauses_unpaced", False)
+            if not isinstance(unpaced, bool):
+                raise ValueError(f"pauses_unpaced must be true or false, got {unpaced!r}")
+            model.pauses_unpaced = unpaced
             if p.get("pronunciation_bonus") is not None:
                 from aligner.alignment.decoding.words import check_pronunciation_bonus
 

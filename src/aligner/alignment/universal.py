@@ -54,8 +54,9 @@ VIEW_CACHE_SIZE = 64
 #: classes a model's table keeps (:meth:`UniversalModel._class_rows`; past them it starts again)
 CLASS_TABLE_SIZE = 4096
 #: longest silence a view's decoder considers (frames): field recordings hold longer pauses than
-#: read sentences (up to 2.4 s in the 40 languages), and a recording must fit its transcript
-UNIVERSAL_MAX_SILENCE_FRAMES = 300
+#: read sentences (up to 2.4 s in the 40 languages), a word cut from a session may keep seconds of
+#: room tone around it, and a recording must fit its transcript
+UNIVERSAL_MAX_SILENCE_FRAMES = 3000
 
 
 def _ridge(X: np.ndarray, t: np.ndarray, w: np.ndarray, alpha: float) -> np.ndarray:
@@ -87,8 +88,8 @@ class FeatureDurations:
     A phone's statistics (:meth:`predict`): ``(n mean + k pred) / (n + k)`` for a training phone of
     n tokens in that position (k = :data:`DURATION_PRIOR_TOKENS`), the prediction ``pred`` for an
     unseen one; the std alike from ``spread``; the longest length the decoder tries is twice the
-    longest seen (or predicted: mean + 4 std), at least 15 frames, at most :data:`MAX_PHONE_FRAMES`
-    (:data:`UNIVERSAL_MAX_SILENCE_FRAMES` for silence).
+    longest seen (or predicted: mean + 4 std), at least 15 frames, at most :data:`MAX_PHONE_FRAMES`;
+    a silence's is :data:`UNIVERSAL_MAX_SILENCE_FRAMES`.
     """
 
     classes: tuple
@@ -154,14 +155,19 @@ class FeatureDurations:
                 mean[i] = (n * self.mean[r, j] + k * pred[i]) / (n + k)
                 std[i] = (n * self.std[r, j] + k * pred_std) / (n + k)
                 longest = max(self.longest[r, j], pred[i] + 4 * pred_std)
-            mx[i] = int(min(max(2.0 * float(longest), 15.0), cap))
+            # a silence may last as long as any recording's pause (its duration score still weighs it)
+            mx[i] = cap if seg.silence else int(min(max(2.0 * float(longest), 15.0), cap))
         return np.maximum(mean, 1.0), np.maximum(std, 1.0), mx
 
     def stats(self, segments: Sequence[Segment], silence_class: int) -> DurationStats:
         """The :class:`~aligner.alignment.model.DurationStats` of a view's classes ``segments``
-        (within an utterance, and before a pause), silence the class ``silence_class``."""
+        (within an utterance, and before a pause), silence the class ``silence_class``: what a view
+        of these classes holds (:meth:`UniversalModel._class_rows`; a silence's statistics are the
+        edges' wherever it lies)."""
         mean, std, mx = self.predict(segments, False)
         f_mean, f_std, f_mx = self.predict(segments, True)
+        mean[silence_class], std[silence_class], mx[silence_class] = \
+            f_mean[silence_class], f_std[silence_class], f_mx[silence_class]
         return DurationStats(mean, std, mx, final_mean=f_mean, final_std=f_std, final_max_frames=f_mx,
                              silence_class=silence_class)
 
@@ -332,7 +338,7 @@ class UniversalModel:
         always = np.array([i for i, c in enumerate(names) if c in background], np.int64)
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
                               self.training, refiner, inventory=inventory, phone_symbols=phone_symbols,
-                              always_scored=always, tempo_range=self.tempo_range)
+                              always_scored=always, tempo_range=self.tempo_range, pauses_unpaced=True)
         self._views[key] = view
         while len(self._views) > VIEW_CACHE_SIZE:
             self._views.popitem(last=False)
@@ -362,6 +368,11 @@ class UniversalModel:
             todo_segments = [segments[i] for i in todo]
             log_prior = np.zeros(k, np.float32) if self.prior is None else self.prior.predict(todo_segments)
             within, final = self.durations.predict(todo_segments, False), self.durations.predict(todo_segments, True)
+            # a silence takes the statistics of the training recordings' edge silences wherever it
+            # lies: a pause written inside a transcript lasts what the speaker took (seconds between
+            # the words of an elicitation session), not what a pause inside a read sentence takes
+            silent = np.array([seg.silence for seg in todo_segments], bool)
+            within = tuple(np.where(silent, f, w) for w, f in zip(within, final))
             table.add([names[i] for i in todo], [broad_class(seg) for seg in todo_segments], residual[:k], log_prior,
                       weights[:, :k], Phi[:k], np.column_stack([within[0], within[1], final[0], final[1]]),
                       np.column_stack([within[2], final[2]]))

@@ -68,11 +68,12 @@ def _frame_max(scores, t):
 
 
 @njit(cache=True, nogil=True)
-def _windowed_viterbi(scores, classes, log_stay, log_leave, window):
+def _windowed_viterbi(scores, classes, log_stay, log_leave, window, max_len):
     """Start frame of every phone (K,) on the best HMM path, or an empty array if the window
     lost every path that ends in the last phone at the last frame. The emission of phone k at
     frame t is the agreement ``scores[t, p_k] - max_p scores[t, p]`` (computed here: no copy of
-    a long recording's scores)."""
+    a long recording's scores). A state whose best path has stayed ``max_len[k]`` frames in
+    phone k may only leave it (the length of that path's segment is carried along)."""
     T = scores.shape[0]
     K = classes.shape[0]
     W = min(window, K)
@@ -82,7 +83,10 @@ def _windowed_viterbi(scores, classes, log_stay, log_leave, window):
     neg = -np.inf
     v = np.full(W, neg)
     nv = np.empty(W)
+    run = np.zeros(W, np.int64)  # frames the best path into each live state has spent in its phone
+    nrun = np.zeros(W, np.int64)
     v[0] = scores[0, classes[0]] - _frame_max(scores, 0)
+    run[0] = 1
     for t in range(1, T):
         top = _frame_max(scores, t)
         prev_lo = lo[t - 1]
@@ -101,13 +105,17 @@ def _windowed_viterbi(scores, classes, log_stay, log_leave, window):
         for i in range(W):
             k = lo_t + i
             j = k - prev_lo
-            stay = v[j] + log_stay[k] if 0 <= j < W else neg
+            stay = v[j] + log_stay[k] if 0 <= j < W and run[j] < max_len[k] else neg
             leave = v[j - 1] + log_leave[k - 1] if 1 <= j <= W and k >= 1 else neg
             if leave > stay:
                 row[i >> 3] |= np.uint8(1 << (i & 7))
                 stay = leave
+                nrun[i] = 1
+            else:
+                nrun[i] = run[j] + 1 if 0 <= j < W else 1
             nv[i] = stay + (scores[t, classes[k]] - top) if stay > neg else neg
         v, nv = nv, v
+        run, nrun = nrun, run
     i = K - 1 - lo[T - 1]
     starts = np.zeros(K, np.int64)
     if i < 0 or i >= W or v[i] == neg:
@@ -130,13 +138,20 @@ def first_pass_window(n_frames: int) -> int:
 
 
 def first_pass_starts(scores: np.ndarray, phone_classes: np.ndarray, dur_mean: np.ndarray,
-                      window: int | None = None, name: str = "<utterance>") -> np.ndarray:
+                      window: int | None = None, name: str = "<utterance>",
+                      max_frames: np.ndarray | None = None) -> np.ndarray:
     """Approximate start frames (K,) of K phones by the windowed HMM Viterbi (module docstring).
 
     ``scores``: (T, 39) classifier scores; ``phone_classes``: (K,) their columns;
     ``dur_mean``: (K,) mean durations in frames; ``window``: live states (None:
     :func:`first_pass_window` of T). Doubles the window (up to every phone) if the window lost
     the end; raises :class:`AlignmentError` naming ``name`` if K phones cannot fit T frames.
+    ``max_frames``: (K,) longest length of each phone, frames (None: any length). The best path
+    into a state that has stayed that long in its phone must leave it, so that no phone can
+    hold the frames of many (a class that outscores the others on much of a recording, such as
+    a rare phone whose prior-divided score is high in pauses and noise, would otherwise take
+    minutes of it in a long recording). The search runs again without the limit if no path
+    within it survives the window.
     """
     scores = np.ascontiguousarray(scores, np.float32)
     T = scores.shape[0]
@@ -149,11 +164,16 @@ def first_pass_starts(scores: np.ndarray, phone_classes: np.ndarray, dur_mean: n
     mu = np.maximum(np.asarray(dur_mean, np.float64), 1.5)
     log_leave = np.log(1.0 / mu)
     log_stay = np.log1p(-1.0 / mu)
+    longest = np.full(K, T + 1, np.int64) if max_frames is None else \
+        np.broadcast_to(np.asarray(max_frames, np.int64), (K,)).copy()
+    start_window = int(window)
     while True:
-        starts = _windowed_viterbi(scores, classes, log_stay, log_leave, int(window))
+        starts = _windowed_viterbi(scores, classes, log_stay, log_leave, int(window), longest)
         if len(starts) == K or window >= K:
             break
         window *= 2
+    if len(starts) != K and max_frames is not None:
+        return first_pass_starts(scores, classes, dur_mean, start_window, name)
     if len(starts) != K:
         raise AlignmentError(f"{name}: no path of the {K} phones fits the {T} frames")
     return starts
@@ -208,7 +228,7 @@ def join_chunks(n: int, size: int, overlap: int, decode, same, fits=None) -> lis
 def align_long(decode_chunk, scores: np.ndarray, phone_classes: np.ndarray, dur_mean: np.ndarray,
                name: str = "<utterance>", chunk_phones: int = CHUNK_PHONES,
                overlap: int = CHUNK_OVERLAP, band: int = BAND_FRAMES,
-               first_pass: np.ndarray | None = None) -> np.ndarray:
+               first_pass: np.ndarray | None = None, max_frames: np.ndarray | None = None) -> np.ndarray:
     """Start frames (K,) of K phones over T frames, in time and memory linear in T.
 
     ``decode_chunk(frame_lo, frame_hi, phone_lo, phone_hi, centres, band)`` decodes phones
@@ -217,13 +237,14 @@ def align_long(decode_chunk, scores: np.ndarray, phone_classes: np.ndarray, dur_
     returns their start frames counted from ``frame_lo``; it raises :class:`AlignmentError`
     if nothing fits the band. The band is doubled and the chunk decoded again while nothing
     fits or a decoded start lies on the band's edge (the band, not the data, chose it).
-    ``first_pass``: the first pass's starts, if already computed.
+    ``first_pass``: the first pass's starts, if already computed; ``max_frames``: (K,) each phone's longest
+    length in frames, for the first pass (:func:`first_pass_starts`).
     """
     scores = np.asarray(scores)
     T = scores.shape[0]
     K = len(phone_classes)
     rough = first_pass if first_pass is not None else first_pass_starts(scores, phone_classes, dur_mean,
-                                                                        name=name)
+                                                                        name=name, max_frames=max_frames)
     edges = np.append(rough, T)
 
     def decode(dec_lo, dec_hi):

@@ -109,6 +109,10 @@ class AlignmentInput:
             range lies on at least one complete valid segmentation.
         min_len: minimum length of every phone, frames (a 0-d int64 array).
         agreement_mean: dim 1 is the per-phone mean (True, SPEC) or sum (False) of the agreement.
+        paced: (K,) bool, or None (every phone): whether phone k's length follows the speaker's
+            rate. Dim 7 sums ``(l_k/mu_k - l_{k-1}/mu_{k-1})^2`` over the neighbours that both
+            are (a pause's length is not the speaker's rate: a pause of seconds after a phone of
+            ordinary length is no change of tempo).
     """
 
     cum_agree: np.ndarray
@@ -122,6 +126,7 @@ class AlignmentInput:
     start_hi: np.ndarray
     min_len: np.ndarray
     agreement_mean: bool = True
+    paced: np.ndarray | None = None
 
     @property
     def n_frames(self) -> int:
@@ -202,6 +207,7 @@ def make_alignment_input(
     band_centre=None,
     agreement: str = "mean",
     name: str = "<utterance>",
+    unpaced=None,
 ) -> AlignmentInput:
     """Validate one utterance and precompute what ``phi`` and the decoder need.
 
@@ -225,6 +231,8 @@ def make_alignment_input(
             frames (SPEC section 3) or their ``"sum"`` (each frame counts once, as in an HMM's
             log-likelihood); both then summed over phones and divided by K.
         name: the utterance or file name used in error messages.
+        unpaced: optional (K,) bool, the phones whose length is not the speaker's rate (pauses):
+            dim 7 leaves out their pairs with their neighbours (:attr:`AlignmentInput.paced`).
 
     Raises:
         FeatureError: malformed or non-finite ``scores``/``frames``.
@@ -315,7 +323,27 @@ def make_alignment_input(
         start_hi=start_hi,
         min_len=np.asarray(min_frames, dtype=np.int64),
         agreement_mean=_agreement_is_mean(agreement),
+        paced=_paced(unpaced, K, name),
     )
+
+
+def _paced(unpaced, K: int, name: str) -> np.ndarray | None:
+    """:attr:`AlignmentInput.paced` of ``unpaced`` (K,) bool or None: None when every phone is paced."""
+    if unpaced is None:
+        return None
+    unpaced = np.asarray(unpaced, bool).reshape(-1)
+    if unpaced.shape != (K,):
+        raise ValueError(f"{name}: unpaced needs one flag per phone ({K})")
+    return None if not unpaced.any() else ~unpaced
+
+
+def _pair_paced(x: AlignmentInput) -> np.ndarray:
+    """(K,) bool: whether dim 7 counts the pair of phones k-1, k (entry 0: no pair)."""
+    if x.paced is None:
+        return np.ones(x.n_phones, bool)
+    pair = x.paced.copy()
+    pair[1:] &= x.paced[:-1]
+    return pair
 
 
 def with_durations(x: AlignmentInput, dur_mean, dur_std, sigma_floor: float = 1.0) -> AlignmentInput:
@@ -398,8 +426,12 @@ def _feasible_ranges(T: int, max_len: np.ndarray, min_len: int, band_lo: np.ndar
     ``band_lo[k]`` (k < K), its latest the previous one's plus ``max_len[k - 1]``, lowered to
     ``band_hi[k]``: with ``lo[k] - k min_len`` and ``hi[k] - sum(max_len[:k])`` these are running
     maxima and minima. Backward, from ``T`` at entry K, likewise with the lengths still to come.
-    Integer arithmetic in numpy (a few calls per decode; no numba dispatcher to load)."""
+    Integer arithmetic in numpy (a few calls per decode; no numba dispatcher to load); up to
+    :data:`FEASIBLE_LOOP_PHONES` phones the same recursions as Python loops
+    (:func:`_feasible_ranges_loop`: a short recording's few phones cost less that way)."""
     K = len(max_len)
+    if K <= FEASIBLE_LOOP_PHONES:
+        return _feasible_ranges_loop(T, max_len, min_len, band_lo, band_hi)
     max_len = np.asarray(max_len, np.int64)
     band_lo, band_hi = np.asarray(band_lo, np.int64), np.asarray(band_hi, np.int64)
     lo, hi = np.zeros(K + 1, np.int64), np.zeros(K + 1, np.int64)
@@ -422,6 +454,28 @@ def _feasible_ranges(T: int, max_len: np.ndarray, min_len: int, band_lo: np.ndar
     return lo, hi, bool(np.all(lo <= hi))
 
 
+def _feasible_ranges_loop(T: int, max_len, min_len: int, band_lo, band_hi) -> tuple:
+    """:func:`_feasible_ranges` by its recursions one phone at a time (the same integers)."""
+    K = len(max_len)
+    max_len, band_lo, band_hi = np.asarray(max_len).tolist(), np.asarray(band_lo).tolist(), np.asarray(band_hi).tolist()
+    if K == 0 or band_lo[0] > 0 or band_hi[0] < 0:
+        return np.zeros(K + 1, np.int64), np.zeros(K + 1, np.int64), K == 0 and T == 0
+    lo, hi = [0] * (K + 1), [0] * (K + 1)
+    for k in range(1, K):
+        lo[k] = max(lo[k - 1] + min_len, band_lo[k])
+        hi[k] = min(hi[k - 1] + max_len[k - 1], band_hi[k])
+    lo[K], hi[K] = lo[K - 1] + min_len, hi[K - 1] + max_len[K - 1]
+    if any(a > b for a, b in zip(lo[1:], hi[1:])) or not lo[K] <= T <= hi[K]:
+        return np.array(lo, np.int64), np.array(hi, np.int64), False
+    lo[K] = hi[K] = T
+    for k in range(K - 1, -1, -1):
+        lo[k] = max(lo[k], lo[k + 1] - max_len[k])
+        hi[k] = min(hi[k], hi[k + 1] - min_len)
+    return np.array(lo, np.int64), np.array(hi, np.int64), all(a <= b for a, b in zip(lo, hi))
+
+
+#: phones up to which :func:`_feasible_ranges` loops in Python rather than in numpy
+FEASIBLE_LOOP_PHONES = 24
 #: sentinels of :func:`_feasible_ranges`' running extremes (far outside any frame count, no overflow)
 _FAR_BELOW = -(2 ** 60)
 _FAR_ABOVE = 2 ** 60
@@ -459,7 +513,7 @@ def hull_breaks(h_slope, h_icpt, h_break, nh):
 
 @njit(cache=True, nogil=True)
 def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, min_len,
-                  start_lo, start_hi, bp_offset, w, y_ref, eps, cost_kind, tau, bp, agreement_mean):
+                  start_lo, start_hi, bp_offset, w, y_ref, eps, cost_kind, tau, bp, agreement_mean, pair_paced):
     """argmax_y w . phi(x, y) + eps * cost(y_ref, y) by a segmental DP (all in frames).
 
     State ``(k, e, l)``: phone k ends at frame e (exclusive, e = its successor's start)
@@ -469,7 +523,7 @@ def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, mi
 
         V[k, s+l, l] = local(k, s, l) + max_{l'} ( V[k-1, s, l'] + c (l/mu_k - l'/mu_{k-1})^2 )
 
-    with ``c = w_7 / K`` and ``local`` = agreement (O(1) from ``cum_agree``) + duration
+    with ``c = w_7 / K`` (0 where ``pair_paced[k]`` is False: the pair is left out of dim 7) and ``local`` = agreement (O(1) from ``cum_agree``) + duration
     (``log_dur`` table) + boundary distances at s + ``eps`` * the cost of starting phone k
     at s (both costs decompose over phone starts). The inner max over l' is a maximum of
     L lines in ``a = l/mu_k`` (expand the square: slope ``-2 c b``, intercept
@@ -501,7 +555,7 @@ def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, mi
 
     w_agree = w[0] * inv_k
     w_dur = w[5] * inv_k
-    c = w[6] * inv_k
+    c_paced = w[6] * inv_k
 
     # boundary-distance score of a phone starting at frame t (phones k >= 1)
     bscore = np.empty(T)
@@ -550,6 +604,7 @@ def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, mi
     lb_off = np.empty(l_max + 1)
 
     for k in range(1, K):
+        c = c_paced if pair_paced[k] else 0.0
         p = phone_classes[k]
         lo = start_lo[k]
         hi = start_hi[k]
@@ -749,7 +804,7 @@ class AlignmentTask(StructuredTask):
         f[1:5] = x.dist[y[1:]].sum(axis=0)
         f[5] = np.sum(_log_normal_pdf(lengths, x.dur_mean, x.dur_std))
         rate = lengths / x.dur_mean
-        f[6] = np.sum(np.diff(rate) ** 2)
+        f[6] = np.sum((np.diff(rate) ** 2)[_pair_paced(x)[1:]])
         return f / K
 
     def score(self, x: AlignmentInput, y, w) -> float:
@@ -799,7 +854,7 @@ class AlignmentTask(StructuredTask):
         y, value = _segmental_dp(
             x.cum_agree, x.dist, x.phone_classes, x.dur_mean, x.log_dur, x.max_len,
             int(x.min_len), x.start_lo, x.start_hi, offsets, w, y_ref, float(eps),
-            _COST_KINDS[self.cost_name], float(self.tau), bp, bool(x.agreement_mean),
+            _COST_KINDS[self.cost_name], float(self.tau), bp, bool(x.agreement_mean), _pair_paced(x),
         )
         return y, float(value)
 

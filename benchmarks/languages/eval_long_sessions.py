@@ -1,0 +1,126 @@
+#!/usr/bin/env python
+"""Elicitation sessions: a universal model on long recordings of many words, and on words with long silent edges.
+
+A fieldworker records a word list in one take, or cuts each word with seconds of room tone around it.
+Built from the VoxAngeles recordings (their hand-audited phone times shifted, nothing re-labelled):
+
+* **sessions**: each language's recordings joined end to end, in order (repeated until the session
+  lasts ``--minutes``), one IPA transcript with the pause between two words written once (``sil``,
+  the empty intervals of the references: one word's trailing silence and the next one's leading
+  silence make one pause of about half a second);
+* **padded edges**: each recording with ``--pads`` seconds of its own leading silence (tiled,
+  every other copy reversed) added at both ends.
+
+Every boundary but the first is scored, next to the same recordings aligned alone as they are; the
+speed is audio seconds per second of one process (start-up excluded).
+The shipped model was trained on all 40 languages: pass a fold model (``eval_languages_cv`` saves
+them under ``OUT/universal``) and its held-out languages (``--fold``) for held-out figures.
+
+    python -m benchmarks.languages.eval_long_sessions [--model DIR --fold K --exclude-folds 0] [--minutes 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from benchmarks.languages.corpus import language_files, language_folds, languages, reference
+
+
+def _aligned_starts(model, samples: np.ndarray, symbols: list, name: str) -> np.ndarray:
+    """Start times (s) of ``symbols`` aligned by ``model`` (the edge silences the aligner adds left out)."""
+    from aligner.alignment.pipeline import align_ipa_phones, with_edge_silences
+
+    intervals, _, _ = align_ipa_phones(model, samples, symbols, "ipa", name=name, sr=16000, review=False)
+    _, _, added = with_edge_silences(symbols, symbols)
+    return np.array([iv.start_s for iv, extra in zip(intervals, added) if not extra])
+
+
+def session(recordings: list, seconds: float) -> tuple:
+    """``(samples, symbols, reference starts (s))`` of ``recordings`` [(samples, starts, symbols)]
+    joined in order, repeated until ``seconds`` long; two silences in a row become one."""
+    parts, symbols, starts, offset, i = [], [], [], 0, 0
+    while offset < seconds * 16000:
+        samples, ref, labels = recordings[i % len(recordings)]
+        i += 1
+        for label, t in zip(labels, ref):
+            if symbols and label == "sil" and symbols[-1] == "sil":
+                continue
+            symbols.append(label)
+            starts.append(offset / 16000 + t)
+        parts.append(samples)
+        offset += len(samples)
+    return np.concatenate(parts), symbols, np.array(starts)
+
+
+def padded(samples: np.ndarray, ref: np.ndarray, labels: list, seconds: float) -> tuple:
+    """``(samples, symbols, reference starts)`` with ``seconds`` of the recording's own leading
+    silence (its first 50 ms when the reference starts with a phone) tiled onto both ends."""
+    n = int(round(seconds * 16000))
+    if n == 0:
+        return samples, labels, ref
+    lead = samples[:max(int(ref[1] * 16000) - 160, 800)] if labels[0] == "sil" and len(ref) > 1 else samples[:800]
+    edge = np.resize(np.concatenate([lead, lead[::-1]]), n).astype(np.float32)
+    if labels[0] == "sil":
+        starts = np.concatenate([[0.0], ref[1:] + seconds])
+        symbols = list(labels)
+    else:
+        starts, symbols = np.concatenate([[0.0], ref + seconds]), ["sil"] + list(labels)
+    if symbols[-1] != "sil":
+        symbols = symbols + ["sil"]
+        starts = np.append(starts, (n + len(samples)) / 16000)
+    return np.concatenate([edge, samples, edge]), symbols, starts
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default=None, help="universal model directory [the shipped one]")
+    p.add_argument("--fold", default=None, help="language folds to use, comma-separated [every 5th language]")
+    p.add_argument("--minutes", type=float, default=2.0, help="length of each session")
+    p.add_argument("--pads", type=float, nargs="*", default=[1.0, 3.0], help="seconds of silence added at each end")
+    p.add_argument("--pad-files", type=int, default=10, help="recordings per language padded")
+    args = p.parse_args(argv)
+
+    from aligner.alignment.evaluation.phones import score_alignments
+    from aligner.alignment.pipeline import load_model
+    from aligner.io.audio import load_audio
+
+    if args.fold is None:
+        langs = languages()[::5]
+    else:
+        folds = language_folds()
+        langs = sorted(lang for k in args.fold.split(",") for lang in folds[int(k)])
+    model = load_model(args.model, universal=True)
+    print(f"universal model {args.model or '(shipped)'}; languages {', '.join(langs)}")
+    rows = []
+
+    def scored(title, jobs):
+        pairs, failed, t0 = [], [], time.perf_counter()
+        for name, samples, symbols, ref in jobs:
+            try:
+                pairs.append((ref, _aligned_starts(model, samples, symbols, name)))
+            except Exception as exc:  # noqa: BLE001 - counted and shown
+                failed.append(f"{name}: {exc}")
+        seconds = time.perf_counter() - t0
+        audio = sum(len(samples) for _, samples, _, _ in jobs) / 16000
+        s = score_alignments(pairs) if pairs else None
+        rows.append((title, s, failed, seconds))
+        within = f"{s.within_ms[20]:6.2f} % {s.mean_ms:7.1f} ms {s.n_boundaries:6d}" if s else "     -"
+        print(f"{title:36s} {within} {audio / seconds:6.0f}x  {len(failed)} failed"
+              f"{': ' + failed[0][:120] if failed else ''}", flush=True)
+
+    data = {lang: [(load_audio(w), *reference(g)) for w, g in language_files(lang)] for lang in langs}
+    print(f"{'':36s} {'within 20 ms':>8s} {'mean':>10s} {'bounds':>6s} {'speed':>7s} (one process)")
+    scored("alone", [(lang, y, sym, ref) for lang in langs for y, ref, sym in data[lang]])
+    scored(f"sessions of {args.minutes:g} min", [(lang, *session(data[lang], 60 * args.minutes)) for lang in langs])
+    for pad in args.pads:
+        scored(f"alone, {pad:g} s of silence at each end",
+               [(lang, *padded(y, ref, sym, pad)) for lang in langs for y, ref, sym in data[lang][:args.pad_files]])
+    scored("alone, the same recordings", [(lang, y, sym, ref) for lang in langs
+                                          for y, ref, sym in data[lang][:args.pad_files]])
+
+
+if __name__ == "__main__":
+    main()
