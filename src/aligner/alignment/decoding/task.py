@@ -457,7 +457,7 @@ def _feasible_ranges(T: int, max_len: np.ndarray, min_len: int, band_lo: np.ndar
 def _feasible_ranges_loop(T: int, max_len, min_len: int, band_lo, band_hi) -> tuple:
     """:func:`_feasible_ranges` by its recursions one phone at a time (the same integers)."""
     K = len(max_len)
-    max_len, band_lo, band_hi = np.asarray(max_len).tolist(), np.asarray(band_lo).tolist(), np.asarray(band_hi).tolist()
+    max_len, band_lo, band_hi = (np.asarray(a).tolist() for a in (max_len, band_lo, band_hi))
     if K == 0 or band_lo[0] > 0 or band_hi[0] < 0:
         return np.zeros(K + 1, np.int64), np.zeros(K + 1, np.int64), K == 0 and T == 0
     lo, hi = [0] * (K + 1), [0] * (K + 1)
@@ -523,9 +523,10 @@ def _segmental_dp(cum_agree, dist, phone_classes, dur_mean, log_dur, max_len, mi
 
         V[k, s+l, l] = local(k, s, l) + max_{l'} ( V[k-1, s, l'] + c (l/mu_k - l'/mu_{k-1})^2 )
 
-    with ``c = w_7 / K`` (0 where ``pair_paced[k]`` is False: the pair is left out of dim 7) and ``local`` = agreement (O(1) from ``cum_agree``) + duration
-    (``log_dur`` table) + boundary distances at s + ``eps`` * the cost of starting phone k
-    at s (both costs decompose over phone starts). The inner max over l' is a maximum of
+    with ``c = w_7 / K`` (0 where ``pair_paced[k]`` is False: that pair is left out of dim 7)
+    and ``local`` = agreement (O(1) from ``cum_agree``) + duration (``log_dur`` table) +
+    boundary distances at s + ``eps`` * the cost of starting phone k at s (both costs
+    decompose over phone starts). The inner max over l' is a maximum of
     L lines in ``a = l/mu_k`` (expand the square: slope ``-2 c b``, intercept
     ``V + c b^2`` with ``b = l'/mu_{k-1}``), so for one start s all L queries cost O(L)
     with the monotone convex-hull trick instead of O(L^2): O(K T L) time overall (the
