@@ -26,6 +26,10 @@ class _Model:
         self.min_frames = 1
 
     always_scored = None  # every class scored
+    pauses_unpaced = False  # every phone in the tempo term, as the English models
+
+    def unpaced(self, classes):
+        return AlignmentModel.unpaced(self, classes)
 
     def transcript_scores(self, scores, classes):
         return AlignmentModel.transcript_scores(self, scores, classes)
