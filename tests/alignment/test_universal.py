@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("panphon")
 
-from aligner.errors import ModelError, TranscriptError  # noqa: E402
+from aligner.errors import AlignerError, ModelError, TranscriptError  # noqa: E402
 from aligner.io.textgrids import Interval, write_textgrid  # noqa: E402
 
 from tests.conftest import one_line_error, run  # noqa: E402
@@ -295,6 +295,37 @@ def test_align_reads_ipa_and_writes_the_users_symbols(universal, tmp_path):
     assert code == 0, output
     code, output = run("align", wav, "a Q i", "--phone-set", "ipa", "--model", path, "-o", tmp_path / "x.TextGrid")
     assert code == 1 and "phone 'Q'" in one_line_error(output) and "symbol 2 of 3" in output
+
+
+def test_a_session_with_long_pauses_and_edges_is_aligned(universal):
+    """Three words of the synthetic corpus joined with 4 s of quiet between them and 6 s at either end, their
+    pauses written once: aligned, every phone in order within the recording (0.21.0 refused it: its silences
+    could last 3 s at most, and the words' phones 0.6 s)."""
+    import soundfile as sf
+
+    from aligner.alignment.universal import UniversalModel
+    from aligner.io.transcripts import read_reference_phones
+
+    corpus, path = universal
+    rng = np.random.default_rng(4)
+    quiet = lambda seconds: (0.01 * rng.standard_normal(int(seconds * 16000))).astype(np.float32)  # noqa: E731
+    pieces, symbols, t = [quiet(6.0)], ["sil"], 6.0
+    for k in range(3):
+        samples, _ = sf.read(corpus / "xaa" / f"xaa-{k}.wav", dtype="float32")
+        _, _, labels = read_reference_phones(corpus / "xaa" / f"xaa-{k}.TextGrid")
+        symbols += [label for label in labels if label.strip()] + ["sil"]
+        pieces += [samples, quiet(4.0 if k < 2 else 6.0)]
+        t += len(samples) / 16000 + (4.0 if k < 2 else 6.0)
+    model = UniversalModel.load(path)
+    view = model.view(symbols)
+    intervals = view.align(np.concatenate(pieces), symbols, view.phone_set)
+    got = np.array([iv.start_s for iv in intervals])
+    assert len(got) == len(symbols) and got[0] == 0.0 and np.all(np.diff(got) > 0)
+    assert intervals[-1].end_s == pytest.approx(t, abs=0.02)
+    with pytest.raises(AlignerError, match="far too long"):  # the old limit of 300 frames
+        view.durations.max_frames[view.inventory.silence_index] = 300
+        view.durations.final_max_frames[view.inventory.silence_index] = 300
+        view.align(np.concatenate(pieces), symbols, view.phone_set)
 
 
 def test_the_english_model_takes_ipa_through_its_closest_phones(universal, tmp_path):
