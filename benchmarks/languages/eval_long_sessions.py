@@ -16,7 +16,7 @@ speed is audio seconds per second of one process (start-up excluded).
 The shipped model was trained on all 40 languages: pass a fold model (``eval_languages_cv`` saves
 them under ``OUT/universal``) and its held-out languages (``--fold``) for held-out figures.
 
-    python -m benchmarks.languages.eval_long_sessions [--model DIR --fold K --exclude-folds 0] [--minutes 2]
+    python -m benchmarks.languages.eval_long_sessions [--model DIR --fold K] [--minutes 2] [--pads 1 3]
 """
 
 from __future__ import annotations
@@ -94,7 +94,6 @@ def main(argv=None):
         langs = sorted(lang for k in args.fold.split(",") for lang in folds[int(k)])
     model = load_model(args.model, universal=True)
     print(f"universal model {args.model or '(shipped)'}; languages {', '.join(langs)}")
-    rows = []
 
     def scored(title, jobs):
         pairs, failed, t0 = [], [], time.perf_counter()
@@ -106,7 +105,6 @@ def main(argv=None):
         seconds = time.perf_counter() - t0
         audio = sum(len(samples) for _, samples, _, _ in jobs) / 16000
         s = score_alignments(pairs) if pairs else None
-        rows.append((title, s, failed, seconds))
         within = f"{s.within_ms[20]:6.2f} % {s.mean_ms:7.1f} ms {s.n_boundaries:6d}" if s else "     -"
         print(f"{title:36s} {within} {audio / seconds:6.0f}x  {len(failed)} failed"
               f"{': ' + failed[0][:120] if failed else ''}", flush=True)

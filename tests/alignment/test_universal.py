@@ -54,17 +54,21 @@ def _synthetic_corpus(root: Path, per_language: int = 6, seed: int = 0) -> Path:
     return root
 
 
-def _edit_universal_json(directory: Path, **changes) -> None:
-    """Set ``changes`` in a saved universal model's ``universal.json`` and update its checksum in
-    the manifest, so that only the values' own checks can refuse the bundle."""
+def _edit_bundle_json(directory: Path, file_name: str, /, **changes) -> dict:
+    """Set ``changes`` in a saved bundle's JSON file ``file_name`` (``universal.json``,
+    ``alignment.json``) and update its checksum in the manifest, so that only the values' own
+    checks can refuse the bundle; returns the file's values as they were."""
     import hashlib
 
-    params = json.loads((directory / "universal.json").read_text(encoding="utf-8"))
+    path = directory / file_name
+    params = json.loads(path.read_text(encoding="utf-8"))
+    before = dict(params)
     params.update(changes)
-    (directory / "universal.json").write_text(json.dumps(params), encoding="utf-8")
+    path.write_text(json.dumps(params), encoding="utf-8")
     manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
-    manifest["files"]["universal.json"] = hashlib.sha256((directory / "universal.json").read_bytes()).hexdigest()
+    manifest["files"][file_name] = hashlib.sha256(path.read_bytes()).hexdigest()
     (directory / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    return before
 
 
 @pytest.fixture(scope="module")
@@ -176,16 +180,7 @@ def test_a_views_pauses_last_what_the_speaker_took(universal, tmp_path):
     np.testing.assert_array_equal(x.paced, np.asarray(classes) != sil)
     view.save(tmp_path / "v")
     assert AlignmentModel.load(tmp_path / "v").pauses_unpaced
-    import hashlib
-
-    params_file, manifest_file = tmp_path / "v" / "alignment.json", tmp_path / "v" / "manifest.json"
-    params = json.loads(params_file.read_text(encoding="utf-8"))
-    assert params["pauses_unpaced"] is True
-    params["pauses_unpaced"] = "yes"
-    params_file.write_text(json.dumps(params), encoding="utf-8")
-    manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
-    manifest["files"]["alignment.json"] = hashlib.sha256(params_file.read_bytes()).hexdigest()
-    manifest_file.write_text(json.dumps(manifest), encoding="utf-8")
+    assert _edit_bundle_json(tmp_path / "v", "alignment.json", pauses_unpaced="yes")["pauses_unpaced"] is True
     with pytest.raises(ModelError, match="pauses_unpaced must be true or false"):
         AlignmentModel.load(tmp_path / "v")
 
@@ -233,7 +228,7 @@ def test_the_duration_spread_widens_every_views_deviations_and_is_checked_on_loa
     np.testing.assert_allclose(w.std, 3.0 * b.std)
     np.testing.assert_allclose(w.final_std, 3.0 * b.final_std)
     np.testing.assert_array_equal(w.mean, b.mean)
-    _edit_universal_json(tmp_path / "wide", duration_spread=-1)
+    _edit_bundle_json(tmp_path / "wide", "universal.json", duration_spread=-1)
     with pytest.raises(ModelError, match="duration_spread must be a number"):
         UniversalModel.load(tmp_path / "wide")
 
@@ -243,8 +238,6 @@ def test_a_view_of_a_whole_corpus_decodes_each_transcript_as_its_own_view(univer
     maximum of one transcript runs over that transcript's phones, the background and silence, as
     in the transcript's own view: the same times; the classes scored in every transcript are kept
     in the saved model and checked on load."""
-    import hashlib
-
     import soundfile as sf
 
     from aligner.alignment.model import UNSCORED, AlignmentModel
@@ -269,13 +262,8 @@ def test_a_view_of_a_whole_corpus_decodes_each_transcript_as_its_own_view(univer
     whole.save(tmp_path / "whole")
     again = AlignmentModel.load(tmp_path / "whole")
     np.testing.assert_array_equal(again.always_scored, whole.always_scored)
-    params = json.loads((tmp_path / "whole" / "alignment.json").read_text(encoding="utf-8"))
+    params = _edit_bundle_json(tmp_path / "whole", "alignment.json", always_scored=["Q"])
     assert params["always_scored"] == [whole.inventory.classes[i] for i in whole.always_scored]
-    params["always_scored"] = ["Q"]
-    (tmp_path / "whole" / "alignment.json").write_text(json.dumps(params), encoding="utf-8")
-    manifest = json.loads((tmp_path / "whole" / "manifest.json").read_text(encoding="utf-8"))
-    manifest["files"]["alignment.json"] = hashlib.sha256((tmp_path / "whole" / "alignment.json").read_bytes()).hexdigest()
-    (tmp_path / "whole" / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     with pytest.raises(ModelError, match="always_scored must list classes"):
         AlignmentModel.load(tmp_path / "whole")
 
@@ -503,7 +491,7 @@ def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
     model.tempo_range = (0.8, 1.25)
     model.save(tmp_path / "m")
     assert UniversalModel.load(tmp_path / "m").tempo_range == (0.8, 1.25)
-    _edit_universal_json(tmp_path / "m", tempo_range=[1.5, 2.0])
+    _edit_bundle_json(tmp_path / "m", "universal.json", tempo_range=[1.5, 2.0])
     with pytest.raises(ModelError, match="tempo_range must hold 1"):
         UniversalModel.load(tmp_path / "m")
 

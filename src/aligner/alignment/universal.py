@@ -159,15 +159,20 @@ class FeatureDurations:
             mx[i] = cap if seg.silence else int(min(max(2.0 * float(longest), 15.0), cap))
         return np.maximum(mean, 1.0), np.maximum(std, 1.0), mx
 
+    def within_and_final(self, segments: Sequence[Segment]) -> tuple:
+        """``((mean, std, max_frames) within an utterance, the same before a pause)`` of phones
+        ``segments`` (:meth:`predict`), except that a silence takes the statistics of the training
+        recordings' edge silences in both: a pause written inside a transcript lasts what the
+        speaker took (seconds between the words of an elicitation session), not what a pause
+        inside a read sentence takes."""
+        within, final = self.predict(segments, False), self.predict(segments, True)
+        silent = np.array([seg.silence for seg in segments], bool)
+        return tuple(np.where(silent, f, w) for w, f in zip(within, final)), final
+
     def stats(self, segments: Sequence[Segment], silence_class: int) -> DurationStats:
         """The :class:`~aligner.alignment.model.DurationStats` of a view's classes ``segments``
-        (within an utterance, and before a pause), silence the class ``silence_class``: what a view
-        of these classes holds (:meth:`UniversalModel._class_rows`; a silence's statistics are the
-        edges' wherever it lies)."""
-        mean, std, mx = self.predict(segments, False)
-        f_mean, f_std, f_mx = self.predict(segments, True)
-        mean[silence_class], std[silence_class], mx[silence_class] = \
-            f_mean[silence_class], f_std[silence_class], f_mx[silence_class]
+        (:meth:`within_and_final`), silence the class ``silence_class``."""
+        (mean, std, mx), (f_mean, f_std, f_mx) = self.within_and_final(segments)
         return DurationStats(mean, std, mx, final_mean=f_mean, final_std=f_std, final_max_frames=f_mx,
                              silence_class=silence_class)
 
@@ -367,12 +372,7 @@ class UniversalModel:
             k = len(todo)
             todo_segments = [segments[i] for i in todo]
             log_prior = np.zeros(k, np.float32) if self.prior is None else self.prior.predict(todo_segments)
-            within, final = self.durations.predict(todo_segments, False), self.durations.predict(todo_segments, True)
-            # a silence takes the statistics of the training recordings' edge silences wherever it
-            # lies: a pause written inside a transcript lasts what the speaker took (seconds between
-            # the words of an elicitation session), not what a pause inside a read sentence takes
-            silent = np.array([seg.silence for seg in todo_segments], bool)
-            within = tuple(np.where(silent, f, w) for w, f in zip(within, final))
+            within, final = self.durations.within_and_final(todo_segments)
             table.add([names[i] for i in todo], [broad_class(seg) for seg in todo_segments], residual[:k], log_prior,
                       weights[:, :k], Phi[:k], np.column_stack([within[0], within[1], final[0], final[1]]),
                       np.column_stack([within[2], final[2]]))
