@@ -206,8 +206,14 @@ def _static_reference(y, a, b):
     first = frames[0, 0] if a == 0 else float(y[160 * a - 1])
     prev[:, 0] = np.concatenate([[first], seg[160 * np.arange(1, n) - 1]])
     emph = (frames - 0.97 * prev) * np.hamming(400)
-    power = np.abs(np.fft.rfft(emph, n=512, axis=1)) ** 2
-    mel = power @ M._mel_basis(16000).T
+    spectrum = np.fft.rfft(emph, n=512, axis=1)
+    power = spectrum.real ** 2 + spectrum.imag ** 2
+    basis = M._mel_basis(16000)
+    mel = np.zeros((n, basis.shape[0]))
+    for m, row in enumerate(basis):  # each band's bins summed in order, the zeros skipped
+        for k in np.flatnonzero(row):
+            mel[:, m] += row[k] * power[:, k]
+    np.testing.assert_allclose(mel, power @ basis.T, rtol=1e-12, atol=0)
     return np.column_stack([np.log(np.maximum(mel, 1e-10)) @ M._dct_matrix(), log_energy])
 
 
@@ -251,6 +257,48 @@ def test_refiner_change_features_match_the_whole_recording_computation():
         want = step[np.clip(y[1:, None] + CHANGE_OFFSETS[None, :], 0, T_ - 1)]
         n = len(SCORE_OFFSETS)  # the change columns follow the score differences
         np.testing.assert_array_equal(f[:, n:n + len(CHANGE_OFFSETS)], want)
+
+
+def _boundary_features_reference(scores, frames, classes, y, dur_mean, dur_std, broad):
+    """:func:`boundary_features` as plain numpy (its columns side by side, the module's table)."""
+    from aligner.alignment.decoding.refinement import ENERGY_COLUMN, ENERGY_OFFSETS, N_BROAD
+
+    T, K = frames.shape[0], len(y)
+    b = y[1:, None]
+    t = np.clip(b + SCORE_OFFSETS[None, :], 0, T - 1)
+    diff = np.clip(scores[t, classes[:-1, None]].astype(np.float64)
+                   - scores[t, classes[1:, None]].astype(np.float64), -10.0, 10.0)
+    at = np.clip(b + CHANGE_OFFSETS[None, :], 0, T - 1).ravel()
+    change = np.linalg.norm(frames[at].astype(np.float64) - frames[np.maximum(at - 1, 0)].astype(np.float64),
+                            axis=1) / np.sqrt(frames.shape[1])
+    change[at == 0] = 0.0
+    pair = np.zeros((K - 1, N_BROAD * N_BROAD))
+    pair[np.arange(K - 1), broad[classes[:-1]] * N_BROAD + broad[classes[1:]]] = 1.0
+    energy = frames[np.clip(b + ENERGY_OFFSETS[None, :], 0, T - 1), ENERGY_COLUMN].astype(np.float64)
+    lengths = np.diff(np.append(y, T)).astype(np.float64)
+    z = (lengths - dur_mean) / dur_std
+    log_len = np.log(np.maximum(lengths, 1.0))
+    edge = np.zeros((K - 1, 2))
+    if K > 1:
+        edge[0, 0] = edge[-1, 1] = 1.0
+    return np.hstack([diff, change.reshape(K - 1, len(CHANGE_OFFSETS)), pair, energy, np.stack([z[:-1], z[1:]], axis=1),
+                      np.stack([log_len[:-1], log_len[1:]], axis=1), edge])
+
+
+def test_refiner_features_equal_the_numpy_computation():
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        T_ = int(rng.integers(1, 150))
+        C, K, D = int(rng.integers(2, 40)), int(rng.integers(1, min(T_, 25) + 1)), int(rng.choice([14, 42, 5]))
+        scores = (rng.normal(size=(T_, C)) * rng.choice([1.0, 30.0])).astype(np.float32)
+        frames = rng.normal(size=(T_, max(D, 14))).astype(np.float32)[:, :max(D, 14)]
+        classes = rng.integers(0, C, size=K)
+        y = np.concatenate([[0], np.sort(rng.choice(np.arange(1, T_), K - 1, replace=False))]).astype(np.int64)
+        mean, std, broad = rng.uniform(1, 20, K), rng.uniform(0.5, 5, K), rng.integers(0, 7, C)
+        got = boundary_features(scores, frames, classes, y, mean, std, broad)
+        want = _boundary_features_reference(scores, frames, classes, y, mean, std, broad)
+        assert got.shape == want.shape == (K - 1, 72)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_for_phones_takes_each_symbols_own_statistics():

@@ -45,6 +45,7 @@ import warnings
 from typing import Mapping, Sequence
 
 import numpy as np
+from numba import njit
 
 from aligner.errors import ModelError
 from aligner.frames import phone_start_times
@@ -86,28 +87,79 @@ def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarra
     classes = np.asarray(classes, np.int64)
     y = np.asarray(y, np.int64)
     T, K = frames.shape[0], len(y)
-    b = y[1:, None]
-    left, right = classes[:-1, None], classes[1:, None]
-    t = np.clip(b + SCORE_OFFSETS[None, :], 0, T - 1)
-    diff = np.clip(scores[t, left].astype(np.float64) - scores[t, right].astype(np.float64), -10.0, 10.0)
-    # spectral change at the frames read: ||s_t - s_{t-1}|| / sqrt(D), 0 at t = 0
-    at = np.clip(b + CHANGE_OFFSETS[None, :], 0, T - 1).ravel()
-    change = np.linalg.norm(frames[at].astype(np.float64) - frames[np.maximum(at - 1, 0)].astype(np.float64),
-                            axis=1) / np.sqrt(frames.shape[1])
-    change[at == 0] = 0.0
-    change = change.reshape(K - 1, len(CHANGE_OFFSETS))
-    pair = np.zeros((K - 1, N_BROAD * N_BROAD))
-    pair[np.arange(K - 1), broad[classes[:-1]] * N_BROAD + broad[classes[1:]]] = 1.0
-    energy = frames[np.clip(b + ENERGY_OFFSETS[None, :], 0, T - 1), ENERGY_COLUMN].astype(np.float64)
+    out = np.zeros((max(K - 1, 0), N_REFINER_FEATURES))
+    if K < 2:
+        return out
     lengths = np.diff(np.append(y, T)).astype(np.float64)
-    z = (lengths - np.asarray(dur_mean, np.float64)) / np.asarray(dur_std, np.float64)
-    log_len = np.log(np.maximum(lengths, 1.0))
-    edge = np.zeros((K - 1, 2))
-    if K > 1:
-        edge[0, 0] = 1.0
-        edge[-1, 1] = 1.0
-    return np.hstack([diff, change, pair, energy, np.stack([z[:-1], z[1:]], axis=1),
-                      np.stack([log_len[:-1], log_len[1:]], axis=1), edge])
+    log_len = np.log(np.maximum(lengths, 1.0))  # numpy's log, as the refiners were trained with
+    _fill_boundary_features(scores, frames, classes, y, np.asarray(dur_mean, np.float64),
+                            np.asarray(dur_std, np.float64), broad, lengths, log_len, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _row_sum_of_squares(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum((a - b) ** 2)`` of two (D,) float32 rows in float64, summed in numpy's pairwise
+    order for a row of under 128 values (eight running sums, then the rest), so that it equals
+    ``np.linalg.norm(a - b) ** 2`` before the square root bit for bit."""
+    n = a.shape[0]
+    if n < 8:
+        s = 0.0
+        for i in range(n):
+            d = np.float64(a[i]) - np.float64(b[i])
+            s += d * d
+        return s
+    r = np.empty(8)
+    for j in range(8):
+        d = np.float64(a[j]) - np.float64(b[j])
+        r[j] = d * d
+    whole = n - n % 8
+    for i in range(8, whole, 8):
+        for j in range(8):
+            d = np.float64(a[i + j]) - np.float64(b[i + j])
+            r[j] += d * d
+    s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    for i in range(whole, n):
+        d = np.float64(a[i]) - np.float64(b[i])
+        s += d * d
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _fill_boundary_features(scores, frames, classes, y, dur_mean, dur_std, broad, lengths, log_len, out):
+    """Fill ``out`` (K-1, :data:`N_REFINER_FEATURES`) float64, zeros on entry, with the columns of
+    :func:`boundary_features` (the module docstring's table); ``lengths`` and ``log_len`` (K,)
+    are the phones' decoded lengths (frames) and their logs. Frames read outside ``0 .. T-1``
+    are clipped to it."""
+    T, D = frames.shape
+    K = y.shape[0]
+    n_score, n_change, n_energy = SCORE_OFFSETS.shape[0], CHANGE_OFFSETS.shape[0], ENERGY_OFFSETS.shape[0]
+    c_change = n_score
+    c_pair = c_change + n_change
+    c_energy = c_pair + N_BROAD * N_BROAD
+    c_z = c_energy + n_energy
+    root_d = np.sqrt(np.float64(D))
+    for k in range(K - 1):
+        b = y[k + 1]
+        left, right = classes[k], classes[k + 1]
+        for j in range(n_score):
+            t = min(max(b + SCORE_OFFSETS[j], 0), T - 1)
+            d = np.float64(scores[t, left]) - np.float64(scores[t, right])
+            out[k, j] = min(max(d, -10.0), 10.0)
+        for j in range(n_change):
+            t = min(max(b + CHANGE_OFFSETS[j], 0), T - 1)
+            if t > 0:
+                out[k, c_change + j] = np.sqrt(_row_sum_of_squares(frames[t], frames[t - 1])) / root_d
+        out[k, c_pair + broad[left] * N_BROAD + broad[right]] = 1.0
+        for j in range(n_energy):
+            t = min(max(b + ENERGY_OFFSETS[j], 0), T - 1)
+            out[k, c_energy + j] = np.float64(frames[t, ENERGY_COLUMN])
+        out[k, c_z] = (lengths[k] - dur_mean[k]) / dur_std[k]
+        out[k, c_z + 1] = (lengths[k + 1] - dur_mean[k + 1]) / dur_std[k + 1]
+        out[k, c_z + 2] = log_len[k]
+        out[k, c_z + 3] = log_len[k + 1]
+    out[0, c_z + 4] = 1.0
+    out[K - 2, c_z + 5] = 1.0
 
 
 class BoundaryRefiner:
