@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -107,3 +110,26 @@ def test_composition_vectors_tell_phones_apart_by_their_features():
     assert np.abs(t - tw).sum() > 0
     sil = composition_vector(read_ipa(""))
     assert sil[1] == 1.0 and sil[0] == 1.0
+
+
+def test_reading_ipa_does_not_import_panphon():
+    # its table is read where the package lies: importing panphon (and pandas) would cost a
+    # process about 0.4 s of start-up
+    code = ("import sys; from aligner.phones.ipa import read_ipa; read_ipa('d͡ʒ'); "
+            "print('panphon' in sys.modules, 'pandas' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_reading_ipa_without_panphon_says_what_to_install(monkeypatch):
+    import importlib.util
+
+    from aligner.phones import ipa
+
+    ipa._bases.cache_clear()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    try:
+        with pytest.raises(ipa.IpaError, match=r"pip install 'aligner\[languages\]'"):
+            ipa._bases()
+    finally:
+        ipa._bases.cache_clear()

@@ -30,6 +30,7 @@ import csv
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -158,11 +159,16 @@ def is_silence_symbol(symbol: str) -> bool:
 def _bases() -> dict:
     """``{NFD spelling: (24,) int8 features}`` of panphon's base letters (``ipa_bases.csv``)."""
     try:
-        from importlib import resources
+        from importlib.util import find_spec
 
-        import panphon  # noqa: F401 - its data file is read
-        text = resources.files("panphon").joinpath("data", "ipa_bases.csv").read_text(encoding="utf-8")
-    except (ImportError, FileNotFoundError, ModuleNotFoundError):
+        # its data file is read where the package lies, without importing it (panphon imports
+        # pandas: about 0.4 s of a process's start)
+        spec = find_spec("panphon")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModuleNotFoundError("panphon")
+        table = Path(list(spec.submodule_search_locations)[0]) / "data" / "ipa_bases.csv"
+        text = table.read_text(encoding="utf-8")
+    except (ImportError, OSError, ValueError):  # ValueError: a module entry without a spec
         raise IpaError("reading IPA phones needs the panphon library: pip install 'aligner[languages]'") from None
     rows = list(csv.reader(text.splitlines()))
     header = rows[0]
