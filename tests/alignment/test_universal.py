@@ -183,6 +183,12 @@ def test_a_views_pauses_last_what_the_speaker_took(universal, tmp_path):
     assert _edit_bundle_json(tmp_path / "v", "alignment.json", pauses_unpaced="yes")["pauses_unpaced"] is True
     with pytest.raises(ModelError, match="pauses_unpaced must be true or false"):
         AlignmentModel.load(tmp_path / "v")
+    assert view.crops_silent_edges
+    view.save(tmp_path / "w")
+    assert AlignmentModel.load(tmp_path / "w").crops_silent_edges
+    assert _edit_bundle_json(tmp_path / "w", "alignment.json", crops_silent_edges=1)["crops_silent_edges"] is True
+    with pytest.raises(ModelError, match="crops_silent_edges must be true or false"):
+        AlignmentModel.load(tmp_path / "w")
 
 
 def test_the_bundle_round_trips_and_a_damaged_one_is_one_error(universal, tmp_path):
@@ -314,6 +320,35 @@ def test_a_session_with_long_pauses_and_edges_is_aligned(universal):
         view.durations.max_frames[view.inventory.silence_index] = 300
         view.durations.final_max_frames[view.inventory.silence_index] = 300
         view.align(np.concatenate(pieces), symbols, view.phone_set)
+
+
+def test_a_word_with_seconds_of_silence_around_it_aligns_as_its_tight_cut(universal):
+    """A word of the synthetic corpus with 3 s of quiet added at either end: the view finds its
+    speech, cuts the recording there (scoring the cut again) and aligns the cut, so the word's
+    inner boundaries land where they do in the tight recording (shifted by 3 s), its edges near
+    theirs, and the edge silences reach the recording's ends; aligned whole, they land far off."""
+    import soundfile as sf
+
+    from aligner.alignment.universal import UniversalModel
+    from aligner.io.transcripts import read_reference_phones
+
+    corpus, path = universal
+    rng = np.random.default_rng(7)
+    samples, _ = sf.read(corpus / "xaa" / "xaa-1.wav", dtype="float32")
+    _, _, labels = read_reference_phones(corpus / "xaa" / "xaa-1.TextGrid")
+    symbols = ["sil"] + [label for label in labels if label.strip()] + ["sil"]
+    quiet = (0.01 * rng.standard_normal(3 * 16000)).astype(np.float32)
+    view = UniversalModel.load(path).view(symbols)
+    tight = np.array([iv.start_s for iv in view.align(samples, symbols, view.phone_set)])
+    long = np.concatenate([quiet, samples, quiet])
+    intervals = view.align(long, symbols, view.phone_set)
+    got = np.array([iv.start_s for iv in intervals]) - 3.0
+    assert got[0] == -3.0 and intervals[-1].end_s == pytest.approx(len(long) / 16000)
+    np.testing.assert_allclose(got[2:-1], tight[2:-1], atol=0.015)  # the word's inner boundaries
+    np.testing.assert_allclose(got[[1, -1]], tight[[1, -1]], atol=0.15)  # its edges
+    view.crops_silent_edges = False
+    whole = np.array([iv.start_s for iv in view.align(long, symbols, view.phone_set)]) - 3.0
+    assert np.abs(whole[1:] - tight[1:]).max() > 5 * np.abs(got[1:] - tight[1:]).max()
 
 
 def test_the_english_model_takes_ipa_through_its_closest_phones(universal, tmp_path):

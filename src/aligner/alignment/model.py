@@ -22,7 +22,7 @@ from aligner.features.dereverb import DereverbSettings, dereverberated_samples, 
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
-from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, n_frames, phone_start_times
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, WINDOW, n_frames, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_number
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
@@ -285,6 +285,10 @@ class AlignmentModel:
     #: lasts what the speaker took, seconds around an elicited word, not a change of rate (a universal
     #: model's views); False = every phone in it (the English models, as trained)
     pauses_unpaced: bool = False
+    #: a recording whose transcript begins and ends in silence is cut to its speech and some silence
+    #: around it before aligning, where the classifier hears long silent edges
+    #: (:mod:`~aligner.alignment.decoding.silent_edges`; a universal model's views); False = aligned whole
+    crops_silent_edges: bool = False
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -617,11 +621,54 @@ class AlignmentModel:
         caller that reuses them."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         model, scores, frames = self.scored(None, samples)
-        result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
-                                      name=name, split_stops=split_stops, review=review)
+        result = self._align_cut(model, scores, samples, symbols, phone_set, name, split_stops, review) \
+            if self.crops_silent_edges and isinstance(samples, np.ndarray) else None
+        if result is None:
+            result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
+                                          name=name, split_stops=split_stops, review=review)
         if on_scored is not None:
             on_scored(frames, model, scores)
         return result
+
+    def _align_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray, symbols: list,
+                   phone_set: PhoneSet, name: str, split_stops, review: bool) -> tuple | None:
+        """:meth:`align_reviewed`'s result for ``samples`` (n,) cut to the speech that ``model``'s
+        ``scores`` (T, C) of the whole recording hear and some silence around it, aligned again as
+        a tight cut, its times shifted back and its edge silences stretched to the recording's ends
+        (:mod:`~aligner.alignment.decoding.silent_edges`); None when there is nothing to cut, the
+        transcript does not begin and end in silence, or it does not fit the cut. The cut is scored
+        again and cut again while that finds more silence to cut (at most
+        :data:`~aligner.alignment.decoding.silent_edges.MAX_CUTS` times): a recording that is mostly
+        silence is standardised unlike the training speech, and its silence heard less surely."""
+        from aligner.alignment.decoding.silent_edges import MAX_CUTS, cut_frames, silence_posteriors, speech_span
+
+        first, end = 0, len(scores)  # frames of the whole recording kept so far
+        for _ in range(MAX_CUTS):
+            silence = model.inventory.silence_index
+            clf = model.classifier
+            p_silence = silence_posteriors(scores, clf.log_prior if clf.prior_division else None, silence)
+            cut = cut_frames(speech_span(p_silence), len(scores))
+            if cut is None:
+                break
+            if first == 0 and end == len(scores):  # the first cut: the transcript must end in silence
+                classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
+                if classes[0] != silence or classes[-1] != silence:
+                    return None
+            first, end = first + cut[0], first + cut[1]
+            piece = samples[first * FRAME_SHIFT:(end - 1) * FRAME_SHIFT + WINDOW]
+            model, scores, frames = self.scored(None, piece)
+        if first == 0 and end == n_frames(len(samples)):
+            return None
+        try:
+            intervals, conf, match = model.align_reviewed(frames, scores, symbols, phone_set, len(piece) / SAMPLE_RATE,
+                                                          name=name, split_stops=split_stops, review=review)
+        except AlignmentError:
+            return None  # the phones do not fit the cut: the whole recording, as before
+        offset = first * FRAME_SHIFT / SAMPLE_RATE
+        shifted = [iv._replace(start_s=iv.start_s + offset, end_s=iv.end_s + offset) for iv in intervals]
+        shifted[0] = shifted[0]._replace(start_s=0.0)
+        shifted[-1] = shifted[-1]._replace(end_s=len(samples) / SAMPLE_RATE)
+        return shifted, conf, match
 
     def align_scored(self, frames: np.ndarray, scores: np.ndarray, symbols: list, phone_set: PhoneSet,
                      duration_s: float, name: str = "<utterance>", split_stops: bool | None = None) -> list:
@@ -722,6 +769,8 @@ class AlignmentModel:
             params["alignment"]["tempo_range"] = [float(v) for v in self.tempo_range]
         if self.pauses_unpaced:  # (saved only when set: the English bundles keep their files)
             params["alignment"]["pauses_unpaced"] = True
+        if self.crops_silent_edges:  # (likewise)
+            params["alignment"]["crops_silent_edges"] = True
         if self.pronunciation_bonus:
             params["alignment"]["pronunciation_bonus"] = dict(sorted(self.pronunciation_bonus.items()))
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
@@ -778,6 +827,10 @@ class AlignmentModel:
             if not isinstance(unpaced, bool):
                 raise ValueError(f"pauses_unpaced must be true or false, got {unpaced!r}")
             model.pauses_unpaced = unpaced
+            crops = p.get("crops_silent_edges", False)
+            if not isinstance(crops, bool):
+                raise ValueError(f"crops_silent_edges must be true or false, got {crops!r}")
+            model.crops_silent_edges = crops
             if p.get("pronunciation_bonus") is not None:
                 from aligner.alignment.decoding.words import check_pronunciation_bonus
 

@@ -1,0 +1,70 @@
+"""Long silent edges cut off before aligning: a word recorded with seconds of room tone around it.
+
+A universal model learned its words cut tightly (tenths of a second of silence at either end). A
+fieldworker's recording of the same word often has seconds of room tone around it, and aligned as a
+whole it fares far worse: the MFCCs are standardised over a recording that is mostly silence, and the
+duration model lets the word's first and last phones reach into it. So a recording whose transcript
+begins and ends in silence is scored once; where the classifier hears silence for more than
+:data:`MIN_CUT_FRAMES` frames beyond :data:`MARGIN_FRAMES` of the first and last speech
+(:func:`speech_span`), the recording is cut there and aligned again as a tight cut; its edge
+silences are then stretched back to the recording's ends (:func:`cut_frames`). Recordings cut
+tightly already are aligned once, as before.
+
+Times are in frames of 10 ms (:mod:`aligner.frames`) unless a name says seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: frames of silence kept on either side of the speech found (a tight cut's edge silence)
+MARGIN_FRAMES = 30
+#: a recording is cut only where this many frames or more would go at one end at least
+MIN_CUT_FRAMES = 20
+#: speech: at least this many frames in a row where silence is not the likelier
+MIN_SPEECH_FRAMES = 5
+#: a frame is speech where the posterior of silence is below this
+SILENCE_POSTERIOR = 0.5
+#: a recording is scored and cut at most this many times (each cut scored again)
+MAX_CUTS = 3
+
+
+def silence_posteriors(scores: np.ndarray, log_prior: np.ndarray | None, silence: int) -> np.ndarray:
+    """(T,) float64 posterior of class ``silence`` in each frame from a classifier's (T, C) ``scores``
+    (log posteriors, or log scaled likelihoods when ``log_prior`` (C,) was subtracted from them)."""
+    post = np.asarray(scores, np.float64)
+    if log_prior is not None:
+        post = post + np.asarray(log_prior, np.float64)
+    post = post - post.max(axis=1, keepdims=True)
+    np.exp(post, out=post)
+    return post[:, silence] / post.sum(axis=1)
+
+
+def speech_span(p_silence: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
+                threshold: float = SILENCE_POSTERIOR) -> tuple | None:
+    """``(first, end)`` frames of the speech in a recording whose frames have the silence posteriors
+    ``p_silence`` (T,): from the first to the last frame of a run of at least ``min_run`` frames
+    whose posterior is below ``threshold`` (``end`` exclusive); None when there is no such run."""
+    speech = np.asarray(p_silence) < threshold
+    if min_run > 1:
+        # frame t ends a run of min_run speech frames where the window sum reaches min_run
+        counts = np.convolve(speech.astype(np.int64), np.ones(min_run, np.int64), mode="valid")
+        ends = np.flatnonzero(counts >= min_run)  # window [e, e + min_run)
+        if ends.size == 0:
+            return None
+        return int(ends[0]), int(ends[-1]) + min_run
+    frames = np.flatnonzero(speech)
+    return None if frames.size == 0 else (int(frames[0]), int(frames[-1]) + 1)
+
+
+def cut_frames(span: tuple | None, n_frames: int, margin: int = MARGIN_FRAMES,
+               min_cut: int = MIN_CUT_FRAMES) -> tuple | None:
+    """``(a, b)``: the frames ``a .. b - 1`` of a recording of ``n_frames`` frames to align, ``margin``
+    frames either side of the speech ``span`` (:func:`speech_span`); None when nothing is to be cut
+    (no speech found, or fewer than ``min_cut`` frames would go at either end)."""
+    if span is None:
+        return None
+    a, b = max(0, span[0] - margin), min(n_frames, span[1] + margin)
+    if a < min_cut and n_frames - b < min_cut:
+        return None
+    return a, b

@@ -1,0 +1,41 @@
+"""Long silent edges found from a classifier's silence posteriors (aligner.alignment.decoding.silent_edges)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aligner.alignment.decoding.silent_edges import cut_frames, silence_posteriors, speech_span
+
+
+def test_silence_posteriors_are_the_softmax_of_the_log_posteriors():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(50, 6)) * 4
+    log_post = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    want = np.exp(log_post[:, 5])
+    np.testing.assert_allclose(silence_posteriors(log_post, None, 5), want, rtol=1e-12)
+    log_prior = np.log(rng.dirichlet(np.ones(6)))
+    # scaled likelihoods (the prior subtracted) give the same posteriors back
+    np.testing.assert_allclose(silence_posteriors(log_post - log_prior, log_prior, 5), want, rtol=1e-12)
+
+
+def test_the_speech_span_runs_from_the_first_to_the_last_run_of_speech():
+    p = np.ones(100)
+    p[40:60] = 0.1
+    assert speech_span(p) == (40, 60)
+    p[10] = p[11] = 0.2  # a blip of two frames is not speech
+    p[80:83] = 0.3  # three frames are, with runs of 3
+    assert speech_span(p, min_run=3) == (40, 83)
+    assert speech_span(p) == (40, 60)  # not with the default runs of 5
+    assert speech_span(p, min_run=1) == (10, 83)
+    assert speech_span(np.ones(30)) is None
+    assert speech_span(np.full(2, 0.1), min_run=3) is None  # shorter than a run
+    assert speech_span(np.full(3, 0.1), min_run=3) == (0, 3)
+
+
+def test_a_recording_is_cut_only_where_enough_silence_goes():
+    assert cut_frames((400, 500), 900) == (370, 530)
+    assert cut_frames((40, 860), 900) is None  # 10 frames would go at either end
+    assert cut_frames((40, 500), 900) == (10, 530)  # enough at the end: both ends cut
+    assert cut_frames((10, 890), 900, margin=5, min_cut=5) == (5, 895)
+    assert cut_frames((0, 900), 900) is None
+    assert cut_frames(None, 900) is None
