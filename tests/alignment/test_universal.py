@@ -183,10 +183,12 @@ def test_a_views_pauses_last_what_the_speaker_took(universal, tmp_path):
     assert _edit_bundle_json(tmp_path / "v", "alignment.json", pauses_unpaced="yes")["pauses_unpaced"] is True
     with pytest.raises(ModelError, match="pauses_unpaced must be true or false"):
         AlignmentModel.load(tmp_path / "v")
-    assert view.crops_silent_edges
+    assert view.crops_silent_edges  # the default
+    view.crops_silent_edges = False
     view.save(tmp_path / "w")
-    assert AlignmentModel.load(tmp_path / "w").crops_silent_edges
-    assert _edit_bundle_json(tmp_path / "w", "alignment.json", crops_silent_edges=1)["crops_silent_edges"] is True
+    view.crops_silent_edges = True
+    assert not AlignmentModel.load(tmp_path / "w").crops_silent_edges
+    assert _edit_bundle_json(tmp_path / "w", "alignment.json", crops_silent_edges=1)["crops_silent_edges"] is False
     with pytest.raises(ModelError, match="crops_silent_edges must be true or false"):
         AlignmentModel.load(tmp_path / "w")
 

@@ -184,3 +184,35 @@ def test_unknown_words_get_the_g2p_pronunciation_and_are_reported(tmp_path):
     (corpus / "a.lab").write_text("she had zyxgrobble suits zyxgrobble\n")
     code, out = run("oovs", corpus)
     assert code == 0 and out.splitlines()[-1].startswith("zyxgrobble\t2\tZ ")
+
+
+@pytest.mark.parametrize("transcript", ["demo.lab", "demo.phones"])
+def test_seconds_of_silence_around_a_recording_leave_its_alignment_as_it_was(transcript):
+    """The demo with 3 s of its own first 50 ms (room tone) added at either end, from its words and
+    from its phones: the English model cuts the long silent edges off before aligning, so every
+    word and phone starts where it does in the demo itself (3 s later); aligned whole, they did not."""
+    from aligner.alignment.pipeline import load_model
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    y, _ = sf.read(examples / "demo.wav", dtype="float32")
+    quiet = np.resize(y[:800], 3 * 16000).astype(np.float32)
+    long = np.concatenate([quiet, y, quiet])
+    tier = "words" if transcript.endswith(".lab") else "phones"
+
+    def starts(samples, model):
+        result = api.align_transcript(samples, examples / transcript, model=model, sr=16000)
+        intervals = dict(result.tiers)[tier]
+        assert intervals[-1].end_s <= len(samples) / 16000 + 1e-9
+        if tier == "phones":  # its last silence reaches the recording's end (a words tier ends at its last word)
+            assert intervals[-1].end_s == pytest.approx(len(samples) / 16000, abs=1e-6)
+        return np.array([iv.start_s for iv in intervals if iv.label and iv.label != "sil"])
+
+    model = load_model(None)
+    assert model.crops_silent_edges
+    tight = starts(y, model)
+    np.testing.assert_allclose(starts(long, model) - 3.0, tight, atol=0.01)
+    model.crops_silent_edges = False
+    try:
+        assert np.abs(starts(long, model) - 3.0 - tight).max() > 0.5
+    finally:
+        model.crops_silent_edges = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aligner.alignment.decoding.silent_edges import cut_frames, silence_posteriors, speech_span
+from aligner.alignment.decoding.silent_edges import cut_frames, energy_speech_span, silence_posteriors, speech_span
 
 
 def test_silence_posteriors_are_the_softmax_of_the_log_posteriors():
@@ -39,3 +39,18 @@ def test_a_recording_is_cut_only_where_enough_silence_goes():
     assert cut_frames((10, 890), 900, margin=5, min_cut=5) == (5, 895)
     assert cut_frames((0, 900), 900) is None
     assert cut_frames(None, 900) is None
+
+
+def test_the_speech_span_by_frame_energy():
+    rng = np.random.default_rng(1)
+    quiet = lambda n: 0.001 * rng.standard_normal(n)  # noqa: E731
+    loud = 0.3 * rng.standard_normal(16000)
+    y = np.concatenate([quiet(32000), loud, quiet(48000)]).astype(np.float32)
+    first, end = energy_speech_span(y)
+    assert abs(first - 200) <= 3 and abs(end - 300) <= 3  # frames of 25 ms every 10 ms
+    click = y.copy()
+    click[8000:8080] = 0.5  # 5 ms: one frame louder, no run of speech
+    assert energy_speech_span(click) == (first, end)
+    noisy = (y + 0.1 * rng.standard_normal(len(y))).astype(np.float32)  # 10 dB below the speech
+    assert energy_speech_span(noisy) is None
+    assert energy_speech_span(y[:300]) is None  # shorter than a frame

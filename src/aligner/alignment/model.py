@@ -285,10 +285,11 @@ class AlignmentModel:
     #: lasts what the speaker took, seconds around an elicited word, not a change of rate (a universal
     #: model's views); False = every phone in it (the English models, as trained)
     pauses_unpaced: bool = False
-    #: a recording whose transcript begins and ends in silence is cut to its speech and some silence
-    #: around it before aligning, where the classifier hears long silent edges
-    #: (:mod:`~aligner.alignment.decoding.silent_edges`; a universal model's views); False = aligned whole
-    crops_silent_edges: bool = False
+    #: a recording with long silent edges is cut to its speech and some silence around it before it
+    #: is aligned (:meth:`silent_edges_cut`; a phone transcript must begin and end in silence, a
+    #: words transcript's edge silences are optional); False = aligned whole (saved in the bundle only
+    #: when False)
+    crops_silent_edges: bool = True
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
@@ -630,35 +631,49 @@ class AlignmentModel:
             on_scored(frames, model, scores)
         return result
 
-    def _align_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray, symbols: list,
-                   phone_set: PhoneSet, name: str, split_stops, review: bool) -> tuple | None:
-        """:meth:`align_reviewed`'s result for ``samples`` (n,) cut to the speech that ``model``'s
-        ``scores`` (T, C) of the whole recording hear and some silence around it, aligned again as
-        a tight cut, its times shifted back and its edge silences stretched to the recording's ends
-        (:mod:`~aligner.alignment.decoding.silent_edges`); None when there is nothing to cut, the
-        transcript does not begin and end in silence, or it does not fit the cut. The cut is scored
-        again and cut again while that finds more silence to cut (at most
-        :data:`~aligner.alignment.decoding.silent_edges.MAX_CUTS` times): a recording that is mostly
-        silence is standardised unlike the training speech, and its silence heard less surely."""
-        from aligner.alignment.decoding.silent_edges import MAX_CUTS, cut_frames, silence_posteriors, speech_span
+    def silent_edges_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray) -> tuple | None:
+        """``(first frame, piece, its decoder, its scores, its frames)``: ``samples`` (n,) cut to the
+        speech and some silence around it, where the recording has long silent edges, and scored
+        again (``piece``: ``samples[first * FRAME_SHIFT:]`` up to the cut's last frame); None when
+        there is nothing to cut. ``model``'s ``scores`` (T, C) of the whole recording find the
+        speech (:func:`~aligner.alignment.decoding.silent_edges.speech_span`; where they hear
+        speech everywhere, as in a recording of mostly silence, whose MFCCs are standardised unlike
+        the training speech's, its frame energies do: :func:`~aligner.alignment.decoding.silent_edges.energy_speech_span`);
+        each cut is scored and cut again while that finds more silence to cut (at most
+        :data:`~aligner.alignment.decoding.silent_edges.MAX_CUTS` times)."""
+        from aligner.alignment.decoding.silent_edges import (ENERGY_MIN_CUT_FRAMES, MARGIN_FRAMES, MAX_CUTS,
+                                                             MIN_SPEECH_FRAMES, cut_frames, energy_speech_span,
+                                                             silence_posteriors, speech_span)
 
-        first, end = 0, len(scores)  # frames of the whole recording kept so far
-        for _ in range(MAX_CUTS):
-            silence = model.inventory.silence_index
+        first, piece, frames = 0, samples, None
+        for k in range(MAX_CUTS):
             clf = model.classifier
-            p_silence = silence_posteriors(scores, clf.log_prior if clf.prior_division else None, silence)
+            p_silence = silence_posteriors(scores, clf.log_prior if clf.prior_division else None,
+                                           model.inventory.silence_index)
             cut = cut_frames(speech_span(p_silence), len(scores))
+            if cut is None and k == 0 and len(scores) > ENERGY_MIN_CUT_FRAMES + MARGIN_FRAMES + MIN_SPEECH_FRAMES:
+                cut = cut_frames(energy_speech_span(piece), len(scores), min_cut=ENERGY_MIN_CUT_FRAMES)
             if cut is None:
                 break
-            if first == 0 and end == len(scores):  # the first cut: the transcript must end in silence
-                classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
-                if classes[0] != silence or classes[-1] != silence:
-                    return None
-            first, end = first + cut[0], first + cut[1]
-            piece = samples[first * FRAME_SHIFT:(end - 1) * FRAME_SHIFT + WINDOW]
+            first += cut[0]
+            piece = samples[first * FRAME_SHIFT:(first + cut[1] - cut[0] - 1) * FRAME_SHIFT + WINDOW]
             model, scores, frames = self.scored(None, piece)
-        if first == 0 and end == n_frames(len(samples)):
+        return None if frames is None else (first, piece, model, scores, frames)
+
+    def _align_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray, symbols: list,
+                   phone_set: PhoneSet, name: str, split_stops, review: bool) -> tuple | None:
+        """:meth:`align_reviewed`'s result for ``samples`` (n,) cut to its speech
+        (:meth:`silent_edges_cut`), its times shifted back and its edge silences stretched to the
+        recording's ends; None when there is nothing to cut, the transcript does not begin and end
+        in silence, or it does not fit the cut."""
+        silence = self.inventory.silence_index
+        classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
+        if classes[0] != silence or classes[-1] != silence:
             return None
+        found = self.silent_edges_cut(model, scores, samples)
+        if found is None:
+            return None
+        first, piece, model, scores, frames = found
         try:
             intervals, conf, match = model.align_reviewed(frames, scores, symbols, phone_set, len(piece) / SAMPLE_RATE,
                                                           name=name, split_stops=split_stops, review=review)
@@ -769,8 +784,8 @@ class AlignmentModel:
             params["alignment"]["tempo_range"] = [float(v) for v in self.tempo_range]
         if self.pauses_unpaced:  # (saved only when set: the English bundles keep their files)
             params["alignment"]["pauses_unpaced"] = True
-        if self.crops_silent_edges:  # (likewise)
-            params["alignment"]["crops_silent_edges"] = True
+        if not self.crops_silent_edges:  # (saved only when unset)
+            params["alignment"]["crops_silent_edges"] = False
         if self.pronunciation_bonus:
             params["alignment"]["pronunciation_bonus"] = dict(sorted(self.pronunciation_bonus.items()))
         save_bundle(directory, ALIGNMENT_KIND, arrays, params, self.training)
@@ -827,7 +842,7 @@ class AlignmentModel:
             if not isinstance(unpaced, bool):
                 raise ValueError(f"pauses_unpaced must be true or false, got {unpaced!r}")
             model.pauses_unpaced = unpaced
-            crops = p.get("crops_silent_edges", False)
+            crops = p.get("crops_silent_edges", True)
             if not isinstance(crops, bool):
                 raise ValueError(f"crops_silent_edges must be true or false, got {crops!r}")
             model.crops_silent_edges = crops

@@ -25,7 +25,7 @@ import numpy as np
 from aligner.alignment.model import AlignmentModel
 from aligner.alignment.universal import SILENCE_CLASS, UniversalModel
 from aligner.errors import AlignerError, AlignmentError, TranscriptError
-from aligner.frames import SAMPLE_RATE
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE
 from aligner.io.audio import load_audio, samples_at_model_rate
 from aligner.io.bundles import ALIGNMENT_KIND, UNIVERSAL_KIND, bundle_kind, default_model_dir
 from aligner.io.textgrids import Interval
@@ -591,10 +591,23 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         if (on_scored is not None and len(work) == 1 and a == 0 and isinstance(samples, np.ndarray)
                 and n_frames(len(cut)) == n_frames(len(samples))):  # the recording's frames, all of them
             scored = ScoredRecording(samples, frames, decoder, scores)
+        settings = dict(name=label, review=True, dialect=dialect if language is None else "rhotic",
+                        weak_forms=language is None, rules=rules)
+        result = None
+        found = dm.silent_edges_cut(decoder, scores, cut) \
+            if dm.crops_silent_edges and isinstance(cut, np.ndarray) else None
+        if found is not None:  # long silent edges: the words aligned in the cut to their speech
+            first, piece, piece_decoder, piece_scores, piece_frames = found
+            try:
+                result = align_words_scored(piece_decoder, piece_frames, piece_scores, labels, prons,
+                                            len(piece) / SAMPLE_RATE, **settings)
+                result = result.shifted(first * FRAME_SHIFT / SAMPLE_RATE)
+            except AlignmentError:
+                result = None  # the words do not fit the cut: the whole segment, as before
         try:
-            result = align_words_scored(decoder, frames, scores, labels, prons, len(cut) / SAMPLE_RATE, name=label,
-                                        review=True, dialect=dialect if language is None else "rhotic",
-                                        weak_forms=language is None, rules=rules)
+            if result is None:
+                result = align_words_scored(decoder, frames, scores, labels, prons, len(cut) / SAMPLE_RATE,
+                                            **settings)
         except AlignmentError as exc:
             msg = str(exc)
             raise AlignmentError(msg if label in msg else f"{label}: {msg}") from None

@@ -343,8 +343,7 @@ class UniversalModel:
         always = np.array([i for i, c in enumerate(names) if c in background], np.int64)
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
                               self.training, refiner, inventory=inventory, phone_symbols=phone_symbols,
-                              always_scored=always, tempo_range=self.tempo_range, pauses_unpaced=True,
-                              crops_silent_edges=True)
+                              always_scored=always, tempo_range=self.tempo_range, pauses_unpaced=True)
         self._views[key] = view
         while len(self._views) > VIEW_CACHE_SIZE:
             self._views.popitem(last=False)

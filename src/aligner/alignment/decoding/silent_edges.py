@@ -27,6 +27,14 @@ MIN_SPEECH_FRAMES = 5
 SILENCE_POSTERIOR = 0.5
 #: a recording is scored and cut at most this many times (each cut scored again)
 MAX_CUTS = 3
+#: frame energies: speech lies this far (a fraction) from the quiet level (10th percentile, dB) to the
+#: loud one (95th) at least
+ENERGY_SPEECH_FRACTION = 0.4
+#: frame energies tell speech from silence only where the loud level is this many dB above the quiet one
+MIN_ENERGY_RANGE_DB = 20.0
+#: a recording is cut by its frame energies only where this many frames or more would go at one end
+#: at least (a second: silence the classifier hears as speech is a recording of mostly silence)
+ENERGY_MIN_CUT_FRAMES = 100
 
 
 def silence_posteriors(scores: np.ndarray, log_prior: np.ndarray | None, silence: int) -> np.ndarray:
@@ -55,6 +63,36 @@ def speech_span(p_silence: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
         return int(ends[0]), int(ends[-1]) + min_run
     frames = np.flatnonzero(speech)
     return None if frames.size == 0 else (int(frames[0]), int(frames[-1]) + 1)
+
+
+def energy_speech_span(samples: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
+                       fraction: float = ENERGY_SPEECH_FRACTION, min_range_db: float = MIN_ENERGY_RANGE_DB
+                       ) -> tuple | None:
+    """``(first, end)`` frames (25 ms windows every 10 ms) of the speech in ``samples`` (n,) by
+    their energy: from the first to the last run of at least ``min_run`` frames louder than the
+    quiet level (10th percentile of the frames' dB, nearest rank) by ``fraction`` of the way to
+    the loud level (95th); None when the two levels lie less than ``min_range_db`` apart (noise as loud as the
+    speech: nothing to tell by level) or the recording is shorter than a frame."""
+    from aligner.frames import FRAME_SHIFT, WINDOW, n_frames
+
+    samples = np.asarray(samples)
+    T = n_frames(len(samples)) if len(samples) >= WINDOW else 0
+    if T < 1:
+        return None
+    # sums of squares of blocks of 80 samples (a frame is 5 of them, its successor starts 2 later)
+    block = FRAME_SHIFT // 2
+    x = np.asarray(samples[:len(samples) // block * block], np.float32)
+    blocks = np.zeros(len(x) // block + 1)
+    np.cumsum(np.square(x).reshape(-1, block).sum(axis=1, dtype=np.float64), out=blocks[1:])
+    first = 2 * np.arange(T)
+    power = blocks[first + WINDOW // block] - blocks[first]  # each frame's sum of squares
+    db = 10.0 * np.log10(np.maximum(power, 1e-12))
+    k_quiet, k_loud = int(0.10 * (T - 1)), int(0.95 * (T - 1))  # nearest-rank percentiles
+    quiet, loud = np.partition(db, (k_quiet, k_loud))[[k_quiet, k_loud]]
+    if loud - quiet < min_range_db:
+        return None
+    level = quiet + fraction * (loud - quiet)
+    return speech_span(np.where(db > level, 0.0, 1.0), min_run, 0.5)
 
 
 def cut_frames(span: tuple | None, n_frames: int, margin: int = MARGIN_FRAMES,
