@@ -60,7 +60,8 @@ from aligner.cli.common import echo, exit_if_failed, run
                    "folds of its out-of-fold scores [3]; --max-frames: frames its scorer trains on [200000].")
 @click.option("--distil-units", type=click.IntRange(min=8), default=None, metavar="N",
               help="With --universal: distil the averaged scorer (768 units) into one network of N units trained "
-                   "to reproduce it, a faster model to align with (off by default; docs/results.md measures 256).")
+                   "to reproduce it, a faster model to align with (off by default; the shipped models/universal "
+                   "is distilled into 256, as accurate: docs/results.md).")
 def train(corpus_dir, out_dir, trainer, epochs, eta0, lam, seed, folds, phones_tier, phone_classes, phone_code,
           min_class_tokens, augment, classifier_kind, max_frames, networks, phone_line, universal, distil_units):
     """Train an alignment model on CORPUS_DIR into OUT_DIR.
