@@ -11,6 +11,7 @@ boundary (:mod:`aligner.alignment.decoding.refinement`). It saves to and loads f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -631,11 +632,13 @@ class AlignmentModel:
             on_scored(frames, model, scores)
         return result
 
-    def silent_edges_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray) -> tuple | None:
+    def silent_edges_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray,
+                         accept: Callable[[], bool] | None = None) -> tuple | None:
         """``(first frame, piece, its decoder, its scores, its frames)``: ``samples`` (n,) cut to the
         speech and some silence around it, where the recording has long silent edges, and scored
         again (``piece``: ``samples[first * FRAME_SHIFT:]`` up to the cut's last frame); None when
-        there is nothing to cut. ``model``'s ``scores`` (T, C) of the whole recording find the
+        there is nothing to cut, or when ``accept()`` (asked once a first cut is found, before any
+        scoring again) says no. ``model``'s ``scores`` (T, C) of the whole recording find the
         speech (:func:`~aligner.alignment.decoding.silent_edges.speech_span`; where they hear
         speech everywhere, as in a recording of mostly silence, whose MFCCs are standardised unlike
         the training speech's, its frame energies do: :func:`~aligner.alignment.decoding.silent_edges.energy_speech_span`);
@@ -653,7 +656,7 @@ class AlignmentModel:
             cut = cut_frames(speech_span(p_silence), len(scores))
             if cut is None and k == 0 and len(scores) > ENERGY_MIN_CUT_FRAMES + MARGIN_FRAMES + MIN_SPEECH_FRAMES:
                 cut = cut_frames(energy_speech_span(piece), len(scores), min_cut=ENERGY_MIN_CUT_FRAMES)
-            if cut is None:
+            if cut is None or (k == 0 and accept is not None and not accept()):
                 break
             first += cut[0]
             piece = samples[first * FRAME_SHIFT:(first + cut[1] - cut[0] - 1) * FRAME_SHIFT + WINDOW]
@@ -666,11 +669,11 @@ class AlignmentModel:
         (:meth:`silent_edges_cut`), its times shifted back and its edge silences stretched to the
         recording's ends; None when there is nothing to cut, the transcript does not begin and end
         in silence, or it does not fit the cut."""
-        silence = self.inventory.silence_index
-        classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
-        if classes[0] != silence or classes[-1] != silence:
-            return None
-        found = self.silent_edges_cut(model, scores, samples)
+        def edges_silent() -> bool:
+            classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
+            return classes[0] == self.inventory.silence_index == classes[-1]
+
+        found = self.silent_edges_cut(model, scores, samples, edges_silent)
         if found is None:
             return None
         first, piece, model, scores, frames = found
