@@ -623,8 +623,7 @@ class AlignmentModel:
         caller that reuses them."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         model, scores, frames = self.scored(None, samples)
-        result = self._align_cut(model, scores, samples, symbols, phone_set, name, split_stops, review) \
-            if self.crops_silent_edges and isinstance(samples, np.ndarray) else None
+        result = self._align_cut(model, scores, samples, symbols, phone_set, name, split_stops, review)
         if result is None:
             result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
                                           name=name, split_stops=split_stops, review=review)
@@ -637,8 +636,9 @@ class AlignmentModel:
         """``(first frame, piece, its decoder, its scores, its frames)``: ``samples`` (n,) cut to the
         speech and some silence around it, where the recording has long silent edges, and scored
         again (``piece``: ``samples[first * FRAME_SHIFT:]`` up to the cut's last frame); None when
-        there is nothing to cut, or when ``accept()`` (asked once a first cut is found, before any
-        scoring again) says no. ``model``'s ``scores`` (T, C) of the whole recording find the
+        there is nothing to cut, when this model does not cut (:attr:`crops_silent_edges`) or
+        ``samples`` are not held in memory (a long recording read from its file), or when
+        ``accept()`` (asked once a first cut is found, before any scoring again) says no. ``model``'s ``scores`` (T, C) of the whole recording find the
         speech (:func:`~aligner.alignment.decoding.silent_edges.speech_span`; where they hear
         speech everywhere, as in a recording of mostly silence, whose MFCCs are standardised unlike
         the training speech's, its frame energies do: :func:`~aligner.alignment.decoding.silent_edges.energy_speech_span`);
@@ -648,6 +648,8 @@ class AlignmentModel:
                                                              MIN_SPEECH_FRAMES, cut_frames, energy_speech_span,
                                                              silence_posteriors, speech_span)
 
+        if not self.crops_silent_edges or not isinstance(samples, np.ndarray):
+            return None
         first, piece, frames = 0, samples, None
         for k in range(MAX_CUTS):
             clf = model.classifier

@@ -594,8 +594,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         settings = dict(name=label, review=True, dialect=dialect if language is None else "rhotic",
                         weak_forms=language is None, rules=rules)
         result = None
-        found = dm.silent_edges_cut(decoder, scores, cut) \
-            if dm.crops_silent_edges and isinstance(cut, np.ndarray) else None
+        found = dm.silent_edges_cut(decoder, scores, cut)
         if found is not None:  # long silent edges: the words aligned in the cut to their speech
             first, piece, piece_decoder, piece_scores, piece_frames = found
             try:

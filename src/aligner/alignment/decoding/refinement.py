@@ -48,6 +48,7 @@ import numpy as np
 from numba import njit
 
 from aligner.errors import ModelError
+from aligner.features.numeric import _pairwise_sum
 from aligner.frames import phone_start_times
 from aligner.phones.sets import BROAD_CLASSES, TIMIT39_INVENTORY
 
@@ -98,34 +99,6 @@ def boundary_features(scores: np.ndarray, frames: np.ndarray, classes: np.ndarra
 
 
 @njit(cache=True, nogil=True)
-def _row_sum_of_squares(a: np.ndarray, b: np.ndarray) -> float:
-    """``sum((a - b) ** 2)`` of two (D,) float32 rows in float64, summed in numpy's pairwise
-    order for a row of under 128 values (eight running sums, then the rest), so that it equals
-    ``np.linalg.norm(a - b) ** 2`` before the square root bit for bit."""
-    n = a.shape[0]
-    if n < 8:
-        s = 0.0
-        for i in range(n):
-            d = np.float64(a[i]) - np.float64(b[i])
-            s += d * d
-        return s
-    r = np.empty(8)
-    for j in range(8):
-        d = np.float64(a[j]) - np.float64(b[j])
-        r[j] = d * d
-    whole = n - n % 8
-    for i in range(8, whole, 8):
-        for j in range(8):
-            d = np.float64(a[i + j]) - np.float64(b[i + j])
-            r[j] += d * d
-    s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-    for i in range(whole, n):
-        d = np.float64(a[i]) - np.float64(b[i])
-        s += d * d
-    return s
-
-
-@njit(cache=True, nogil=True)
 def _fill_boundary_features(scores, frames, classes, y, dur_mean, dur_std, broad, lengths, log_len, out):
     """Fill ``out`` (K-1, :data:`N_REFINER_FEATURES`) float64, zeros on entry, with the columns of
     :func:`boundary_features` (the module docstring's table); ``lengths`` and ``log_len`` (K,)
@@ -139,6 +112,7 @@ def _fill_boundary_features(scores, frames, classes, y, dur_mean, dur_std, broad
     c_energy = c_pair + N_BROAD * N_BROAD
     c_z = c_energy + n_energy
     root_d = np.sqrt(np.float64(D))
+    sq = np.empty(D)  # a squared difference of two frames, summed as np.linalg.norm sums it
     for k in range(K - 1):
         b = y[k + 1]
         left, right = classes[k], classes[k + 1]
@@ -149,7 +123,10 @@ def _fill_boundary_features(scores, frames, classes, y, dur_mean, dur_std, broad
         for j in range(n_change):
             t = min(max(b + CHANGE_OFFSETS[j], 0), T - 1)
             if t > 0:
-                out[k, c_change + j] = np.sqrt(_row_sum_of_squares(frames[t], frames[t - 1])) / root_d
+                for i in range(D):
+                    d = np.float64(frames[t, i]) - np.float64(frames[t - 1, i])
+                    sq[i] = d * d
+                out[k, c_change + j] = np.sqrt(_pairwise_sum(sq, 0, D, 1)) / root_d
         out[k, c_pair + broad[left] * N_BROAD + broad[right]] = 1.0
         for j in range(n_energy):
             t = min(max(b + ENERGY_OFFSETS[j], 0), T - 1)

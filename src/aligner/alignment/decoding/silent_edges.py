@@ -1,14 +1,17 @@
-"""Long silent edges cut off before aligning: a word recorded with seconds of room tone around it.
+"""Long silent edges cut off before aligning: a recording with seconds of room tone around its speech.
 
-A universal model learned its words cut tightly (tenths of a second of silence at either end). A
-fieldworker's recording of the same word often has seconds of room tone around it, and aligned as a
-whole it fares far worse: the MFCCs are standardised over a recording that is mostly silence, and the
-duration model lets the word's first and last phones reach into it. So a recording whose transcript
-begins and ends in silence is scored once; where the classifier hears silence for more than
-:data:`MIN_CUT_FRAMES` frames beyond :data:`MARGIN_FRAMES` of the first and last speech
-(:func:`speech_span`), the recording is cut there and aligned again as a tight cut; its edge
-silences are then stretched back to the recording's ends (:func:`cut_frames`). Recordings cut
-tightly already are aligned once, as before.
+Models learn from recordings cut fairly tightly (tenths of a second of silence at either end). A
+lab prompt, an interview or a fieldworker's word cut generously has seconds of room tone around
+the speech, and aligned whole it fares far worse: its MFCCs are standardised over a recording that
+is mostly silence, its silence then looks unlike the training silence, and the classifier hears
+speech in it. So a recording is scored once; where the classifier's silence posteriors leave more
+than :data:`MIN_CUT_FRAMES` frames of silence at an end beyond :data:`MARGIN_FRAMES` frames around
+the speech (:func:`speech_span`, :func:`cut_frames`), or, where they hear speech everywhere, the
+frame energies leave :data:`ENERGY_MIN_CUT_FRAMES` (:func:`energy_speech_span`), the recording is
+cut there, scored again and cut again (at most :data:`MAX_CUTS` times), aligned as a tight
+recording, and its edge silences are stretched back to its ends
+(:meth:`aligner.alignment.model.AlignmentModel.silent_edges_cut`). Recordings cut tightly already
+are aligned once, as before.
 
 Times are in frames of 10 ms (:mod:`aligner.frames`) unless a name says seconds.
 """
@@ -16,6 +19,8 @@ Times are in frames of 10 ms (:mod:`aligner.frames`) unless a name says seconds.
 from __future__ import annotations
 
 import numpy as np
+
+from aligner.frames import FRAME_SHIFT, WINDOW, n_frames
 
 #: frames of silence kept on either side of the speech found (a tight cut's edge silence)
 MARGIN_FRAMES = 30
@@ -73,8 +78,6 @@ def energy_speech_span(samples: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
     quiet level (10th percentile of the frames' dB, nearest rank) by ``fraction`` of the way to
     the loud level (95th); None when the two levels lie less than ``min_range_db`` apart (noise as loud as the
     speech: nothing to tell by level) or the recording is shorter than a frame."""
-    from aligner.frames import FRAME_SHIFT, WINDOW, n_frames
-
     samples = np.asarray(samples)
     T = n_frames(len(samples)) if len(samples) >= WINDOW else 0
     if T < 1:
@@ -95,14 +98,14 @@ def energy_speech_span(samples: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
     return speech_span(np.where(db > level, 0.0, 1.0), min_run, 0.5)
 
 
-def cut_frames(span: tuple | None, n_frames: int, margin: int = MARGIN_FRAMES,
+def cut_frames(span: tuple | None, total_frames: int, margin: int = MARGIN_FRAMES,
                min_cut: int = MIN_CUT_FRAMES) -> tuple | None:
-    """``(a, b)``: the frames ``a .. b - 1`` of a recording of ``n_frames`` frames to align, ``margin``
+    """``(a, b)``: the frames ``a .. b - 1`` of a recording of ``total_frames`` frames to align, ``margin``
     frames either side of the speech ``span`` (:func:`speech_span`); None when nothing is to be cut
     (no speech found, or fewer than ``min_cut`` frames would go at either end)."""
     if span is None:
         return None
-    a, b = max(0, span[0] - margin), min(n_frames, span[1] + margin)
-    if a < min_cut and n_frames - b < min_cut:
+    a, b = max(0, span[0] - margin), min(total_frames, span[1] + margin)
+    if a < min_cut and total_frames - b < min_cut:
         return None
     return a, b
