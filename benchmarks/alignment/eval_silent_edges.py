@@ -49,14 +49,17 @@ def main(argv=None):
     p.add_argument("--every", type=int, default=1, help="every K-th utterance")
     args = p.parse_args(argv)
 
+    import warnings
+
     from aligner.alignment.pipeline import align_words, load_model
-    from aligner.io.audio import load_audio
+    from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances
     from aligner.io.transcripts import read_phn
     from aligner.phones.sets import get_phone_set
     from benchmarks.alignment.eval_degraded import degrade
     from benchmarks.alignment.folds import fold_models
 
+    warnings.simplefilter("ignore", RepairedAudioWarning)  # the sample's SPHERE files, repaired on reading
     pset = get_phone_set("timit61")
     utts = find_utterances(args.corpus)[::args.every]
     if args.folds_dir is not None:

@@ -216,3 +216,27 @@ def test_seconds_of_silence_around_a_recording_leave_its_alignment_as_it_was(tra
         assert np.abs(starts(long, model) - 3.0 - tight).max() > 0.5
     finally:
         model.crops_silent_edges = True
+
+
+def test_seconds_of_noisy_silence_around_a_recording_are_cut_by_their_energy(timit_dir):
+    """A TIMIT recording with 3 s of its own room tone at either end and white noise over the whole
+    (10 dB below the padded recording's mean power): the classifier hears speech in the noise of
+    the edges and finds no cut, the frame energies do, and most phones start within 20 ms of the
+    hand labels (aligned without the energies' check, 8 % of them did)."""
+    from aligner.alignment.pipeline import load_model
+    from aligner.io.audio import load_audio
+    from aligner.io.transcripts import read_phn
+    from aligner.phones.sets import get_phone_set
+
+    wav = timit_dir / "dr1-fvmh0" / "sa1.wav"
+    starts, _, labels = read_phn(wav.with_suffix(".phn"))
+    y = load_audio(wav)
+    edge = np.resize(np.concatenate([y[:800], y[799::-1]]), 3 * 16000).astype(np.float32)
+    padded = np.concatenate([edge, y, edge])
+    noise = np.random.default_rng(0).standard_normal(len(padded))
+    noise *= np.sqrt(np.mean(padded.astype(np.float64) ** 2) / (np.mean(noise ** 2) * 10.0))
+    noisy = (padded + noise).astype(np.float32)
+    model = load_model(None)
+    got = np.array([iv.start_s for iv in model.align(noisy, list(labels), get_phone_set("timit61"))])
+    within = np.abs(got[1:] - (np.asarray(starts[1:]) / 16000 + 3.0)) <= 0.02
+    assert within.mean() >= 0.8

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from aligner.alignment.decoding.silent_edges import cut_frames, energy_speech_span, silence_posteriors, speech_span
+from aligner.alignment.decoding.silent_edges import (_frame_levels_db, cut_frames, energy_speech_span, narrowed,
+                                                     silence_posteriors, speech_span)
+from aligner.frames import n_frames
 
 
 def test_silence_posteriors_are_the_softmax_of_the_log_posteriors():
@@ -52,5 +54,29 @@ def test_the_speech_span_by_frame_energy():
     click[8000:8080] = 0.5  # 5 ms: one frame louder, no run of speech
     assert energy_speech_span(click) == (first, end)
     noisy = (y + 0.1 * rng.standard_normal(len(y))).astype(np.float32)  # 10 dB below the speech
-    assert energy_speech_span(noisy) is None
+    assert energy_speech_span(noisy) is None  # the loud level lies 10 dB above the quiet one: not enough
+    hissy = (y + 0.05 * rng.standard_normal(len(y))).astype(np.float32)  # 15 dB below: enough
+    first, end = energy_speech_span(hissy)
+    assert abs(first - 200) <= 3 and abs(end - 300) <= 3
     assert energy_speech_span(y[:300]) is None  # shorter than a frame
+
+
+def test_frame_levels_are_the_frames_sums_of_squares_in_db():
+    y = (0.1 * np.random.default_rng(2).standard_normal(16000 + 37)).astype(np.float32)
+    y[4000:4400] = 0.0  # a silent frame: the floor, not -inf
+    T = n_frames(len(y))
+    got = np.empty(T)
+    _frame_levels_db(y, got)
+    want = [10 * np.log10(max(np.sum(y[160 * t:160 * t + 400].astype(np.float64) ** 2), 1e-12)) for t in range(T)]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-9)
+    assert got[25] == -120.0
+
+
+def test_a_cut_keeps_what_both_the_classifier_and_the_energies_keep():
+    assert narrowed((10, 900), (300, 600)) == (300, 600)  # the energies found quiet the classifier heard as speech
+    assert narrowed((350, 900), (300, 600)) == (350, 600)
+    assert narrowed(None, (300, 600)) == (300, 600)
+    assert narrowed((10, 900), None) == (10, 900)
+    assert narrowed(None, None) is None
+    assert narrowed((10, 200), (300, 600)) == (10, 200)  # nothing in common: the classifier's
+    assert narrowed((10, 340), (300, 600)) == (10, 340)  # 40 frames in common, fewer than two margins

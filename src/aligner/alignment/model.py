@@ -638,15 +638,19 @@ class AlignmentModel:
         again (``piece``: ``samples[first * FRAME_SHIFT:]`` up to the cut's last frame); None when
         there is nothing to cut, when this model does not cut (:attr:`crops_silent_edges`) or
         ``samples`` are not held in memory (a long recording read from its file), or when
-        ``accept()`` (asked once a first cut is found, before any scoring again) says no. ``model``'s ``scores`` (T, C) of the whole recording find the
-        speech (:func:`~aligner.alignment.decoding.silent_edges.speech_span`; where they hear
-        speech everywhere, as in a recording of mostly silence, whose MFCCs are standardised unlike
-        the training speech's, its frame energies do: :func:`~aligner.alignment.decoding.silent_edges.energy_speech_span`);
-        each cut is scored and cut again while that finds more silence to cut (at most
+        ``accept()`` (asked once a first cut is found, before any scoring again) says no.
+
+        ``model``'s ``scores`` (T, C) of the whole recording find the speech
+        (:func:`~aligner.alignment.decoding.silent_edges.speech_span`); the recording's frame
+        energies narrow the cut where they leave a second or more of quiet at an end (they find
+        the speech where the classifier hears speech everywhere, as in a recording of mostly
+        silence whose MFCCs are standardised unlike the training speech's, or in the noise of the
+        edges: :func:`~aligner.alignment.decoding.silent_edges.narrowed`); each cut is scored and
+        cut again while that finds more silence to cut (at most
         :data:`~aligner.alignment.decoding.silent_edges.MAX_CUTS` times)."""
         from aligner.alignment.decoding.silent_edges import (ENERGY_MIN_CUT_FRAMES, MARGIN_FRAMES, MAX_CUTS,
                                                              MIN_SPEECH_FRAMES, cut_frames, energy_speech_span,
-                                                             silence_posteriors, speech_span)
+                                                             narrowed, silence_posteriors, speech_span)
 
         if not self.crops_silent_edges or not isinstance(samples, np.ndarray):
             return None
@@ -656,8 +660,8 @@ class AlignmentModel:
             p_silence = silence_posteriors(scores, clf.log_prior if clf.prior_division else None,
                                            model.inventory.silence_index)
             cut = cut_frames(speech_span(p_silence), len(scores))
-            if cut is None and k == 0 and len(scores) > ENERGY_MIN_CUT_FRAMES + MARGIN_FRAMES + MIN_SPEECH_FRAMES:
-                cut = cut_frames(energy_speech_span(piece), len(scores), min_cut=ENERGY_MIN_CUT_FRAMES)
+            if len(scores) > ENERGY_MIN_CUT_FRAMES + MARGIN_FRAMES + MIN_SPEECH_FRAMES:
+                cut = narrowed(cut, cut_frames(energy_speech_span(piece), len(scores), min_cut=ENERGY_MIN_CUT_FRAMES))
             if cut is None or (k == 0 and accept is not None and not accept()):
                 break
             first += cut[0]

@@ -806,10 +806,14 @@ def warm_up(model: AlignmentModel) -> None:
     """Compile (or load from numba's cache) the decoder once, on a tiny synthetic utterance,
     with its review (the boundary confidences' numba functions) when the model has a
     confidence model, as every corpus file is aligned: forked workers then inherit all of it
-    and no file pays a cache load."""
+    and no file pays a cache load (the check of long silent edges' frame energies too, which
+    this utterance is too short to reach)."""
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(SAMPLE_RATE // 2)).astype(np.float32)
+    from aligner.alignment.decoding.silent_edges import energy_speech_span
     from aligner.phones.sets import get_phone_set
+
+    energy_speech_span(samples)
 
     if isinstance(model, UniversalModel):  # a view of one phone between silences
         view = model.view([SILENCE_CLASS, "a"])
