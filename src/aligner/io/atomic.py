@@ -49,7 +49,6 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, durable: Optional[b
         durable = _durable_by_default()
     path = Path(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         while True:
             tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
             try:
@@ -58,6 +57,10 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, durable: Optional[b
                 break
             except FileExistsError:
                 continue
+            except FileNotFoundError:  # the directories are made only when missing (a syscall saved per file)
+                if path.parent.is_dir():
+                    raise
+                path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _output_error(path, exc) from None
     try:
