@@ -747,10 +747,10 @@ def output_path(audio, fmt: str = "textgrid") -> Path:
 
 def check_output_not_input(out, *inputs) -> None:
     """Refuse (one-line :class:`AlignerError`) an output path that is, or resolves to, an input.
-    A new output (nothing there yet) is no existing input, so nothing is resolved then."""
-    if not os.path.exists(out):  # what resolving it would find (a link is followed either way)
-        return
+    A new output (nothing there yet) is no existing input, so the inputs are not resolved then."""
     target = Path(out).resolve()
+    if not target.exists():
+        return
     for item in inputs:
         if isinstance(item, (str, os.PathLike)) and os.path.exists(item) and Path(item).resolve() == target:
             raise AlignerError(f"{out}: the output would overwrite the input {item}; choose another -o")
