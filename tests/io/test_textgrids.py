@@ -34,6 +34,17 @@ def test_atomic_write_creates_parents_and_writes_exactly(tmp_path):
     assert leftovers(path.parent) == []
 
 
+def test_atomic_write_under_a_file_is_one_error_naming_it(tmp_path):
+    from aligner.errors import OutputError
+
+    (tmp_path / "a").write_text("a file, not a folder\n")
+    for path in (tmp_path / "a" / "out.txt", tmp_path / "a" / "b" / "out.txt"):
+        with pytest.raises(OutputError, match=r"out.txt: cannot write it .*a part of that path is a file"):
+            atomic_write_text(path, "x")
+    assert (tmp_path / "a").read_text() == "a file, not a folder\n"
+    assert leftovers(tmp_path) == []
+
+
 def test_atomic_write_replaces_an_existing_file(tmp_path):
     path = tmp_path / "out.txt"
     path.write_text("old contents that are longer than the new ones\n")
