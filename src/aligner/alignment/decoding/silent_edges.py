@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from aligner.features.numeric import _pairwise_sum
 from aligner.frames import FRAME_SHIFT, WINDOW, n_frames
 
 #: frames of silence kept on either side of the speech found (a tight cut's edge silence)
@@ -104,27 +105,17 @@ def _frame_levels_db(samples, out):
     """``out`` (T,): the level in dB (10 log10 of the sum of squares, floored at 1e-12) of each
     25 ms frame of float32 ``samples`` every 10 ms (frame t: ``samples[160 t : 160 t + 400]``),
     from sums of blocks of 80 samples (a frame is 5 of them, its successor starts 2 later)."""
-    block = FRAME_SHIFT // 2  # a multiple of 8
+    block = FRAME_SHIFT // 2
     per_frame = WINDOW // block
     n_blocks = 2 * (out.shape[0] - 1) + per_frame
     cum = np.empty(n_blocks + 1)
     cum[0] = 0.0
-    for b in range(n_blocks):  # eight running sums a block: independent additions, a short dependency chain
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-        for i in range(b * block, (b + 1) * block, 8):
-            v0, v1, v2, v3 = np.float64(samples[i]), np.float64(samples[i + 1]), np.float64(samples[i + 2]), \
-                np.float64(samples[i + 3])
-            v4, v5, v6, v7 = np.float64(samples[i + 4]), np.float64(samples[i + 5]), np.float64(samples[i + 6]), \
-                np.float64(samples[i + 7])
-            a0 += v0 * v0
-            a1 += v1 * v1
-            a2 += v2 * v2
-            a3 += v3 * v3
-            a4 += v4 * v4
-            a5 += v5 * v5
-            a6 += v6 * v6
-            a7 += v7 * v7
-        cum[b + 1] = cum[b] + (((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)))
+    sq = np.empty(block)  # a block's squares, summed as np.sum sums them
+    for b in range(n_blocks):
+        for i in range(block):
+            v = np.float64(samples[b * block + i])
+            sq[i] = v * v
+        cum[b + 1] = cum[b] + _pairwise_sum(sq, 0, block, 1)
     for t in range(out.shape[0]):
         out[t] = 10.0 * np.log10(max(cum[2 * t + per_frame] - cum[2 * t], 1e-12))
 
