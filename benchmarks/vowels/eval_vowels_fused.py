@@ -81,11 +81,13 @@ RELOCATE_CAPS = (None, 10.0)
 MIXES = (0.75, 0.9, 1.0)
 
 
-def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path, classifier_dir: Path | None = None):
+def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path, classifier_dir: Path | None = None,
+                           front_end: str = "cuts"):
     """A vowel model trained on the CVC tokens of the training speakers of the fold alignment model
     at ``fold_dir`` (its manifest's ``test_speakers`` left out), with its classifier, or with the
     classifier of the fold model at ``classifier_dir`` (the same test speakers); the candidate
-    chosen by 3 inner speaker folds; saved to ``out``."""
+    chosen by 3 inner speaker folds; saved to ``out``. ``front_end``: the vowel model's
+    (``cuts`` or ``frames``, :mod:`aligner.vowels.frame_columns`; all 23 columns of ``frames``)."""
     from threadpoolctl import threadpool_limits
 
     from aligner.alignment.model import AlignmentModel
@@ -100,14 +102,16 @@ def train_fold_vowel_model(fold_dir: Path, data: Path, out: Path, classifier_dir
             raise SystemExit(f"{classifier_dir}: its test speakers differ from {fold_dir}'s")
     utts = [u for u in find_utterances(data) if u.speaker not in test]
     with threadpool_limits(1):
-        examples, _ = T.load_cvc_examples(utts, am.classifier)
-        cv = T.cross_validate(examples, am.classifier, T.candidates(), n_folds=3)
+        columns = T.FRAME_VOWEL_COLUMNS if front_end == "frames" else T.VOWEL_COLUMNS
+        examples, _ = T.load_cvc_examples(utts, am.classifier, front_end=front_end)
+        cv = T.cross_validate(examples, am.classifier, T.candidates(), n_folds=3, columns=columns)
         chosen, n_epochs = cv.candidates[cv.chosen], cv.chosen_epochs
-        fit = T.fit_final(chosen, T.prepare(examples, widths=chosen.widths), max(n_epochs, 1))
-    model = fit.model(am.classifier, T.VOWEL_COLUMNS, {
+        fit = T.fit_final(chosen, T.prepare(examples, widths=chosen.widths, columns=columns), max(n_epochs, 1))
+    model = fit.model(am.classifier, columns, {
         "test_speakers": sorted(test), "speakers": sorted({u.speaker for u in utts}), "trainer": chosen.trainer,
         "trainer_params": dict(chosen.params), "widths": list(chosen.widths), "epochs": n_epochs,
-        "alignment_fold": str(fold_dir), "classifier_fold": str(classifier_dir or fold_dir), "cv": cv.record()})
+        "alignment_fold": str(fold_dir), "classifier_fold": str(classifier_dir or fold_dir), "cv": cv.record(),
+        "front_end": front_end}, front_end)
     model.save(out)
     return model
 
@@ -135,6 +139,8 @@ def main(argv=None) -> int:
     ap.add_argument("--vowel-classifier-folds", type=Path, default=None,
                     help="fold models (DIR/foldK) whose classifier new fold vowel models read, e.g. kernel folds "
                          "as the shipped vowel model keeps a kernel classifier [--folds-dir]")
+    ap.add_argument("--front-end", choices=("cuts", "frames"), default="cuts",
+                    help="the front end of fold vowel models trained here (aligner.vowels.frame_columns)")
     ap.add_argument("--phones", action="store_true", help="align the .phn phones instead of the .txt words")
     ap.add_argument("--end-to-end", action="store_true", help="also score aligner vowels' own rows (shipped settings)")
     ap.add_argument("--recording-posteriors", choices=("no", "yes", "shipped"), default="shipped",
@@ -178,7 +184,7 @@ def main(argv=None) -> int:
         if not (vdir / "manifest.json").is_file():
             print(f"training the vowel model of {fold.name} (its 9 training speakers) -> {vdir}", file=sys.stderr)
             train_fold_vowel_model(fold, args.data, vdir, None if args.vowel_classifier_folds is None
-                                   else args.vowel_classifier_folds / fold.name)
+                                   else args.vowel_classifier_folds / fold.name, args.front_end)
         vm = VowelModel.load(vdir)
         if set(vm.training.get("test_speakers", [])) != set(am.training["test_speakers"]):
             print(f"{vdir}: its test speakers differ from {fold}'s", file=sys.stderr)

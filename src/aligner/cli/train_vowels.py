@@ -91,6 +91,10 @@ class _Progress:
 @click.option("--runs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Fits per setting over seeds 0..RUNS-1 whose weights are averaged.")
 @click.option("--all-columns", is_flag=True, help="Use all 22 acoustic columns instead of the default 16.")
+@click.option("--front-end", type=click.Choice(["cuts", "frames"]), default="cuts", show_default=True,
+              help="cuts: the vowel model's own acoustics of each cut (measures recordings without a transcript); "
+                   "frames: the alignment model's MFCC frames and posteriors with time-domain columns, all 23 "
+                   "(for re-measuring aligned vowels, `aligner vowels` with a transcript).")
 @click.option("--keep-corrupted", is_flag=True,
               help="Also train on tokens whose audio leaves the SPHERE header's sample range.")
 @click.option("--held-out-classifier", is_flag=True,
@@ -103,7 +107,7 @@ class _Progress:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False),
               help="Also write the training record (settings and cross-validation scores) to this JSON file.")
 def train_vowels(corpus_dir, model_dir, alignment_model, trainers, params, widths, epochs, folds, tau, prior,
-                 prior_widen, runs, all_columns, keep_corrupted, held_out_classifier, vowel_tier, pad, json_out):
+                 prior_widen, runs, all_columns, front_end, keep_corrupted, held_out_classifier, vowel_tier, pad, json_out):
     """Train a vowel duration model on the CVC tokens of CORPUS_DIR and save it to MODEL_DIR.
 
     CORPUS_DIR: TIMIT layout (audio with a .phn beside it, one folder per speaker), or, with
@@ -117,12 +121,12 @@ def train_vowels(corpus_dir, model_dir, alignment_model, trainers, params, width
 
     options = {"trainers": trainers, "epochs": epochs, "n_folds": folds, "tau": tau, "prior_form": prior,
                "prior_widen": prior_widen, "n_runs": runs, "keep_corrupted": keep_corrupted,
-               "held_out_classifier": held_out_classifier}
+               "held_out_classifier": held_out_classifier, "front_end": front_end}
     if vowel_tier is not None:
         options["vowel_tier"], options["pad_s"] = vowel_tier, pad
     if widths:
         options["width_sets"] = widths
-    if all_columns:
+    if all_columns and front_end == "cuts":
         from aligner.features.vowel_acoustics import N_COLUMNS
 
         options["columns"] = tuple(range(N_COLUMNS))

@@ -35,6 +35,9 @@ from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options
 @click.option("--fuse/--no-fuse", default=True, show_default=True,
               help="Align mode: re-measure each aligned vowel with the vowel model around its aligned interval "
                    "(mode fused); --no-fuse reports the aligned intervals (mode align), 2-3 times faster.")
+@click.option("--fusion-model", type=click.Path(file_okay=False),
+              help="Align mode: the vowel model that re-measures the aligned vowels [the shipped fusion model, which "
+                   "reads the aligner's own frames; with --model, that model].")
 @click.option("--alignment-model", type=click.Path(file_okay=False),
               help="Align mode: the alignment model directory (e.g. one made by aligner adapt) [the shipped English "
                    "one; with --phone-set ipa/xsampa the shipped universal one].")
@@ -42,7 +45,7 @@ from aligner.cli.options import PHONE_SET_HELP, PHONE_SETS, cluster_options
               help="Align mode: " + PHONE_SET_HELP + " Each phone is a vowel by its features.")
 @cluster_options
 def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, stressed_only, dictionary, tier, pad,
-           fuse, alignment_model, phone_set, engine, scheduler, resume):
+           fuse, fusion_model, alignment_model, phone_set, engine, scheduler, resume):
     """Measure vowel onsets, offsets and durations: from a transcript when there is one, with
     the transcript-free vowel model otherwise.
 
@@ -68,7 +71,7 @@ def vowels(inputs, output, textgrid_dir, model, jobs, mode, transcript, words, s
     report = run(api.measure_vowels, list(inputs), model, tier, pad, jobs, textgrid_dir, progress,
                  engine=engine, scheduler=scheduler, resume=resume, mode=mode, transcript=transcript,
                  words=word_list, stressed_only=stressed_only, dictionary=dictionary,
-                 alignment_model=alignment_model, fuse=fuse, phone_set=phone_set)
+                 alignment_model=alignment_model, fuse=fuse, phone_set=phone_set, fusion_model=fusion_model)
     progress.close()
     run(atomic_write_text, output, api.vowels_csv(report.records, with_windows=tier is not None))
     echo(f"measured {len(report.records)} vowels in {report.n_files} files in {report.seconds:.2f} s: "

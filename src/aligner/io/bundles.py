@@ -43,6 +43,8 @@ UNIVERSAL_KIND = "universal-alignment"
 #: default bundle directory name per kind, inside the shipped ``models/`` folder
 DEFAULT_NAMES = {ALIGNMENT_KIND: "timit-alignment", VOWEL_KIND: "timit-vowels", G2P_KIND: "g2p-cmudict",
                  UNIVERSAL_KIND: "universal"}
+#: the shipped vowel model (front end ``frames``) that re-measures the vowels of an alignment
+FUSION_MODEL_NAME = "timit-vowels-fusion"
 
 
 def _sha256(path: Path) -> str:
@@ -241,9 +243,10 @@ def load_bundle(directory, kind: str) -> tuple:
     return arrays, params, manifest
 
 
-def default_model_dir(kind: str = ALIGNMENT_KIND) -> Path:
-    """The shipped model of ``kind``: ``$ALIGNER_MODELS/<name>`` if set, else the packaged ``models/``."""
-    name = DEFAULT_NAMES[kind]
+def default_model_dir(kind: str = ALIGNMENT_KIND, name: "str | None" = None) -> Path:
+    """The shipped model of ``kind`` (``name``: another shipped bundle of it, e.g.
+    :data:`FUSION_MODEL_NAME`): ``$ALIGNER_MODELS/<name>`` if set, else the packaged ``models/``."""
+    name = DEFAULT_NAMES[kind] if name is None else name
     env = os.environ.get("ALIGNER_MODELS")
     candidates = [Path(env) / name] if env else []
     try:

@@ -22,6 +22,11 @@ the vowel model's exact decoder, pulled toward the aligned boundaries:
    pass them (:func:`~aligner.features.vowel_acoustics.vowel_acoustics_cuts`) and save it:
    ``aligner vowels`` passes the aligner's (:func:`shared_log_posteriors`) when the aligner
    decoded the recording with the classifier the vowel model reads.
+   A vowel model of front end ``"frames"`` (the shipped fusion model,
+   ``models/timit-vowels-fusion``) analyses nothing per cut: the recording's 23 columns
+   (:func:`~aligner.vowels.frame_columns.recording_frame_columns`, from the aligner's MFCC frames
+   and log posteriors where the caller passes them) are computed once, and each cut is their
+   rows with the levels z-scored over the cut.
 2. **Relocate** (``relocate``). A vowel aligned where the recording's classifier hears
    silence (a word alignment sometimes puts a word in a pause) is cut afresh from the stretch
    between its aligned neighbour vowels (:func:`neighbour_bounds`, at most
@@ -65,6 +70,7 @@ from aligner.features.vowel_acoustics import HOP, frames_to_seconds, n_frames, s
 from aligner.frames import SAMPLE_RATE
 from aligner.phones.sets import ARPABET_TO_39, BROAD_CLASS_OF, TIMIT61_TO_39
 from aligner.vowels.cvc import TIMIT_FLANKS
+from aligner.vowels.frame_columns import FRAMES_FRONT_END
 from aligner.vowels.task import make_vowel_input
 
 #: the mode of a row measured by fusing the alignment with the vowel model
@@ -296,13 +302,18 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
     caller has them; else computed here when the settings need them, from ``mfcc_frames``, the
     recording's (Tc, 42) :func:`~aligner.features.mfcc.mfcc_features` if the caller has those
     (:func:`shared_mfcc_frames`). The recording's classifier columns are computed once, for
-    the relocation and the cuts alike."""
+    the relocation and the cuts alike. For a ``"frames"`` vowel model
+    (:mod:`aligner.vowels.frame_columns`) the recording's columns are computed once (from
+    ``log_posteriors`` and ``mfcc_frames`` where given) and each cut is its rows, levels z-scored
+    over the cut; ``settings.recording_posteriors`` does not apply."""
     from aligner.errors import FeatureError
     from aligner.features.vowel_acoustics import recording_classifier_columns, vowel_acoustics_cuts
 
     samples = np.asarray(samples, dtype=np.float32)
     n = samples.shape[0]
     cuts = [fusion_cut(v, n, settings) for v in vowels]
+    if getattr(model, "front_end", None) == FRAMES_FRONT_END:
+        return _frames_fusion_features(model, samples, vowels, cuts, settings, log_posteriors, mfcc_frames)
     if log_posteriors is None and cuts and (settings.relocate is not None or settings.recording_posteriors):
         log_posteriors = _recording_log_posteriors(model.classifier, samples, mfcc_frames)
     columns = None
@@ -320,6 +331,22 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
                                  recording_columns=columns if settings.recording_posteriors else None
                                  ) if cuts else []
     return cuts, feats
+
+
+def _frames_fusion_features(model, samples, vowels, cuts, settings, log_posteriors, mfcc_frames) -> tuple:
+    """:func:`fusion_features` for a ``"frames"`` vowel model."""
+    from aligner.errors import FeatureError
+    from aligner.vowels.frame_columns import CLASSIFIER_COLUMNS, cut_columns, recording_frame_columns
+
+    if not cuts:
+        return cuts, []
+    try:
+        columns = recording_frame_columns(samples, model.classifier, log_posteriors, mfcc_frames)
+    except FeatureError as exc:
+        return cuts, [exc] * len(cuts)
+    if settings.relocate is not None:
+        cuts = _relocated_cuts(samples, vowels, cuts, columns[:, CLASSIFIER_COLUMNS], settings)
+    return cuts, [cut_columns(columns, c[0], c[1]) for c in cuts]
 
 
 #: (first classifier, second classifier, equal) of the pairs :func:`same_classifier` compared

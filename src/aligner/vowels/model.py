@@ -10,6 +10,13 @@ on that classifier's outputs, so retraining the alignment model's classifier mus
 silently change what the vowel model sees. The bundle records the SHA-256 of the alignment
 bundle's ``classifier.npz`` it copied (``training["classifier_source"]``).
 
+Front ends. A model reads the columns of its front end: ``"cuts"`` (22 columns,
+:mod:`aligner.features.vowel_acoustics`: each cut or recording analysed afresh, with the copied
+classifier) or ``"frames"`` (23 columns, :mod:`aligner.vowels.frame_columns`: the forced aligner's
+MFCC frames and classifier posteriors interpolated to 5 ms, plus time-domain measures; for
+re-measuring the vowels of an alignment, :mod:`aligner.vowels.fused`, where the aligner has
+computed those). A ``"frames"`` bundle is written as format 2, which readers of format 1 refuse.
+
 Bundle layout (:mod:`aligner.io.bundles` conventions: ``np.load(allow_pickle=False)``, JSON, a
 SHA-256 manifest; kind ``"vowels"``)::
 
@@ -31,12 +38,14 @@ from aligner.errors import AlignerError, AlignmentError, FeatureError, ModelErro
 from aligner.features.vowel_acoustics import (BLOCK_FRAMES, COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS,
                                        SAMPLE_RATE, frames_to_seconds, n_frames, seconds_to_frames, vowel_acoustics,
                                        vowel_acoustics_many)
+from aligner.vowels.frame_columns import (CUTS_FRONT_END, FRAME_COLUMN_NAMES, FRAMES_FRONT_END, FRONT_ENDS,
+                                         VOICING_COLUMN, VOWEL_SUM_COLUMN, frame_acoustics)
 from aligner.io.bundles import VOWEL_KIND, load_bundle, save_bundle, whole_number
 from aligner.vowels.task import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
                            make_vowel_input, n_vowel_features, vowel_feature_names)
 
-#: bump when the meaning of ``vowels.json`` changes
-VOWEL_FORMAT = 1
+#: bump when the meaning of ``vowels.json`` changes (2: the ``front_end`` key, for ``"frames"`` models)
+VOWEL_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,9 @@ class VowelModel:
             ``ax-h``).
         tau_on, tau_off: tolerances of the training cost, frames.
         training: JSON-able record of how it was trained.
+        front_end: ``"cuts"`` or ``"frames"`` (module docstring): which columns ``columns``
+            index (:data:`~aligner.features.vowel_acoustics.COLUMN_NAMES` or
+            :data:`~aligner.vowels.frame_columns.FRAME_COLUMN_NAMES`).
     """
 
     classifier: FrameClassifier
@@ -97,8 +109,11 @@ class VowelModel:
     tau_on: float = 0.0
     tau_off: float = 0.0
     training: dict = field(default_factory=dict)
+    front_end: str = CUTS_FRONT_END
 
     def __post_init__(self):
+        if self.front_end not in FRONT_ENDS:
+            raise ModelError(f"vowel model front end must be one of {', '.join(FRONT_ENDS)}, got {self.front_end!r}")
         self.columns = tuple(int(c) for c in self.columns)
         self.widths = tuple(int(w) for w in self.widths)
         self.weights = np.asarray(self.weights, dtype=np.float64)
@@ -109,8 +124,16 @@ class VowelModel:
                              f"expected ({self.task.n_features},)")
 
     # -- measuring ------------------------------------------------------------------------
+    @property
+    def column_names(self) -> tuple:
+        """The names of the columns of this model's front end (22 or 23)."""
+        return FRAME_COLUMN_NAMES if self.front_end == FRAMES_FRONT_END else COLUMN_NAMES
+
     def acoustics(self, samples: np.ndarray) -> np.ndarray:
-        """(T, 22) acoustic frames of 16 kHz ``samples`` (:func:`vowel_acoustics`)."""
+        """(T, 22) (or (T, 23)) acoustic frames of 16 kHz ``samples`` (:func:`vowel_acoustics`, or
+        :func:`~aligner.vowels.frame_columns.frame_acoustics` for a ``"frames"`` model)."""
+        if self.front_end == FRAMES_FRONT_END:
+            return frame_acoustics(np.asarray(samples, dtype=np.float32), self.classifier)
         return vowel_acoustics(samples, self.classifier)
 
     def vowel_like_flag(self, features: np.ndarray, name: str = "<cut>") -> str:
@@ -118,7 +141,9 @@ class VowelModel:
         same frame), ``"low_confidence"`` when they hold voiced frames but none of those;
         raises :class:`AlignmentError` (naming ``name``) when nothing is voiced: silence or
         noise, where no vowel can be measured."""
-        voicing, vowel_sum = features[:, 7], features[:, 11]
+        frames = self.front_end == FRAMES_FRONT_END
+        voicing = features[:, VOICING_COLUMN if frames else 7]
+        vowel_sum = features[:, VOWEL_SUM_COLUMN if frames else 11]
         n = int(np.count_nonzero((voicing >= self.min_voicing) & (vowel_sum >= self.min_vowel_sum)))
         if n >= self.min_vowel_like_frames:
             return ""
@@ -179,6 +204,14 @@ class VowelModel:
         longer ones are measured one at a time, their frames dropped before the next."""
         arrays = [np.asarray(samples, dtype=np.float32) for samples, _, _ in recordings]
         out: list = [None] * len(arrays)
+        if self.front_end == FRAMES_FRONT_END:
+            for i, a in enumerate(arrays):
+                try:
+                    features = frame_acoustics(a, self.classifier)
+                except FeatureError as exc:
+                    features = exc
+                out[i] = self._measure_frames(features, a.shape[0] / SAMPLE_RATE, *recordings[i][1:])
+            return out
         short = [i for i, a in enumerate(arrays) if a.ndim == 1 and n_frames(a.shape[0]) <= BLOCK_FRAMES]
         for i, features in zip(short, vowel_acoustics_many([arrays[i] for i in short], self.classifier)):
             out[i] = self._measure_frames(features, arrays[i].shape[0] / SAMPLE_RATE, *recordings[i][1:])
@@ -216,12 +249,15 @@ class VowelModel:
 
     # -- persistence ----------------------------------------------------------------------
     def save(self, directory) -> None:
+        names = self.column_names
         params = {"vowels": {
-            "format": VOWEL_FORMAT,
+            # a "cuts" model stays readable by format-1 readers
+            "format": VOWEL_FORMAT if self.front_end == FRAMES_FRONT_END else 1,
+            "front_end": self.front_end,
             "weights": [float(v) for v in self.weights],
-            "feature_names": vowel_feature_names([COLUMN_NAMES[c] for c in self.columns], self.widths),
+            "feature_names": vowel_feature_names([names[c] for c in self.columns], self.widths),
             "columns": list(self.columns),
-            "column_names": [COLUMN_NAMES[c] for c in self.columns],
+            "column_names": [names[c] for c in self.columns],
             "widths": list(self.widths),
             "outside_width": int(self.outside_width),
             "min_dur": int(self.min_dur),
@@ -246,9 +282,13 @@ class VowelModel:
             p = params["vowels"]
             if int(p["format"]) > VOWEL_FORMAT:
                 raise ValueError(f"vowel model format {p['format']} is newer than this aligner reads")
+            front_end = p.get("front_end", CUTS_FRONT_END)
+            if front_end not in FRONT_ENDS:
+                raise ValueError(f"front_end must be one of {', '.join(FRONT_ENDS)}, got {front_end!r}")
+            n_columns = len(FRAME_COLUMN_NAMES) if front_end == FRAMES_FRONT_END else N_COLUMNS
             columns = tuple(int(c) for c in p["columns"])
-            if not columns or min(columns) < 0 or max(columns) >= N_COLUMNS:
-                raise ValueError(f"columns {list(columns)} outside 0..{N_COLUMNS - 1}")
+            if not columns or min(columns) < 0 or max(columns) >= n_columns:
+                raise ValueError(f"columns {list(columns)} outside 0..{n_columns - 1}")
             widths = tuple(int(w) for w in p["widths"])
             n = n_vowel_features(len(columns), len(widths))
             vectors = {k: np.asarray(p[k], dtype=np.float64) for k in ("weights", "center", "scale")}
@@ -280,7 +320,7 @@ class VowelModel:
             return cls(classifier, vectors["weights"], columns, min_dur, max_dur, prior, vectors["center"],
                        vectors["scale"], widths, outside_width, edge_margin, min_voicing, min_vowel_sum,
                        whole_number(vl.get("min_frames", 2), "vowel_like min_frames", 0, 10**6), tau_on, tau_off,
-                       manifest.get("training", {}))
+                       manifest.get("training", {}), front_end)
         except (KeyError, ValueError, TypeError) as exc:
             raise ModelError(f"{directory}: not a usable vowel model ({exc})") from None
 

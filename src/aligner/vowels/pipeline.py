@@ -29,7 +29,7 @@ from aligner.alignment.universal import UniversalModel
 from aligner.errors import AlignerError
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import load_audio
-from aligner.io.bundles import ALIGNMENT_KIND, UNIVERSAL_KIND, default_model_dir
+from aligner.io.bundles import ALIGNMENT_KIND, FUSION_MODEL_NAME, UNIVERSAL_KIND, VOWEL_KIND, default_model_dir
 from aligner.io.textgrids import write_textgrid
 from aligner.runtime.blas import cap_worker_threads
 from aligner.runtime.distributed import (absolute_paths, as_given, check_dask_settings, dask_path, open_pool,
@@ -343,6 +343,7 @@ def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=
     fused row's score (:func:`~aligner.vowels.fused.shared_log_posteriors`)."""
     from dataclasses import replace
 
+    from aligner.vowels.frame_columns import FRAMES_FRONT_END
     from aligner.vowels.fused import FUSED_MODE, fuse_vowels, shared_log_posteriors, shared_mfcc_frames
 
     which = [i for i, v in enumerate(vowels) if v.cvc or not fusion.cvc_only]
@@ -356,11 +357,13 @@ def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=
               vowels[i].runs_start_s if vowels[i].runs_start_s is not None else records[i].onset_s,
               vowels[i].runs_end_s if vowels[i].runs_end_s is not None else records[i].offset_s) for i in which]
     log_posteriors = mfcc_frames = None
-    if fusion.recording_posteriors or fusion.relocate is not None:  # else the recording's are not read
-        log_posteriors = shared_log_posteriors(scored, worker_model(), _WORKER_VOWEL_MODEL.classifier)
-        if log_posteriors is None:  # another classifier: it reads the aligner's MFCC frames, if they are the samples'
+    model = _WORKER_FUSION_MODEL if _WORKER_FUSION_MODEL is not None else _WORKER_VOWEL_MODEL
+    frames = model.front_end == FRAMES_FRONT_END  # reads the MFCC frames and posteriors alike
+    if frames or fusion.recording_posteriors or fusion.relocate is not None:  # else the recording's are not read
+        log_posteriors = shared_log_posteriors(scored, worker_model(), model.classifier)
+        if log_posteriors is None or frames:  # another classifier: it reads the aligner's MFCC frames, if they are the samples'
             mfcc_frames = shared_mfcc_frames(scored, worker_model())
-    fused = fuse_vowels(_WORKER_VOWEL_MODEL, samples, spans, fusion, name, log_posteriors=log_posteriors,
+    fused = fuse_vowels(model, samples, spans, fusion, name, log_posteriors=log_posteriors,
                         mfcc_frames=mfcc_frames)
     records = list(records)
     for i, f in zip(which, fused):
@@ -424,18 +427,23 @@ def vowel_transcript(audio: Path, tier: Optional[str] = None) -> Optional[Path]:
 
 
 _WORKER_VOWEL_MODEL = None
+#: the vowel model that re-measures aligned vowels in this process (None: :data:`_WORKER_VOWEL_MODEL`)
+_WORKER_FUSION_MODEL = None
 
 
 def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool = False,
-                       alignment_model=None, fused: bool = False, universal: bool = False) -> None:
+                       alignment_model=None, fused: bool = False, universal: bool = False,
+                       fusion_model=None) -> None:
     """Set this process's vowel model (a loaded one, the bundle at a path, or None for the shipped
     one) and warm its decoder, unless it already has that model; optionally cap BLAS threads.
     With ``aligned`` (files measured from their alignment), also the alignment model
     (:func:`~aligner.alignment.corpus.worker_init`; None: the shipped one) and the pronouncing
     dictionary; with ``fused`` too, the fusion's kernels (:func:`_warm_up_fusion`) and whether
     the two models' classifiers are the same (:func:`~aligner.vowels.fused.same_classifier`).
-    ``universal``: the shipped universal model is the default alignment model (phones in IPA)."""
-    global _WORKER_VOWEL_MODEL
+    ``universal``: the shipped universal model is the default alignment model (phones in IPA).
+    ``fusion_model``: the vowel model that re-measures aligned vowels (loaded, or a bundle's
+    path; None: ``model`` itself)."""
+    global _WORKER_VOWEL_MODEL, _WORKER_FUSION_MODEL
     if blas_threads is not None:  # a worker process: its allocator and BLAS are ours to set
         from aligner.runtime.heap import keep_heap_top
 
@@ -446,8 +454,15 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
     if _WORKER_VOWEL_MODEL is not model:
         _WORKER_VOWEL_MODEL = model
         warm_up_vowels(model)
+    fusion = model
     if aligned and fused:
-        _warm_up_fusion(model)
+        if fusion_model is not None:
+            fusion = load_vowel_model(fusion_model)
+        if _WORKER_FUSION_MODEL is not fusion:
+            _WORKER_FUSION_MODEL = fusion
+            if fusion is not model:
+                warm_up_vowels(fusion)
+        _warm_up_fusion(fusion)
     if aligned:
         if alignment_model is None:
             alignment_model = str(default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND).resolve())
@@ -457,7 +472,7 @@ def _vowel_worker_init(model, blas_threads: Optional[int] = None, aligned: bool 
         if fused and isinstance(worker_model(), AlignmentModel):  # compared once here, not in the first file's time
             from aligner.vowels.fused import same_classifier
 
-            same_classifier(worker_model().classifier, model.classifier)
+            same_classifier(worker_model().classifier, fusion.classifier)
 
 
 def warm_up_vowels(model) -> None:
@@ -474,22 +489,25 @@ def warm_up_vowels(model) -> None:
         pass
 
 
-_FUSION_WARM = False
+_FUSION_WARM: set = set()  # the front ends whose fusion kernels this process has loaded
 
 
 def _warm_up_fusion(model) -> None:
     """Load the kernels of the fusion's acoustics (:func:`~aligner.features.vowel_acoustics.
     vowel_acoustics_cuts`) once per process, on two overlapping cuts of noise, so that the
     first fused file of each worker does not pay for them (:func:`warm_up_vowels` loads the rest)."""
-    global _FUSION_WARM
-    if _FUSION_WARM:
+    if model.front_end in _FUSION_WARM:
         return
     from aligner.features.vowel_acoustics import vowel_acoustics_cuts
+    from aligner.vowels.frame_columns import FRAMES_FRONT_END, cut_columns, recording_frame_columns
 
     rng = np.random.default_rng(0)
     samples = (0.1 * rng.standard_normal(2 * SAMPLE_RATE // 5)).astype(np.float32)
-    vowel_acoustics_cuts(samples, [(0, 4000), (1680, 6400)], model.classifier)  # both 10 ms phases
-    _FUSION_WARM = True
+    if model.front_end == FRAMES_FRONT_END:
+        cut_columns(recording_frame_columns(samples, model.classifier), 1680, 6400)
+    else:
+        vowel_acoustics_cuts(samples, [(0, 4000), (1680, 6400)], model.classifier)  # both 10 ms phases
+    _FUSION_WARM.add(model.front_end)
 
 
 #: why ``measure_vowels`` refuses ``resume``
@@ -502,7 +520,7 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                    engine: Optional[str] = None, scheduler: Optional[str] = None,
                    resume: bool = False, mode: str = "auto", transcript=None, words=None,
                    stressed_only: bool = False, dictionary=None, alignment_model=None,
-                   fuse=True, phone_set: str = "auto") -> VowelReport:
+                   fuse=True, phone_set: str = "auto", fusion_model=None) -> VowelReport:
     """Measure the vowel of every CVC recording in ``inputs`` (audio files or directories, recursive).
 
     Without ``tier`` each whole file is one search window. With ``tier``, the TextGrid beside each
@@ -535,7 +553,10 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
     :data:`~aligner.vowels.fused.DEFAULT_FUSION` (settings for words and for phone
     transcripts), a :class:`~aligner.vowels.fused.FusionSettings`, or False to report the
     aligned intervals.
-    The transcript-free rows (mode ``model``) do not depend on it.
+    The transcript-free rows (mode ``model``) do not depend on it. ``fusion_model``: the vowel
+    model that re-measures (loaded, or a bundle's path); None: ``model`` when one is given, else
+    the shipped fusion model (``models/timit-vowels-fusion``: front end ``frames``, reading the
+    aligner's own frames and scores, :mod:`aligner.vowels.frame_columns`).
 
     ``phone_set``: of phone transcripts (``auto``, ``timit61``, ``timit39``, ``arpabet``; ``ipa`` or
     ``xsampa``: any phone, aligned by the shipped universal model unless ``alignment_model`` names
@@ -585,12 +606,20 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
         align_ref = alignment_model if isinstance(alignment_model, (AlignmentModel, UniversalModel)) else str(
             (Path(alignment_model) if alignment_model is not None
              else default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND)).resolve())
+    fusion_ref = None
+    if any_aligned and fuse is not None:
+        fusion_ref = fusion_model if fusion_model is not None else (
+            str(default_model_dir(VOWEL_KIND, FUSION_MODEL_NAME).resolve()) if model is None else None)
+        if isinstance(fusion_ref, (str, os.PathLike)):
+            fusion_ref = load_vowel_model(fusion_ref)
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     given = [None] * len(job_list)  # per task, its absolute paths -> as given (Dask messages)
     if engine == "dask":
         if isinstance(alignment_model, (AlignmentModel, UniversalModel)):
             raise TypeError("the dask engine needs the alignment model as a directory path, not a loaded model")
+        if fusion_model is not None and not isinstance(fusion_model, (str, os.PathLike)):
+            raise TypeError("the dask engine needs the fusion model as a directory path, not a loaded model")
         given = [absolute_paths((audio, textgrid)) for audio, _, _, _, textgrid, _ in job_list]
         tasks = [(dask_path(a), n, t, p, dask_path(g),
                   None if al is None else (al[0] if al[0] is None or not os.path.exists(al[0]) else dask_path(al[0]),
@@ -598,12 +627,16 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                  for a, n, t, p, g, al in job_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
         worker_align = None if alignment_model is None else dask_path(alignment_model)
+        worker_fusion = None
+        if fusion_ref is not None:
+            worker_fusion = (dask_path(fusion_model) if fusion_model is not None
+                             else dask_path(str(default_model_dir(VOWEL_KIND, FUSION_MODEL_NAME).resolve())))
         initializer, initargs = _vowel_worker_init, (dask_model, 1, any_aligned, worker_align, fuse is not None,
-                                                     universal)
+                                                     universal, worker_fusion)
     else:  # forked workers inherit all
-        _vowel_worker_init(vowel_model, None, any_aligned, align_ref, fuse is not None, universal)
+        _vowel_worker_init(vowel_model, None, any_aligned, align_ref, fuse is not None, universal, fusion_ref)
         tasks, initializer, initargs = job_list, _vowel_worker_init, (vowel_model, 1, any_aligned, align_ref,
-                                                                      fuse is not None, universal)
+                                                                      fuse is not None, universal, fusion_ref)
     with open_pool(engine, scheduler, jobs, initializer, initargs,
                    chunksize=max(1, min(32, len(job_list) // (8 * jobs)))) as pool:
         report.startup_seconds = time.perf_counter() - t0

@@ -50,7 +50,10 @@ from aligner.io.audio import load_audio
 from aligner.io.corpus import find_utterances, speaker_folds
 from aligner.io.sphere_repair import read_sphere_header_file, samples_outside_range
 from aligner.io.transcripts import read_phn
+from aligner.frames import VOWEL_HOP as HOP
 from aligner.vowels.cvc import cvc_tokens
+from aligner.vowels.frame_columns import (CUTS_FRONT_END, FRAME_COLUMN_NAMES, FRAME_VOWEL_COLUMNS, FRAMES_FRONT_END,
+                                         FRONT_ENDS, cut_columns, recording_frame_columns)
 from aligner.vowels.evaluation import middle_third, vowel_metrics
 from aligner.vowels.model import VowelModel, duration_limits
 from aligner.vowels.task import PRIOR_FORMS, VowelInput, fit_vowel_task, make_vowel_input
@@ -123,11 +126,20 @@ def corrupted_samples(path, audio: np.ndarray) -> np.ndarray:
 
 
 def _add_example(examples: list, skipped: list, utt, what: str, suffix: str, cut: np.ndarray, on_s: float,
-                 off_s: float, corrupted: bool, classifier) -> None:
+                 off_s: float, corrupted: bool, classifier, recording=None) -> None:
     """Append the :class:`CVCExample` of one vowel's ``cut`` (onset and offset in seconds from its
-    start) to ``examples``, or why it is left out to ``skipped`` (``what`` names it there)."""
+    start) to ``examples``, or why it is left out to ``skipped`` (``what`` names it there).
+    ``recording``: for a ``"frames"`` model, ``(columns, first_sample)``: the recording's
+    :func:`~aligner.vowels.frame_columns.recording_frame_columns` (or the error computing them
+    raised) and the cut's first sample, a multiple of 80 (the cut's frames are the recording's)."""
     try:
-        feats = vowel_acoustics(cut, classifier)
+        if recording is None:
+            feats = vowel_acoustics(cut, classifier)
+        else:
+            columns, first = recording
+            if isinstance(columns, Exception):
+                raise columns
+            feats = cut_columns(columns, first, first + len(cut))
     except AlignerError as exc:
         skipped.append(f"{utt.name} {what}: {exc}")
         return
@@ -140,7 +152,24 @@ def _add_example(examples: list, skipped: list, utt, what: str, suffix: str, cut
                                corrupted))
 
 
-def load_cvc_examples(corpus, classifier, progress: Progress = None) -> tuple[list, list]:
+def _recording_columns(audio: np.ndarray, classifier, front_end: str):
+    """The recording's frame columns for a ``"frames"`` model (or the error computing them
+    raised), None for a ``"cuts"`` model (each cut is analysed on its own)."""
+    if front_end != FRAMES_FRONT_END:
+        return None
+    try:
+        return recording_frame_columns(audio, classifier)
+    except AlignerError as exc:
+        return exc
+
+
+def _frame_start(sample: int) -> int:
+    """The sample of the 5 ms frame nearest ``sample`` (a multiple of 80)."""
+    return int(round(sample / HOP)) * HOP
+
+
+def load_cvc_examples(corpus, classifier, progress: Progress = None,
+                      front_end: str = CUTS_FRONT_END) -> tuple[list, list]:
     """Every CVC token of a corpus, with its cut's acoustics: ``(examples, skipped)``.
 
     ``corpus``: a TIMIT-layout directory or a list of :class:`~aligner.io.corpus.Utterance`.
@@ -148,18 +177,26 @@ def load_cvc_examples(corpus, classifier, progress: Progress = None) -> tuple[li
     :class:`CVCExample` in corpus order; ``skipped`` lists one message per token left out
     (acoustics failed, or a vowel shorter than one 5 ms frame). Raises
     :class:`~aligner.errors.AlignerError` for unreadable audio or ``.phn`` files.
+    ``front_end``: ``"cuts"`` (each cut analysed on its own audio) or ``"frames"`` (the
+    recording's :func:`~aligner.vowels.frame_columns.recording_frame_columns` at the cut's frames,
+    the cut starting on the 5 ms frame nearest its first consonant's start, as a fused cut does).
     """
     utterances = corpus if isinstance(corpus, list) else find_utterances(corpus)
     examples, skipped = [], []
     for i, utt in enumerate(utterances):
         audio = load_audio(utt.audio)
         bad = corrupted_samples(utt.audio, audio)
+        columns = _recording_columns(audio, classifier, front_end)
         starts, ends, labels = read_phn(utt.transcript)
         for k, tok in enumerate(cvc_tokens(starts, ends, labels)):
-            cut = audio[tok.cut_start:min(tok.cut_end, len(audio))]
+            a = tok.cut_start
+            if columns is not None:  # the cut starts on a frame, never after the vowel
+                a = _frame_start(a) if _frame_start(a) <= a + tok.onset_in_cut else _frame_start(a) - HOP
+            cut = audio[a:min(tok.cut_end, len(audio))]
+            shift = (tok.cut_start - a) / SAMPLE_RATE
             _add_example(examples, skipped, utt, f"token {k}", f"#{k}:{tok.vowel}", cut,
-                         tok.onset_in_cut / SAMPLE_RATE, tok.offset_in_cut / SAMPLE_RATE,
-                         bool(bad[tok.cut_start:tok.cut_end].any()), classifier)
+                         tok.onset_in_cut / SAMPLE_RATE + shift, tok.offset_in_cut / SAMPLE_RATE + shift,
+                         bool(bad[a:tok.cut_end].any()), classifier, None if columns is None else (columns, a))
         if progress:
             progress("features", i + 1, len(utterances))
     return examples, skipped
@@ -170,14 +207,15 @@ DEFAULT_TIER_PAD_S = 0.1
 
 
 def load_tier_examples(utterances: list, classifier, tier: str, pad_s: float = DEFAULT_TIER_PAD_S,
-                       progress: Progress = None) -> tuple[list, list]:
+                       progress: Progress = None, front_end: str = CUTS_FRONT_END) -> tuple[list, list]:
     """Every vowel of a corpus of TextGrids, with its cut's acoustics: ``(examples, skipped)``.
 
     Each labelled interval of the interval tier ``tier`` is a vowel (its label the vowel's name,
     any symbols); its cut runs ``pad_s`` seconds before and after it (clipped to the recording),
     as the windows given to ``aligner vowels`` run around a vowel. Raises
     :class:`~aligner.errors.AlignerError` naming the file for unreadable audio, a missing tier or
-    an interval past the end of its audio; a tier with no vowel adds nothing.
+    an interval past the end of its audio; a tier with no vowel adds nothing. ``front_end`` as
+    for :func:`load_cvc_examples`.
     """
     from aligner.errors import TranscriptError
     from aligner.io.textgrids import read_interval_tier
@@ -187,16 +225,19 @@ def load_tier_examples(utterances: list, classifier, tier: str, pad_s: float = D
         audio = load_audio(utt.audio)
         bad = corrupted_samples(utt.audio, audio)
         duration = len(audio) / SAMPLE_RATE
+        columns = _recording_columns(audio, classifier, front_end)
         vowels = [iv for iv in read_interval_tier(utt.transcript, tier) if iv.label.strip()]
         for k, iv in enumerate(vowels):
             if iv.end_s > duration + 0.01:
                 raise TranscriptError(f"{utt.transcript}: tier {tier!r}: the interval {iv.start_s:.3f}-{iv.end_s:.3f} s "
                                       f"runs past the end of {utt.audio} ({duration:.3f} s)")
             a = max(0, int(round((iv.start_s - pad_s) * SAMPLE_RATE)))
+            if columns is not None:
+                a = _frame_start(a) if _frame_start(a) <= iv.start_s * SAMPLE_RATE else _frame_start(a) - HOP
             b = min(len(audio), int(round((iv.end_s + pad_s) * SAMPLE_RATE)))
             _add_example(examples, skipped, utt, f"vowel {k}", f"#{k}:{iv.label.strip()}", audio[a:b],
                          iv.start_s - a / SAMPLE_RATE, min(iv.end_s, duration) - a / SAMPLE_RATE,
-                         bool(bad[a:b].any()), classifier)
+                         bool(bad[a:b].any()), classifier, None if columns is None else (columns, a))
         if progress:
             progress("features", i + 1, len(utterances))
     return examples, skipped
@@ -286,12 +327,15 @@ class VowelFit:
     weights: np.ndarray
     best_epoch: int = 0  #: epoch whose weights were kept (0: the initial weights)
 
-    def model(self, classifier, columns: Sequence[int], training: Optional[dict] = None) -> VowelModel:
-        """The :class:`VowelModel` measuring with these weights and ``classifier``'s acoustics."""
+    def model(self, classifier, columns: Sequence[int], training: Optional[dict] = None,
+              front_end: str = CUTS_FRONT_END) -> VowelModel:
+        """The :class:`VowelModel` measuring with these weights and ``classifier``'s acoustics
+        (of ``front_end``)."""
         d = self.data
         return VowelModel(classifier, self.weights, tuple(columns), d.min_dur, d.max_dur, d.task.prior,
                           d.task.center, d.task.scale, widths=d.widths, edge_margin=EDGE_MARGIN,
-                          tau_on=d.task.tau_on, tau_off=d.task.tau_off, training=dict(training or {}))
+                          tau_on=d.task.tau_on, tau_off=d.task.tau_off, training=dict(training or {}),
+                          front_end=front_end)
 
 
 # -- the calls into the learning core (aligner.learn) --------------------------------------
@@ -507,7 +551,7 @@ def cross_validate(examples: Sequence[CVCExample], classifier, cands: Sequence[V
 
 
 def held_out_classifier_examples(utterances: list, classifier_params: dict, progress: Progress = None,
-                                 augment=None):
+                                 augment=None, front_end: str = CUTS_FRONT_END):
     """A ``fold_examples`` for :func:`cross_validate`: for each fold, a frame classifier trained
     (with ``classifier_params``) on the utterances of the other speakers only, and every
     token's acoustics computed with it, so the test speakers are unseen by every part of the
@@ -530,7 +574,7 @@ def held_out_classifier_examples(utterances: list, classifier_params: dict, prog
         clf = fit_classifier(train, classifier_params)
         if progress:
             progress(f"classifier without {','.join(test_speakers)}", 1, 1)
-        examples, _ = load_cvc_examples(utterances, clf, progress)
+        examples, _ = load_cvc_examples(utterances, clf, progress, front_end)
         return examples, clf
 
     return fold_examples
@@ -555,7 +599,7 @@ def check_settings(trainers: Sequence[str] = DEFAULT_TRAINERS, grid: Optional[di
                    width_sets: Sequence[Sequence[int]] = DEFAULT_WIDTH_SETS, *, epochs: int = DEFAULT_EPOCHS,
                    n_folds: int = DEFAULT_FOLDS, n_val_speakers: int = N_VALIDATION_SPEAKERS, tau: float = DEFAULT_TAU,
                    columns: Sequence[int] = VOWEL_COLUMNS, prior_form: str = "off", prior_widen: float = 1.0,
-                   n_runs: int = 1, held_out_classifier: bool = False) -> list:
+                   n_runs: int = 1, held_out_classifier: bool = False, front_end: str = CUTS_FRONT_END) -> list:
     """The candidates of these settings (:func:`candidates`); :class:`VowelSettingsError` naming the
     first inconsistent one. Checks only what needs no data (the number of speakers is checked
     once the corpus is read)."""
@@ -576,8 +620,11 @@ def check_settings(trainers: Sequence[str] = DEFAULT_TRAINERS, grid: Optional[di
         problems.append(f"n_val_speakers must be >= 1, got {n_val_speakers}")
     if tau < 0:
         problems.append(f"tau must be >= 0 frames, got {tau}")
-    if not columns or min(columns) < 0 or max(columns) >= len(COLUMN_NAMES):
-        problems.append(f"columns must be in 0..{len(COLUMN_NAMES) - 1}, got {list(columns)}")
+    n_columns = len(FRAME_COLUMN_NAMES) if front_end == FRAMES_FRONT_END else len(COLUMN_NAMES)
+    if front_end not in FRONT_ENDS:
+        problems.append(f"front_end must be one of {', '.join(FRONT_ENDS)}, got {front_end!r}")
+    elif not columns or min(columns) < 0 or max(columns) >= n_columns:
+        problems.append(f"columns must be in 0..{n_columns - 1}, got {list(columns)}")
     if prior_form not in PRIOR_FORMS:
         problems.append(f"prior_form must be one of {', '.join(PRIOR_FORMS)}, got {prior_form!r}")
     if not prior_widen > 0:
@@ -606,7 +653,7 @@ def train_vowel_model(
     n_folds: int = DEFAULT_FOLDS,
     n_val_speakers: int = N_VALIDATION_SPEAKERS,
     tau: float = DEFAULT_TAU,
-    columns: Sequence[int] = VOWEL_COLUMNS,
+    columns: Optional[Sequence[int]] = None,
     prior_form: str = "off",
     prior_widen: float = 1.0,
     n_runs: int = 1,
@@ -616,6 +663,7 @@ def train_vowel_model(
     progress: Progress = None,
     vowel_tier: Optional[str] = None,
     pad_s: float = DEFAULT_TIER_PAD_S,
+    front_end: str = CUTS_FRONT_END,
 ) -> VowelModel:
     """Train a :class:`VowelModel` on the CVC tokens of a TIMIT-layout corpus (module docstring).
 
@@ -631,7 +679,8 @@ def train_vowel_model(
             exactly ``epochs`` epochs, e.g. to refit the settings a model's manifest records.
         n_val_speakers: validation speakers per fold.
         tau: cost tolerance of onset and offset, frames of 5 ms.
-        columns: acoustic columns used (default :data:`~aligner.features.vowel_acoustics.VOWEL_COLUMNS`).
+        columns: acoustic columns used (None: :data:`~aligner.features.vowel_acoustics.VOWEL_COLUMNS`,
+            or for ``front_end="frames"`` all 23 of :data:`~aligner.vowels.frame_columns.FRAME_COLUMN_NAMES`).
         prior_form, prior_widen: the duration prior (:class:`~aligner.vowels.task.DurationPrior`).
         n_runs: fits per candidate whose weights are averaged (seeds 0 .. n_runs - 1).
         keep_corrupted: also train on tokens whose audio leaves the SPHERE header's sample range.
@@ -645,6 +694,9 @@ def train_vowel_model(
         vowel_tier: train on the vowels of this interval tier of TextGrids beside the audio (any
             language and symbols; :func:`load_tier_examples`) instead of TIMIT's CVC tokens.
         pad_s: with ``vowel_tier``, seconds of context on either side of each vowel.
+        front_end: ``"cuts"`` (the vowel model's own acoustics of each cut) or ``"frames"`` (the
+            alignment model's MFCC frames and posteriors with time-domain columns,
+            :mod:`aligner.vowels.frame_columns`: for re-measuring aligned vowels).
 
     The model's ``training`` record holds the settings, the chosen candidate and the
     cross-validation scores (``training["cv"]``, :meth:`VowelCrossValidation.record`).
@@ -659,19 +711,22 @@ def train_vowel_model(
             corpus_dir, alignment_model, trainers=trainers, grid=grid, width_sets=width_sets, epochs=epochs,
             n_folds=n_folds, n_val_speakers=n_val_speakers, tau=tau, columns=columns, prior_form=prior_form,
             prior_widen=prior_widen, n_runs=n_runs, keep_corrupted=keep_corrupted,
-            held_out_classifier=held_out_classifier, progress=progress, vowel_tier=vowel_tier, pad_s=pad_s)
+            held_out_classifier=held_out_classifier, progress=progress, vowel_tier=vowel_tier, pad_s=pad_s,
+            front_end=front_end)
 
 
 def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_sets, epochs, n_folds, n_val_speakers,
                        tau, columns, prior_form, prior_widen, n_runs, keep_corrupted, held_out_classifier,
-                       progress, vowel_tier=None, pad_s=DEFAULT_TIER_PAD_S) -> VowelModel:
+                       progress, vowel_tier=None, pad_s=DEFAULT_TIER_PAD_S, front_end=CUTS_FRONT_END) -> VowelModel:
     from aligner.alignment.model import AlignmentModel
     from aligner.io.bundles import ALIGNMENT_KIND, default_model_dir
 
+    if columns is None:
+        columns = FRAME_VOWEL_COLUMNS if front_end == FRAMES_FRONT_END else VOWEL_COLUMNS
     columns = tuple(int(c) for c in columns)
     cands = check_settings(trainers, grid, width_sets, epochs=epochs, n_folds=n_folds, n_val_speakers=n_val_speakers,
                            tau=tau, columns=columns, prior_form=prior_form, prior_widen=prior_widen, n_runs=n_runs,
-                           held_out_classifier=held_out_classifier)
+                           held_out_classifier=held_out_classifier, front_end=front_end)
     if vowel_tier is not None:
         if held_out_classifier:
             raise VowelSettingsError("--held-out-classifier needs TIMIT .phn files (it retrains the frame classifier "
@@ -697,9 +752,9 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
                                  "trained on its own phones")
     classifier = source_model.classifier
     if vowel_tier is not None:
-        all_examples, skipped = load_tier_examples(utterances, classifier, vowel_tier, pad_s, progress)
+        all_examples, skipped = load_tier_examples(utterances, classifier, vowel_tier, pad_s, progress, front_end)
     else:
-        all_examples, skipped = load_cvc_examples(utterances, classifier, progress)
+        all_examples, skipped = load_cvc_examples(utterances, classifier, progress, front_end)
     examples = [t for t in all_examples if keep_corrupted or not t.corrupted]
     if not examples:
         what = f"vowel in tier {vowel_tier!r}" if vowel_tier is not None else "CVC token"
@@ -719,7 +774,8 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
             if recipe is not None:
                 from aligner.features.augment import AugmentationRecipe
                 recipe = AugmentationRecipe.from_dict(recipe, "the alignment model's training.augmentation")
-            fold_examples = held_out_classifier_examples(utterances, classifier.get_params(), progress, recipe)
+            fold_examples = held_out_classifier_examples(utterances, classifier.get_params(), progress, recipe,
+                                                         front_end)
         cv = cross_validate(all_examples, classifier, cands, n_folds=n_folds, n_val_speakers=n_val_speakers,
                             epochs=epochs, columns=columns, tau=tau, prior_form=prior_form,
                             prior_widen=prior_widen, n_runs=n_runs, keep_corrupted=keep_corrupted,
@@ -746,12 +802,13 @@ def _train_vowel_model(corpus_dir, alignment_model, *, trainers, grid, width_set
         "seed_runs_averaged": n_runs,
         "duration_prior": {"form": prior_form, "widen": prior_widen},
         "classifier_source": classifier_source,
+        "front_end": front_end,
     }
     if vowel_tier is not None:
         training["vowel_tier"], training["pad_s"] = vowel_tier, pad_s
     if cv is not None:
         training["cv"] = cv.record()
-    return fit.model(classifier, columns, training)
+    return fit.model(classifier, columns, training, front_end)
 
 
 def format_report(training: dict) -> str:
