@@ -22,7 +22,9 @@ Vowels from transcripts (issue 27), fused against not fused:
 
 aligns every utterance of the corpus (its ``.phn`` phones, or with ``--words`` its ``.txt`` words)
 and measures its vowels as ``aligner vowels CORPUS --mode align --jobs N`` does, with the vowel
-model's fusion (the default) and with ``--no-fuse`` alternated, ``--repeat`` times each. Per run:
+model's fusion (the default: the shipped fusion model, ``models/timit-vowels-fusion``), with each
+``--fusion-model DIR`` (e.g. ``models/timit-vowels``, whose ``cuts`` front end fused before 0.25.0)
+and with ``--no-fuse`` alternated, ``--repeat`` times each. Per run:
 x real time (audio seconds / measuring wall time, start-up excluded) and the CPU seconds of the
 run (this process and its workers, start-up included); then the medians.
 """
@@ -71,9 +73,12 @@ def main(argv=None):
     ap.add_argument("--aligned", action="store_true",
                     help="align the corpus's transcripts: fused against --no-fuse (x real time)")
     ap.add_argument("--words", action="store_true", help="with --aligned: the .txt words instead of the .phn phones")
+    ap.add_argument("--fusion-model", type=Path, action="append", default=[],
+                    help="with --aligned: also fuse with this vowel model (repeatable), alternated with the "
+                         "shipped fusion model and --no-fuse (e.g. models/timit-vowels, the 'cuts' front end)")
     args = ap.parse_args(argv)
     if args.aligned:
-        return aligned_speed(args.corpus, args.jobs, args.repeat, args.words, args.csv)
+        return aligned_speed(args.corpus, args.jobs, args.repeat, args.words, args.csv, args.fusion_model)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         cuts = args.cuts if args.cuts is not None else tmp / "cuts"
@@ -101,9 +106,11 @@ def main(argv=None):
             args.csv.write_bytes((tmp / "out.csv").read_bytes())
 
 
-def aligned_speed(corpus: Path, jobs: int, repeat: int, words: bool = False, csv: Path | None = None) -> None:
+def aligned_speed(corpus: Path, jobs: int, repeat: int, words: bool = False, csv: Path | None = None,
+                  fusion_models=()) -> None:
     """``aligner vowels CORPUS --mode align`` fused and ``--no-fuse``, alternated ``repeat`` times
-    each (module docstring); ``csv``: write the last fused run's CSV there."""
+    each (module docstring); ``csv``: write the last fused run's CSV there; ``fusion_models``:
+    more vowel models to fuse with (``--fusion-model``), in the same alternation."""
     import warnings
 
     from aligner.io.audio import RepairedAudioWarning, audio_duration
@@ -113,26 +120,28 @@ def aligned_speed(corpus: Path, jobs: int, repeat: int, words: bool = False, csv
     warnings.simplefilter("ignore", RepairedAudioWarning)
     wavs = [u.audio for u in find_utterances(corpus) if u.audio.with_suffix(".txt" if words else ".phn").is_file()]
     audio_s = sum(audio_duration(w) for w in wavs)
-    runs: dict = {True: [], False: []}
+    arms = [("fused", True, None)] + [(f"fused {m}", True, m) for m in fusion_models] + [("--no-fuse", False, None)]
+    runs: dict = {name: [] for name, _, _ in arms}
+    width = max(len(name) for name in runs)
     with tempfile.TemporaryDirectory() as tmp:
         transcript_corpus(wavs, Path(tmp), phones=not words)  # links and one transcript each (.phn would win over .txt)
         api.measure_vowels([tmp], mode="align", jobs=jobs)  # numba's cache and the file system warm
         for r in range(repeat):
-            for fuse in (True, False):
+            for name, fuse, fusion_model in arms:
                 cpu = _cpu_seconds()
-                report = api.measure_vowels([tmp], mode="align", jobs=jobs, fuse=fuse)
+                report = api.measure_vowels([tmp], mode="align", jobs=jobs, fuse=fuse, fusion_model=fusion_model)
                 cpu = _cpu_seconds() - cpu
-                runs[fuse].append((audio_s / report.seconds, cpu))
-                print(f"run {r + 1}, {'fused    ' if fuse else '--no-fuse'}: {len(report.records)} vowels of "
+                runs[name].append((audio_s / report.seconds, cpu))
+                print(f"run {r + 1}, {name:<{width}}: {len(report.records)} vowels of "
                       f"{len(wavs)} files ({len(report.failed)} failed) in {report.seconds:.2f} s: "
                       f"{audio_s / report.seconds:.0f}x real time with --jobs {jobs}; CPU {cpu:.2f} s; load "
                       f"{os.getloadavg()[0]:.2f}", flush=True)
-                if fuse and csv is not None:
+                if name == "fused" and csv is not None:
                     csv.write_text(api.vowels_csv(report.records))
     kind = ".txt words" if words else ".phn phones"
-    for fuse in (True, False):
-        speeds, cpus = [v[0] for v in runs[fuse]], [v[1] for v in runs[fuse]]
-        print(f"{'fused' if fuse else '--no-fuse'}, {kind}, {audio_s:.0f} s of audio: median "
+    for name in runs:
+        speeds, cpus = [v[0] for v in runs[name]], [v[1] for v in runs[name]]
+        print(f"{name}, {kind}, {audio_s:.0f} s of audio: median "
               f"{statistics.median(speeds):.0f}x real time (runs {', '.join(f'{v:.0f}' for v in speeds)}), "
               f"median CPU {statistics.median(cpus):.2f} s")
 
