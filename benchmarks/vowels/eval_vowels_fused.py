@@ -33,7 +33,7 @@ scores it), on the same tokens.
 
     python -m benchmarks.vowels.eval_vowels_fused [--phones] [--folds-dir runs/folds] [--vowel-models DIR]
         [--recording-posteriors no|yes|shipped] [--relocate P|none|shipped]
-        [--end-to-end] [--speed-runs N --jobs 2]
+        [--end-to-end] [--speed-runs N --jobs 2] [--condition white10|reverb_far|...]
 
 ``--recording-posteriors``: the cuts' classifier columns from one classifier call over the
 whole recording (:attr:`~aligner.vowels.fused.FusionSettings.recording_posteriors`) or from
@@ -41,6 +41,10 @@ each cut's own, throughout the grid (default: as the shipped settings). ``--relo
 silence probability of :attr:`~aligner.vowels.fused.FusionSettings.relocate` the grid's
 relocation choices use (default: the shipped one; ``none``: no relocation in the grid). The
 tokens the cross-fitted settings lose are listed.
+
+``--condition``: every test recording degraded first (``benchmarks.alignment.eval_degraded.degrade``),
+then aligned and fused (the fold models as they are; the transcript-free row measures the
+degraded cuts too).
 
 ``--end-to-end`` also runs ``aligner vowels`` itself (:func:`aligner.api.measure_vowels`, mode
 ``align``, the shipped settings) with each fold's two models and scores its CSV rows as
@@ -148,6 +152,9 @@ def main(argv=None) -> int:
                          "recording_posteriors) in the grid: no, yes, or as the shipped settings")
     ap.add_argument("--relocate", default="shipped",
                     help="FusionSettings.relocate in the grid: a silence probability, 'none', or 'shipped'")
+    ap.add_argument("--condition", default="clean",
+                    help="degrade every test recording first (benchmarks.alignment.eval_degraded.degrade, seeded by "
+                         "its index): white10, reverb_far, ...")
     ap.add_argument("--speed-runs", type=int, default=0)
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
@@ -178,6 +185,9 @@ def main(argv=None) -> int:
     rows = []  # per reference token: dict
     files = {}  # audio path -> (fold name, samples, aligned vowels, indices of its rows)
     vowel_models, fold_of = {}, {}
+    degrade = None
+    if args.condition != "clean":
+        from benchmarks.alignment.eval_degraded import degrade
     for fold in folds:
         am = AlignmentModel.load(fold)
         vdir = args.vowel_models / fold.name
@@ -194,9 +204,13 @@ def main(argv=None) -> int:
             if speaker_of(w) not in am.training["test_speakers"]:
                 continue
             fold_of[w] = fold
-            result = align_transcript(w, w.with_suffix(".phn" if args.phones else ".txt"), am)
-            vowels = aligned_vowels(result.tiers, result.confidences)
             samples = load_audio(w)
+            if degrade is not None:
+                samples = degrade(samples, args.condition, wavs.index(w)).astype(np.float32)
+            transcript = w.with_suffix(".phn" if args.phones else ".txt")
+            result = (align_transcript(w, transcript, am) if degrade is None
+                      else align_transcript(samples, transcript, am, sr=16000, name=str(w)))
+            vowels = aligned_vowels(result.tiers, result.confidences)
             starts, ends, labels = read_phn(w.with_suffix(".phn"))
             mine = []
             for tok in cvc_tokens(starts, ends, labels):
@@ -347,6 +361,10 @@ def main(argv=None) -> int:
            "off" if sh.relocate is None or sh.relocate != relocate else sh.relocate_cap)
     if key in table:
         print(f"shipped settings {label(key)}: {fmt(metrics(table[key], ref))}; lost {int(np.isnan(table[key][:, 0]).sum())}")
+        for variant in sorted({key[:5] + (o, r) for o in (False, True) for r in rmodes} - {key}, key=str):
+            if variant in table:  # the shipped settings with overlap and relocation toggled
+                print(f"  variant {label(variant)}: {fmt(metrics(table[variant], ref))}; "
+                      f"lost {int(np.isnan(table[variant][:, 0]).sum())}")
 
     if args.end_to_end:
         records = {}
