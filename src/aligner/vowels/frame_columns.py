@@ -144,7 +144,7 @@ def _block_sums(y, n_blocks, out_r, out_zc):
         zc = 0.0
         full = min(b, n - 8)  # samples with all 8 later neighbours
         for i in range(a, full):
-            xi = y[i]
+            xi = np.float64(y[i])  # float32 samples: every product in float64
             r0 += xi * xi
             r1 += xi * y[i + 1]
             r2 += xi * y[i + 2]
@@ -165,7 +165,7 @@ def _block_sums(y, n_blocks, out_r, out_zc):
         out_r[j, 7] = r7
         out_r[j, 8] = r8
         for i in range(max(a, full), b):  # the last 8 samples of the recording
-            xi = y[i]
+            xi = np.float64(y[i])
             for k in range(min(9, n - i)):
                 out_r[j, k] += xi * y[i + k]
             if i + 1 < n and (xi >= 0.0) != (y[i + 1] >= 0.0):
@@ -231,7 +231,7 @@ def _decimated(y, h, step, out):
         for k in range(h.shape[0]):
             i = c + k
             if 0 <= i < n:
-                acc += h[k] * y[i]
+                acc += h[k] * np.float64(y[i])
         out[m] = acc
     return out
 
@@ -270,7 +270,8 @@ def _voicing(z, T, window, lag_lo, lag_hi, floor, out):
 
 
 def _signal_columns(y: np.ndarray, T: int, out: np.ndarray) -> None:
-    """Columns 0-6 (raw) of :func:`recording_frame_columns` into ``out`` (T, >= 7)."""
+    """Columns 0-6 and the voicing (raw) of :func:`recording_frame_columns` into ``out`` (T, 23)
+    from the (n,) float32 or float64 samples ``y`` (every sum in float64)."""
     n = y.shape[0]
     n_blocks = -(-n // _BLOCK)
     r = np.empty((n_blocks, N_LAGS))
@@ -323,8 +324,10 @@ def recording_frame_columns(samples: np.ndarray, classifier, log_posteriors=None
         raise FeatureError(f"expected mono samples (n,), got shape {y.shape}")
     if y.shape[0] < WINDOW:
         raise FeatureError(f"audio too short: {y.shape[0]} samples, need at least {WINDOW} (25 ms)")
-    y64 = y.astype(np.float64)
-    if not np.isfinite(y64).all():
+    if y.dtype != np.float32 and y.dtype != np.float64:
+        y = y.astype(np.float32)
+    y = np.ascontiguousarray(y)  # read as it is (no float64 copy of a long recording): sums are float64
+    if not np.isfinite(y).all():
         raise FeatureError("audio holds NaN or infinite samples")
     Tc = mf.n_frames(y.shape[0])
     if mfcc_frames is None:
@@ -338,7 +341,7 @@ def recording_frame_columns(samples: np.ndarray, classifier, log_posteriors=None
         raise FeatureError(f"log_posteriors must be ({Tc}, {len(CLASSES39)}), got {lp.shape}")
     T = n_vowel_frames(y.shape[0])
     out = np.empty((T, N_FRAME_COLUMNS))
-    _signal_columns(y64, T, out)
+    _signal_columns(y, T, out)
     post = np.exp(lp.astype(np.float64))
     classes = np.column_stack([post[:, _VOICED].sum(axis=1), post[:, _VOWEL].max(axis=1), post[:, _NASAL].sum(axis=1),
                                post[:, _VOWEL].sum(axis=1), post[:, _GLIDE].sum(axis=1), post[:, _SILENCE]])
