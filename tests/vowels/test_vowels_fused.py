@@ -319,3 +319,32 @@ def test_a_vowel_aligned_in_silence_is_relocated(timit_dir):
     kept = fuse_vowels(model, samples, moved, replace(base, overlap=True))
     for v, k in zip(moved, kept):
         assert k.mode == ALIGN_MODE or (k.onset_s < v[1] and k.offset_s > v[0])
+
+
+def test_silence_keeps_the_aligned_interval_with_the_fusion_model():
+    from aligner.io.bundles import FUSION_MODEL_NAME, VOWEL_KIND, default_model_dir
+    from aligner.vowels.model import VowelModel
+
+    model = VowelModel.load(default_model_dir(VOWEL_KIND, FUSION_MODEL_NAME))
+    assert model.front_end == "frames"
+    out = fuse_vowels(model, np.zeros(16000, dtype=np.float32), [(0.40, 0.50, 0.30, 0.60)], DEFAULT_FUSION["words"])
+    assert len(out) == 1 and out[0].mode == ALIGN_MODE and (out[0].onset_s, out[0].offset_s) == (0.40, 0.50)
+
+
+@needs_timit
+def test_the_fusion_model_is_the_shipped_frames_one_unless_another_is_given(tmp_path, timit_dir):
+    """By default the aligned vowels are re-measured by models/timit-vowels-fusion; --fusion-model
+    names another; --model alone fuses with that model, as before 0.25.0."""
+    from aligner import api
+    from aligner.io.bundles import FUSION_MODEL_NAME, VOWEL_KIND, default_model_dir
+
+    _layout(tmp_path, timit_dir, STEMS[:2], ".txt")
+    shipped, frames = default_model_dir(VOWEL_KIND), default_model_dir(VOWEL_KIND, FUSION_MODEL_NAME)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = {name: [(r.onset_s, r.offset_s, r.mode) for r in api.measure_vowels([tmp_path], mode="align",
+                                                                                 **kwargs).records]
+                for name, kwargs in (("default", {}), ("frames", {"fusion_model": frames}),
+                                     ("cuts", {"fusion_model": shipped}), ("model", {"model": shipped}))}
+    assert rows["default"] == rows["frames"] and rows["model"] == rows["cuts"]
+    assert rows["default"] != rows["cuts"] and len(rows["default"]) == len(rows["cuts"]) > 10

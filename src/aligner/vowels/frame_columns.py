@@ -81,10 +81,12 @@ N_FRAME_COLUMNS = len(FRAME_COLUMN_NAMES)
 FRAME_VOWEL_COLUMNS = tuple(range(N_FRAME_COLUMNS))
 #: columns z-scored over the cut or recording measured (the rest are probabilities or standardised)
 LEVEL_COLUMNS = (0, 1, 2, 3, 4, 5, 6, 13, 14, 15, 16, 17)
-#: the columns the vowel-like check and the relocation read
-VOICING_COLUMN = FRAME_COLUMN_NAMES.index("voiced_prob")
 #: the time-domain voicing column
 VOICING = FRAME_COLUMN_NAMES.index("voicing")
+#: the columns the vowel-like check reads (:meth:`~aligner.vowels.model.VowelModel.vowel_like_flag`):
+#: the time-domain voicing (0 in digital silence, where the classifier's posteriors are
+#: meaningless) and the classifier's vowel sum
+VOICING_COLUMN = VOICING
 VOWEL_SUM_COLUMN = FRAME_COLUMN_NAMES.index("vowel_sum")
 #: the five columns laid out as :func:`~aligner.features.vowel_acoustics.recording_classifier_columns`'s
 #: (vowel_prob, nasal_prob, vowel_sum, glide_prob, silence_prob)
