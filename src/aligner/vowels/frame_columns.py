@@ -97,17 +97,17 @@ _MFCC_COLUMNS = np.array([13, 1, 2, 3, 4, 15, 16, 17, 18])
 
 #: lags of the window autocorrelation (the FIR filters have this many taps)
 N_LAGS = 9
-#: window lengths, samples: the short (10 ms) and the long (25 ms) window, both centred
-SHORT_SAMPLES, LONG_SAMPLES = 160, 400
-#: the samples are summed in blocks of this many: both windows start and end on a block
+#: the samples are summed in blocks of this many: the short (10 ms, 160 samples) and the long
+#: (25 ms, 400 samples) window centred on a 5 ms frame both start and end on a block
 _BLOCK = 40
 _POWER_FLOOR = 1e-10
 _STD_FLOOR = 1e-8
 
 
 def _fir(cutoff_hz: float, highpass: bool) -> np.ndarray:
-    """A 9-tap Hamming-windowed sinc filter at 16 kHz (``scipy.signal.firwin``'s design), unit gain
-    at 0 Hz (low-pass) or at 8 kHz (high-pass)."""
+    """A 9-tap Hamming-windowed sinc filter at 16 kHz: the low-pass as ``scipy.signal.firwin``
+    designs it (unit gain at 0 Hz); the high-pass by spectral inversion of the low-pass of its
+    cutoff, scaled to unit gain at 8 kHz."""
     n = np.arange(N_LAGS) - (N_LAGS - 1) / 2
     fc = cutoff_hz / (SAMPLE_RATE / 2)
     h = fc * np.sinc(fc * n) * np.hamming(N_LAGS)
