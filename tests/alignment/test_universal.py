@@ -256,12 +256,20 @@ def test_a_view_of_a_whole_corpus_decodes_each_transcript_as_its_own_view(univer
     transcripts = [["sil", "a", "ʃ", "m", "sil"], ["sil", "i", "tʼ", "a", "sil"], ["sil", "o", "s", "a", "sil"]]
     whole = model.view(sorted({p for t in transcripts for p in t}))
     assert {"ʃ", "tʼ", "o"} <= set(whole.inventory.classes)
+    rng = np.random.default_rng(5)
     for t, wav in zip(transcripts, ["xaa/xaa-0.wav", "xbb/xbb-1.wav", "xcc/xcc-2.wav"]):
         samples = sf.read(corpus / wav, dtype="float32")[0]
         own = model.view(t)
         a = [iv.start_s for iv in own.align(samples, t, own.phone_set)]
         b = [iv.start_s for iv in whole.align(samples, t, whole.phone_set)]
         np.testing.assert_allclose(b, a, atol=1e-9)
+        # with 2 s of quiet at each end the silent edges are cut: silence is heard among the
+        # transcript's phones in both views, so the cut and the times are the same (0.25.0)
+        edge = (0.01 * rng.standard_normal(32000)).astype(np.float32)
+        padded = np.concatenate([edge, samples, edge])
+        a = [iv.start_s for iv in own.align(padded, t, own.phone_set)]
+        b = [iv.start_s for iv in whole.align(padded, t, whole.phone_set)]
+        np.testing.assert_allclose(b, a, atol=1e-4)
         frames = whole.frames_of(samples)
         scores = whole.transcript_scores(whole.classifier.scores(frames), whole.phone_set.class_indices(t))
         others = [c for c in ("ʃ", "tʼ", "o") if c not in t]
@@ -628,3 +636,25 @@ def test_distillation_settings_are_checked_and_leave_the_scorers_alone():
     from benchmarks.languages.eval_languages_cv import scorer_key
 
     assert scorer_key(UniversalSettings(distil_units=256, distil_epochs=5)) == scorer_key(UniversalSettings())
+
+
+def test_an_adapted_view_keeps_how_the_view_decodes(universal):
+    """A view adapted to a language (aligner adapt --phone-set ipa) keeps the view's always-scored
+    classes, tempo range and unpaced pauses (0.24.0's adapted model dropped the last)."""
+    import soundfile as sf
+
+    from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model
+    from aligner.alignment.universal import UniversalModel
+
+    corpus, path = universal
+    model = UniversalModel.load(path)
+    wavs = sorted((corpus / "xaa").glob("*.wav"))[:3]
+    transcripts = [["sil", "a", "s", "sil"], ["sil", "m", "i", "sil"], ["sil", "i", "a", "sil"]]
+    view = model.view(sorted({p for t in transcripts for p in t}))
+    assert view.pauses_unpaced
+    recordings = [Recording(sf.read(w, dtype="float32")[0], t, "xaa", w.name, "phones", "model")
+                  for w, t in zip(wavs, transcripts)]
+    adapted, _ = adapt_model(view, recordings, 1, AdaptSettings(classifier_prior=None, durations_prior=5.0))
+    assert adapted is not view and adapted.pauses_unpaced
+    assert adapted.tempo_range == view.tempo_range
+    np.testing.assert_array_equal(adapted.always_scored, view.always_scored)

@@ -334,8 +334,13 @@ class AlignmentModel:
 
     def transcript_scores(self, scores: np.ndarray, classes) -> np.ndarray:
         """``scores`` (T, C) as the decoders of a transcript of ``classes`` (any int array of class
-        indices) read them: with :attr:`always_scored`, every other class's column set to
-        :data:`UNSCORED` (its agreement never the frame's maximum); else ``scores`` itself."""
+        indices) read them: with :attr:`always_scored` (a view of a universal model), as a view of
+        the transcript's phones alone would score them: every other class's column set to
+        :data:`UNSCORED` (its agreement never the frame's maximum), and the transcript's and the
+        always-scored classes' posteriors renormalised over those classes (each frame's scores
+        minus the log of their summed posterior: the classifier's softmax over fewer classes), so
+        that a view of a whole corpus's phones (an adapted model, ``aligner adapt --phone-set
+        ipa``) aligns a file as the view of that file's phones does; else ``scores`` itself."""
         if self.always_scored is None:
             return scores
         active = np.zeros(scores.shape[1], bool)
@@ -344,6 +349,11 @@ class AlignmentModel:
         if active.all():
             return scores
         out = np.array(scores, copy=True)
+        kept = out[:, active]
+        log_post = kept + self.classifier.log_prior[active] if self.classifier.prior_division else kept
+        top = log_post.max(axis=1, keepdims=True)
+        mass = top + np.log(np.exp(log_post - top).sum(axis=1, keepdims=True))  # log of the kept posterior
+        out[:, active] = kept - mass
         out[:, ~active] = UNSCORED
         return out
 
@@ -632,7 +642,7 @@ class AlignmentModel:
         return result
 
     def silent_edges_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray,
-                         accept: Callable[[], bool] | None = None) -> tuple | None:
+                         accept: Callable[[], bool] | None = None, classes=None) -> tuple | None:
         """``(first frame, piece, its decoder, its scores, its frames)``: ``samples`` (n,) cut to the
         speech and some silence around it, where the recording has long silent edges, and scored
         again (``piece``: ``samples[first * FRAME_SHIFT:]`` up to the cut's last frame); None when
@@ -647,7 +657,10 @@ class AlignmentModel:
         silence whose MFCCs are standardised unlike the training speech's, or in the noise of the
         edges: :func:`~aligner.alignment.decoding.silent_edges.narrowed`); each cut is scored and
         cut again while that finds more silence to cut (at most
-        :data:`~aligner.alignment.decoding.silent_edges.MAX_CUTS` times)."""
+        :data:`~aligner.alignment.decoding.silent_edges.MAX_CUTS` times). ``classes``: the
+        transcript's classes, for a view of a universal model whose classes are more than the
+        transcript's (:attr:`always_scored`): silence is then heard among the transcript's phones
+        alone (:meth:`transcript_scores`), as in a view of the transcript's phones."""
         from aligner.alignment.decoding.silent_edges import (ENERGY_MIN_CUT_FRAMES, MARGIN_FRAMES, MAX_CUTS,
                                                              MIN_SPEECH_FRAMES, cut_frames, energy_speech_span,
                                                              narrowed, silence_posteriors, speech_span)
@@ -657,7 +670,8 @@ class AlignmentModel:
         first, piece, frames = 0, samples, None
         for k in range(MAX_CUTS):
             clf = model.classifier
-            p_silence = silence_posteriors(scores, clf.log_prior if clf.prior_division else None,
+            heard = scores if classes is None else model.transcript_scores(scores, classes)
+            p_silence = silence_posteriors(heard, clf.log_prior if clf.prior_division else None,
                                            model.inventory.silence_index)
             cut = cut_frames(speech_span(p_silence), len(scores))
             if len(scores) > ENERGY_MIN_CUT_FRAMES + MARGIN_FRAMES + MIN_SPEECH_FRAMES:
@@ -679,7 +693,10 @@ class AlignmentModel:
             classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
             return classes[0] == self.inventory.silence_index == classes[-1]
 
-        found = self.silent_edges_cut(model, scores, samples, edges_silent)
+        classes = None  # a view of more phones than the transcript's hears silence among the transcript's
+        if model.always_scored is not None:
+            classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
+        found = self.silent_edges_cut(model, scores, samples, edges_silent, classes)
         if found is None:
             return None
         first, piece, model, scores, frames = found

@@ -724,7 +724,8 @@ def _round_model(base: AlignmentModel, clf: FrameClassifier, durations: Duration
                           base.inventory, base.phone_symbols,  # the base's classes and symbols, kept
                           front_band_hz=base.front_band_hz,  # and its front end
                           front_dereverb=base.front_dereverb, front_denoise=base.front_denoise,
-                          always_scored=base.always_scored, tempo_range=base.tempo_range)
+                          always_scored=base.always_scored, tempo_range=base.tempo_range,
+                          pauses_unpaced=base.pauses_unpaced)
 
 
 # -------------------------------------------------------------------------------------------
