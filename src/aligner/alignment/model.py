@@ -689,13 +689,16 @@ class AlignmentModel:
         (:meth:`silent_edges_cut`), its times shifted back and its edge silences stretched to the
         recording's ends; None when there is nothing to cut, the transcript does not begin and end
         in silence, or it does not fit the cut."""
-        def edges_silent() -> bool:
-            classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
-            return classes[0] == self.inventory.silence_index == classes[-1]
+        def decoded_classes() -> np.ndarray:
+            return self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
 
-        classes = None  # a view of more phones than the transcript's hears silence among the transcript's
-        if model.always_scored is not None:
-            classes = self._decoding_sequence(symbols, phone_set, split_stops, len(scores))[2]
+        # a view of more phones than the transcript's hears silence among the transcript's
+        classes = decoded_classes() if model.always_scored is not None else None
+
+        def edges_silent() -> bool:
+            c = classes if classes is not None else decoded_classes()
+            return c[0] == self.inventory.silence_index == c[-1]
+
         found = self.silent_edges_cut(model, scores, samples, edges_silent, classes)
         if found is None:
             return None

@@ -243,7 +243,7 @@ def load_bundle(directory, kind: str) -> tuple:
     return arrays, params, manifest
 
 
-def default_model_dir(kind: str = ALIGNMENT_KIND, name: "str | None" = None) -> Path:
+def default_model_dir(kind: str = ALIGNMENT_KIND, name: str | None = None) -> Path:
     """The shipped model of ``kind`` (``name``: another shipped bundle of it, e.g.
     :data:`FUSION_MODEL_NAME`): ``$ALIGNER_MODELS/<name>`` if set, else the packaged ``models/``."""
     name = DEFAULT_NAMES[kind] if name is None else name

@@ -61,8 +61,10 @@ import numpy as np
 from numba import njit
 
 from aligner.errors import FeatureError
+from aligner.features.vowel_acoustics import _GLIDE_IDX, _NASAL_IDX, _SIL_IDX, _VOWEL_IDX, _class_index
+from aligner.features.vowel_acoustics import COLUMN_NAMES as CUTS_COLUMN_NAMES
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, VOWEL_HOP as HOP, WINDOW, n_vowel_frames
-from aligner.phones.sets import BROAD_CLASS_OF, CLASSES39, GLIDE_CLASSES, NASAL_CLASSES, VOWEL_CLASSES
+from aligner.phones.sets import BROAD_CLASS_OF, CLASSES39
 
 #: the front end of a vowel model that reads these columns (:class:`~aligner.vowels.model.VowelModel`)
 FRAMES_FRONT_END = "frames"
@@ -77,6 +79,15 @@ FRAME_COLUMN_NAMES = (
     "delta_mfcc_1", "delta_mfcc_2", "delta_mfcc_3", "delta_mfcc_4", "voicing",
 )
 N_FRAME_COLUMNS = len(FRAME_COLUMN_NAMES)
+
+
+def column_names_of(front_end: str) -> tuple:
+    """The names of the columns a vowel model of ``front_end`` reads (``"cuts"``: the 22 of
+    :data:`~aligner.features.vowel_acoustics.COLUMN_NAMES`; ``"frames"``: these 23)."""
+    if front_end not in FRONT_ENDS:
+        raise ValueError(f"front_end must be one of {', '.join(FRONT_ENDS)}, got {front_end!r}")
+    return FRAME_COLUMN_NAMES if front_end == FRAMES_FRONT_END else CUTS_COLUMN_NAMES
+
 #: the columns a ``"frames"`` vowel model reads by default: all of them (165-dim feature map)
 FRAME_VOWEL_COLUMNS = tuple(range(N_FRAME_COLUMNS))
 #: columns z-scored over the cut or recording measured (the rest are probabilities or standardised)
@@ -286,16 +297,8 @@ def _signal_columns(y: np.ndarray, T: int, out: np.ndarray) -> None:
     out[:, VOICING] = voicing
 
 
-def _class_index(names) -> np.ndarray:
-    return np.array([CLASSES39.index(c) for c in names], dtype=np.int64)
-
-
 _VOICED = _class_index([c for c in CLASSES39 if BROAD_CLASS_OF[c] in ("vowel", "glide", "nasal")
                         or c in ("b", "d", "g", "dx", "jh", "v", "dh", "z")])
-_VOWEL = _class_index(VOWEL_CLASSES)
-_NASAL = _class_index(NASAL_CLASSES)
-_GLIDE = _class_index(GLIDE_CLASSES)
-_SILENCE = CLASSES39.index("sil")
 
 
 def _to_vowel_frames(values: np.ndarray, T: int) -> np.ndarray:
@@ -345,8 +348,9 @@ def recording_frame_columns(samples: np.ndarray, classifier, log_posteriors=None
     out = np.empty((T, N_FRAME_COLUMNS))
     _signal_columns(y, T, out)
     post = np.exp(lp.astype(np.float64))
-    classes = np.column_stack([post[:, _VOICED].sum(axis=1), post[:, _VOWEL].max(axis=1), post[:, _NASAL].sum(axis=1),
-                               post[:, _VOWEL].sum(axis=1), post[:, _GLIDE].sum(axis=1), post[:, _SILENCE]])
+    classes = np.column_stack([post[:, _VOICED].sum(axis=1), post[:, _VOWEL_IDX].max(axis=1),
+                               post[:, _NASAL_IDX].sum(axis=1), post[:, _VOWEL_IDX].sum(axis=1),
+                               post[:, _GLIDE_IDX].sum(axis=1), post[:, _SIL_IDX]])
     out[:, 7:13] = _to_vowel_frames(classes, T)
     out[:, 13:22] = _to_vowel_frames(np.asarray(mfcc_frames)[:, _MFCC_COLUMNS], T)
     return out

@@ -35,11 +35,11 @@ import numpy as np
 
 from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignerError, AlignmentError, FeatureError, ModelError
-from aligner.features.vowel_acoustics import (BLOCK_FRAMES, COLUMN_NAMES, FRAME_SECONDS, N_COLUMNS,
+from aligner.features.vowel_acoustics import (BLOCK_FRAMES, FRAME_SECONDS,
                                        SAMPLE_RATE, frames_to_seconds, n_frames, seconds_to_frames, vowel_acoustics,
                                        vowel_acoustics_many)
-from aligner.vowels.frame_columns import (CUTS_FRONT_END, FRAME_COLUMN_NAMES, FRAMES_FRONT_END, FRONT_ENDS,
-                                         VOICING_COLUMN, VOWEL_SUM_COLUMN, frame_acoustics)
+from aligner.vowels.frame_columns import (CUTS_FRONT_END, FRAMES_FRONT_END, FRONT_ENDS, VOICING_COLUMN,
+                                         VOWEL_SUM_COLUMN, column_names_of, frame_acoustics)
 from aligner.io.bundles import VOWEL_KIND, load_bundle, save_bundle, whole_number
 from aligner.vowels.task import (DEFAULT_OUTSIDE_WIDTH, DEFAULT_WIDTHS, DurationPrior, VowelTask,
                            make_vowel_input, n_vowel_features, vowel_feature_names)
@@ -127,7 +127,7 @@ class VowelModel:
     @property
     def column_names(self) -> tuple:
         """The names of the columns of this model's front end (22 or 23)."""
-        return FRAME_COLUMN_NAMES if self.front_end == FRAMES_FRONT_END else COLUMN_NAMES
+        return column_names_of(self.front_end)
 
     def acoustics(self, samples: np.ndarray) -> np.ndarray:
         """(T, 22) (or (T, 23)) acoustic frames of 16 kHz ``samples`` (:func:`vowel_acoustics`, or
@@ -283,9 +283,7 @@ class VowelModel:
             if int(p["format"]) > VOWEL_FORMAT:
                 raise ValueError(f"vowel model format {p['format']} is newer than this aligner reads")
             front_end = p.get("front_end", CUTS_FRONT_END)
-            if front_end not in FRONT_ENDS:
-                raise ValueError(f"front_end must be one of {', '.join(FRONT_ENDS)}, got {front_end!r}")
-            n_columns = len(FRAME_COLUMN_NAMES) if front_end == FRAMES_FRONT_END else N_COLUMNS
+            n_columns = len(column_names_of(front_end))  # ValueError for an unknown front end
             columns = tuple(int(c) for c in p["columns"])
             if not columns or min(columns) < 0 or max(columns) >= n_columns:
                 raise ValueError(f"columns {list(columns)} outside 0..{n_columns - 1}")

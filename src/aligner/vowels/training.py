@@ -44,7 +44,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from aligner.errors import AlignerError
-from aligner.features.vowel_acoustics import (COLUMN_NAMES, SAMPLE_RATE, VOWEL_COLUMNS, frames_to_seconds,
+from aligner.features.vowel_acoustics import (SAMPLE_RATE, VOWEL_COLUMNS, frames_to_seconds,
                                               seconds_to_frames, vowel_acoustics)
 from aligner.io.audio import load_audio
 from aligner.io.corpus import find_utterances, speaker_folds
@@ -52,8 +52,8 @@ from aligner.io.sphere_repair import read_sphere_header_file, samples_outside_ra
 from aligner.io.transcripts import read_phn
 from aligner.frames import VOWEL_HOP as HOP
 from aligner.vowels.cvc import cvc_tokens
-from aligner.vowels.frame_columns import (CUTS_FRONT_END, FRAME_COLUMN_NAMES, FRAME_VOWEL_COLUMNS, FRAMES_FRONT_END,
-                                         FRONT_ENDS, cut_columns, recording_frame_columns)
+from aligner.vowels.frame_columns import (CUTS_FRONT_END, FRAME_VOWEL_COLUMNS, FRAMES_FRONT_END, column_names_of,
+                                         cut_columns, recording_frame_columns)
 from aligner.vowels.evaluation import middle_third, vowel_metrics
 from aligner.vowels.model import VowelModel, duration_limits
 from aligner.vowels.task import PRIOR_FORMS, VowelInput, fit_vowel_task, make_vowel_input
@@ -163,9 +163,11 @@ def _recording_columns(audio: np.ndarray, classifier, front_end: str):
         return exc
 
 
-def _frame_start(sample: int) -> int:
-    """The sample of the 5 ms frame nearest ``sample`` (a multiple of 80)."""
-    return int(round(sample / HOP)) * HOP
+def _frame_start(sample: int, not_after: float) -> int:
+    """The sample of the 5 ms frame nearest ``sample`` (a multiple of 80), or the frame before it
+    where that one would start after sample ``not_after`` (a cut never starts after its vowel)."""
+    start = int(round(sample / HOP)) * HOP
+    return start if start <= not_after else start - HOP
 
 
 def load_cvc_examples(corpus, classifier, progress: Progress = None,
@@ -190,8 +192,8 @@ def load_cvc_examples(corpus, classifier, progress: Progress = None,
         starts, ends, labels = read_phn(utt.transcript)
         for k, tok in enumerate(cvc_tokens(starts, ends, labels)):
             a = tok.cut_start
-            if columns is not None:  # the cut starts on a frame, never after the vowel
-                a = _frame_start(a) if _frame_start(a) <= a + tok.onset_in_cut else _frame_start(a) - HOP
+            if columns is not None:  # the cut starts on a frame
+                a = _frame_start(a, a + tok.onset_in_cut)
             cut = audio[a:min(tok.cut_end, len(audio))]
             shift = (tok.cut_start - a) / SAMPLE_RATE
             _add_example(examples, skipped, utt, f"token {k}", f"#{k}:{tok.vowel}", cut,
@@ -233,7 +235,7 @@ def load_tier_examples(utterances: list, classifier, tier: str, pad_s: float = D
                                       f"runs past the end of {utt.audio} ({duration:.3f} s)")
             a = max(0, int(round((iv.start_s - pad_s) * SAMPLE_RATE)))
             if columns is not None:
-                a = _frame_start(a) if _frame_start(a) <= iv.start_s * SAMPLE_RATE else _frame_start(a) - HOP
+                a = _frame_start(a, iv.start_s * SAMPLE_RATE)
             b = min(len(audio), int(round((iv.end_s + pad_s) * SAMPLE_RATE)))
             _add_example(examples, skipped, utt, f"vowel {k}", f"#{k}:{iv.label.strip()}", audio[a:b],
                          iv.start_s - a / SAMPLE_RATE, min(iv.end_s, duration) - a / SAMPLE_RATE,
@@ -620,11 +622,12 @@ def check_settings(trainers: Sequence[str] = DEFAULT_TRAINERS, grid: Optional[di
         problems.append(f"n_val_speakers must be >= 1, got {n_val_speakers}")
     if tau < 0:
         problems.append(f"tau must be >= 0 frames, got {tau}")
-    n_columns = len(FRAME_COLUMN_NAMES) if front_end == FRAMES_FRONT_END else len(COLUMN_NAMES)
-    if front_end not in FRONT_ENDS:
-        problems.append(f"front_end must be one of {', '.join(FRONT_ENDS)}, got {front_end!r}")
-    elif not columns or min(columns) < 0 or max(columns) >= n_columns:
-        problems.append(f"columns must be in 0..{n_columns - 1}, got {list(columns)}")
+    try:
+        n_columns = len(column_names_of(front_end))
+        if not columns or min(columns) < 0 or max(columns) >= n_columns:
+            problems.append(f"columns must be in 0..{n_columns - 1}, got {list(columns)}")
+    except ValueError as exc:  # an unknown front end
+        problems.append(str(exc))
     if prior_form not in PRIOR_FORMS:
         problems.append(f"prior_form must be one of {', '.join(PRIOR_FORMS)}, got {prior_form!r}")
     if not prior_widen > 0:
