@@ -18,7 +18,10 @@ recordings of ``--minutes`` each, written as a 16-bit WAV and a TIMIT-61 phone l
 ``--shared`` also forces the chunked path on every shared utterance alone and compares it with
 the exact DP (identical boundaries, accuracy).
 
-    python -m benchmarks.speed.bench_long_recordings [--minutes 1 2 10 60] [--model DIR] [--shared]
+``--vowels`` also runs ``aligner vowels`` on each recording (its phones beside it), fused and
+``--no-fuse``, in the same way: wall time and peak memory.
+
+    python -m benchmarks.speed.bench_long_recordings [--minutes 1 2 10 60] [--model DIR] [--shared] [--vowels]
 """
 
 from __future__ import annotations
@@ -86,19 +89,23 @@ print(json.dumps([os.waitstatus_to_exitcode(status), time.perf_counter() - t0, u
 def _run_cli(wav: Path, phones: Path, out: Path, model: str | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one ``aligner align`` process on one core (``--model
     model`` when given, else the shipped model)."""
+    return _run_aligner(["align", str(wav), str(phones), "-o", str(out)] + (["--model", str(model)] if model else []))
+
+
+def _run_aligner(args: list) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one ``aligner ARGS...`` process on one core."""
     import json
 
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
                NUMBA_NUM_THREADS="1")
     exe = shutil.which("aligner")
-    cmd = ([exe] if exe else [sys.executable, "-c", "from aligner.cli import main; main()"]) + [
-        "align", str(wav), str(phones), "-o", str(out)] + (["--model", str(model)] if model else [])
+    cmd = ([exe] if exe else [sys.executable, "-c", "from aligner.cli import main; main()"]) + list(args)
     if shutil.which("taskset"):
         cmd = [shutil.which("taskset"), "-c", "0"] + cmd
     done = subprocess.run([sys.executable, "-c", _LAUNCHER] + cmd, env=env, capture_output=True, text=True)
     code, wall, peak_kb = json.loads(done.stdout.strip().splitlines()[-1])
     if code != 0:
-        raise RuntimeError(f"aligner align failed ({code}): {done.stderr.strip()}")
+        raise RuntimeError(f"aligner {args[0]} failed ({code}): {done.stderr.strip()}")
     return wall, peak_kb / 1024.0
 
 
@@ -121,6 +128,8 @@ def main(argv=None) -> int:
                     help="also run the exact DP on recordings up to this many minutes (default: %(default)s)")
     ap.add_argument("--model", default=None, help="model directory (default: the shipped model)")
     ap.add_argument("--shared", action="store_true", help="also force the chunked path on each shared utterance")
+    ap.add_argument("--vowels", action="store_true",
+                    help="also time aligner vowels on each recording (its phones, fused and --no-fuse)")
     args = ap.parse_args(argv)
 
     from aligner import api
@@ -198,6 +207,14 @@ def main(argv=None) -> int:
             print(f"{minutes:7g} {len(labels):6d} | {wall:7.2f} {seconds / wall:11.1f} {peak:8.0f} | "
                   f"{within:11.2f}% {mean:7.2f} | {100 * np.mean(pooled <= 0.02):9.2f}% {1000 * pooled.mean():7.2f} | {same}",
                   flush=True)
+            if args.vowels:  # the phones beside the recording, as aligner vowels finds a transcript
+                phones.replace(wav.with_suffix(".lab"))
+                for flag in ([], ["--no-fuse"]):
+                    wall, peak = _run_aligner(["vowels", str(wav), "-o", str(tmp / "vowels.csv"), "--mode", "align"]
+                                              + flag + (["--alignment-model", str(args.model)] if args.model else []))
+                    rows = (tmp / "vowels.csv").read_text(encoding="utf-8").count("\n") - 1
+                    print(f"{'':7} aligner vowels{' ' + flag[0] if flag else ' (fused)':>11}: {wall:7.2f} s, "
+                          f"{seconds / wall:7.1f}x real time, peak {peak:5.0f} MB, {rows} vowels", flush=True)
     return 0
 
 

@@ -176,3 +176,40 @@ def test_a_frames_model_trains_saves_loads_and_measures(tmp_path):
 
     with pytest.raises(ModelError, match="front end"):
         replace(loaded, front_end="spectra")
+
+
+
+def _long_signal(n: int) -> np.ndarray:
+    rng = np.random.default_rng(5)
+    t = np.arange(n) / 16000
+    y = 0.3 * np.sin(2 * np.pi * 140 * t) * (rng.random(n) > 0.3) + 0.05 * rng.standard_normal(n)
+    return (y - y.mean()).astype(np.float32)
+
+
+@pytest.mark.parametrize("from_file", [False, True])
+def test_a_span_has_the_whole_recordings_rows(tmp_path, from_file):
+    """span_frame_columns computes a stretch and its margin and gives the whole recording's rows
+    bit for bit (the aligner's MFCC frames and posteriors sliced, not recomputed), from the
+    samples in memory or from a reader of the file that never reads it whole."""
+    import soundfile as sf
+
+    from aligner.features import mfcc as mf
+    from aligner.io.audio import file_samples, load_audio
+
+    n = 16000 * 4 + 123
+    y = _long_signal(n)
+    source = y
+    if from_file:
+        sf.write(tmp_path / "long.wav", y, 16000, subtype="FLOAT")
+        y, source = load_audio(tmp_path / "long.wav"), file_samples(tmp_path / "long.wav")
+        assert not isinstance(source, np.ndarray)
+    frames = mf.mfcc_features(y)
+    lp = _Uniform().log_posteriors(frames)
+    whole = fc.recording_frame_columns(y, None, lp, frames)
+    for first, end in ((0, 3000), (16000, 20001), (16080, 30000), (n - 5000, n), (0, n)):
+        lo, cols = fc.span_frame_columns(source, first, end, lp, frames)
+        assert lo % 160 == 0 and lo <= first and lo // 80 + cols.shape[0] > (end - 1) // 80
+        np.testing.assert_array_equal(cols[first // 80 - lo // 80:(end - 1) // 80 - lo // 80 + 1],
+                                      whole[first // 80:(end - 1) // 80 + 1])
+    if from_file:
+        source.close()

@@ -348,3 +348,52 @@ def test_the_fusion_model_is_the_shipped_frames_one_unless_another_is_given(tmp_
                                      ("cuts", {"fusion_model": shipped}), ("model", {"model": shipped}))}
     assert rows["default"] == rows["frames"] and rows["model"] == rows["cuts"]
     assert rows["default"] != rows["cuts"] and len(rows["default"]) == len(rows["cuts"]) > 10
+
+
+@needs_timit
+def test_a_long_recording_is_fused_a_stretch_at_a_time(tmp_path, timit_dir, monkeypatch):
+    """The frames model measures a recording's vowels a stretch of cuts at a time
+    (FUSION_SPAN_SAMPLES), from the samples in memory or read from the file: the same rows as one
+    stretch over the whole recording, with relocation too."""
+    from dataclasses import replace
+
+    import soundfile as sf
+
+    from aligner.io.audio import file_samples, load_audio
+    from aligner.io.bundles import FUSION_MODEL_NAME, VOWEL_KIND, default_model_dir
+    from aligner.io.transcripts import read_phn
+    from aligner.vowels import fused
+    from aligner.vowels.cvc import cvc_tokens
+    from aligner.vowels.model import VowelModel
+
+    model = VowelModel.load(default_model_dir(VOWEL_KIND, FUSION_MODEL_NAME))
+    parts, spans, offset, moved = [], [], 0, None
+    for k, stem in enumerate(STEMS):
+        audio = timit_dir / stem
+        x = load_audio(audio)
+        starts, ends, labels = read_phn(audio.with_suffix(".phn"))
+        tokens = [((t.vowel_start + offset) / 16000, (t.vowel_end + offset) / 16000) for t in
+                  cvc_tokens(starts, ends, labels)]
+        if k == 2:  # its first vowel aligned into the recording's leading silence: relocated
+            moved, (a, b) = len(spans), tokens[0]
+            tokens[0] = ((offset + starts[0]) / 16000 + 0.02, (offset + starts[0]) / 16000 + 0.02 + b - a)
+            assert labels[0] == "h#" and ends[0] / 16000 > 0.04 + b - a
+        spans += [(a, b, a, b) for a, b in tokens]
+        parts.append(x)
+        offset += len(x)
+    samples = np.concatenate(parts)
+    sf.write(tmp_path / "joined.wav", samples, 16000, subtype="FLOAT")
+    samples = load_audio(tmp_path / "joined.wav")
+    assert len(spans) > 8
+    cuts, _ = fusion_features(model, samples, spans, replace(DEFAULT_FUSION["words"], relocate=0.5))
+    assert [i for i, c in enumerate(cuts) if len(c) > 3] == [moved]
+    for settings in (DEFAULT_FUSION["words"], replace(DEFAULT_FUSION["words"], relocate=0.5)):
+        whole = fuse_vowels(model, samples, spans, settings)
+        monkeypatch.setattr(fused, "FUSION_SPAN_SAMPLES", 16000)
+        reader = file_samples(tmp_path / "joined.wav")
+        stretches = fuse_vowels(model, samples, spans, settings)
+        streamed = fuse_vowels(model, reader, spans, settings)
+        reader.close()
+        monkeypatch.undo()
+        assert stretches == whole and streamed == whole
+        assert sum(v.mode == FUSED_MODE for v in whole) > len(spans) // 2

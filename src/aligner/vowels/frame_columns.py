@@ -313,6 +313,24 @@ def _to_vowel_frames(values: np.ndarray, T: int) -> np.ndarray:
     return (1.0 - w) * v[i0] + w * v[i1]
 
 
+def check_recording(samples: np.ndarray) -> np.ndarray:
+    """``samples`` (n,) as :func:`recording_frame_columns` reads them: float32 or float64 as they
+    are (no float64 copy of a long recording: the sums are float64 anyway), contiguous. Raises
+    :class:`~aligner.errors.FeatureError` for audio that is not mono, shorter than 25 ms or not
+    finite."""
+    y = np.asarray(samples)
+    if y.ndim != 1:
+        raise FeatureError(f"expected mono samples (n,), got shape {y.shape}")
+    if y.shape[0] < WINDOW:
+        raise FeatureError(f"audio too short: {y.shape[0]} samples, need at least {WINDOW} (25 ms)")
+    if y.dtype != np.float32 and y.dtype != np.float64:
+        y = y.astype(np.float32)
+    y = np.ascontiguousarray(y)
+    if not np.isfinite(y).all():
+        raise FeatureError("audio holds NaN or infinite samples")
+    return y
+
+
 def recording_frame_columns(samples: np.ndarray, classifier, log_posteriors=None, mfcc_frames=None) -> np.ndarray:
     """(T, 23) float64 columns of a whole 16 kHz recording (module docstring), **not** z-scored
     (:func:`normalised_columns` does that over a cut or the whole recording).
@@ -324,16 +342,7 @@ def recording_frame_columns(samples: np.ndarray, classifier, log_posteriors=None
     :class:`~aligner.errors.FeatureError` for audio shorter than 25 ms or not finite."""
     from aligner.features import mfcc as mf
 
-    y = np.asarray(samples)
-    if y.ndim != 1:
-        raise FeatureError(f"expected mono samples (n,), got shape {y.shape}")
-    if y.shape[0] < WINDOW:
-        raise FeatureError(f"audio too short: {y.shape[0]} samples, need at least {WINDOW} (25 ms)")
-    if y.dtype != np.float32 and y.dtype != np.float64:
-        y = y.astype(np.float32)
-    y = np.ascontiguousarray(y)  # read as it is (no float64 copy of a long recording): sums are float64
-    if not np.isfinite(y).all():
-        raise FeatureError("audio holds NaN or infinite samples")
+    y = check_recording(samples)
     Tc = mf.n_frames(y.shape[0])
     if mfcc_frames is None:
         mfcc_frames = mf.mfcc_features(y.astype(np.float32, copy=False))
@@ -354,6 +363,38 @@ def recording_frame_columns(samples: np.ndarray, classifier, log_posteriors=None
     out[:, 7:13] = _to_vowel_frames(classes, T)
     out[:, 13:22] = _to_vowel_frames(np.asarray(mfcc_frames)[:, _MFCC_COLUMNS], T)
     return out
+
+
+#: audio either side of a span that :func:`span_frame_columns` analyses with it, samples: more
+#: than any column of a frame reaches (the 25 ms window and its 8 lags, the 40 ms voicing window,
+#: its filter and the neighbouring 10 ms frame it is averaged with, the two 10 ms aligner frames
+#: interpolated), a whole number of 10 ms frames
+SPAN_MARGIN_SAMPLES = 4000
+
+
+def span_frame_columns(samples: np.ndarray, first: int, end: int, log_posteriors: np.ndarray,
+                       mfcc_frames: np.ndarray) -> tuple:
+    """``(lo, columns)``: the :func:`recording_frame_columns` of the samples ``lo .. hi - 1`` of a
+    recording (an (n,) array, or a :class:`~aligner.io.audio.SampleReader` read by that slice):
+    the span ``[first, end)`` (samples) and :data:`SPAN_MARGIN_SAMPLES` either side (clipped to
+    the recording; ``lo`` a multiple of the 10 ms frame shift). Their rows of the
+    frames in the span equal the whole recording's rows ``lo // 80`` on, bit for bit: every
+    column of a frame is a sum over audio within the margin, and the slices of the recording's
+    own ``log_posteriors`` (Tc, 39) and ``mfcc_frames`` (Tc, 42) are read, not features of the
+    span alone (the MFCC are standardised over the whole recording). So a long recording's
+    vowels are measured a stretch at a time, in memory that does not grow with its length."""
+    y = samples  # an array, or a long recording's reader (sliced, never read whole)
+    n = len(y)
+    lo = max(0, (int(first) - SPAN_MARGIN_SAMPLES) // FRAME_SHIFT * FRAME_SHIFT)
+    hi = min(n, int(end) + SPAN_MARGIN_SAMPLES)
+    if lo == 0 and hi == n and isinstance(y, np.ndarray):
+        return 0, recording_frame_columns(y, None, log_posteriors, mfcc_frames)
+    from aligner.features import mfcc as mf
+
+    c0 = lo // FRAME_SHIFT
+    c1 = c0 + int(mf.n_frames(hi - lo))
+    return lo, recording_frame_columns(y[lo:hi], None, np.asarray(log_posteriors)[c0:c1],
+                                       np.asarray(mfcc_frames)[c0:c1])
 
 
 @njit(cache=True)

@@ -310,21 +310,24 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
     the relocation and the cuts alike. For a ``"frames"`` vowel model
     (:mod:`aligner.vowels.frame_columns`) the recording's columns are computed once (from
     ``log_posteriors`` and ``mfcc_frames`` where given) and each cut is its rows, levels z-scored
-    over the cut; ``settings.recording_posteriors`` does not apply."""
+    over the cut; ``settings.recording_posteriors`` does not apply. ``samples``: (n,) float
+    samples, or a long recording read from its file on demand
+    (:class:`~aligner.io.audio.SampleReader`: a ``"frames"`` model reads it a stretch at a time)."""
     from aligner.errors import FeatureError
     from aligner.features.vowel_acoustics import recording_classifier_columns, vowel_acoustics_cuts
 
-    samples = np.asarray(samples, dtype=np.float32)
+    if getattr(model, "front_end", None) == FRAMES_FRONT_END:
+        pairs = list(_frames_fusion_features(model, samples, vowels, settings, log_posteriors, mfcc_frames))
+        return [c for c, _ in pairs], [f for _, f in pairs]
+    samples = _in_memory(samples)
     n = samples.shape[0]
     cuts = [fusion_cut(v, n, settings) for v in vowels]
-    if getattr(model, "front_end", None) == FRAMES_FRONT_END:
-        return _frames_fusion_features(model, samples, vowels, cuts, settings, log_posteriors, mfcc_frames)
     if log_posteriors is None and cuts and (settings.relocate is not None or settings.recording_posteriors):
         log_posteriors = _recording_log_posteriors(model.classifier, samples, mfcc_frames)
     columns = None
     if settings.relocate is not None and log_posteriors is not None:
         columns = recording_classifier_columns(model.classifier, samples, log_posteriors)
-        cuts = _relocated_cuts(samples, vowels, cuts, columns, settings)
+        cuts = _relocated_cuts(n, vowels, cuts, columns, settings)
     elif settings.recording_posteriors and log_posteriors is not None and cuts:
         try:
             columns = recording_classifier_columns(model.classifier, samples, log_posteriors)
@@ -338,20 +341,69 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
     return cuts, feats
 
 
-def _frames_fusion_features(model, samples, vowels, cuts, settings, log_posteriors, mfcc_frames) -> tuple:
-    """:func:`fusion_features` for a ``"frames"`` vowel model."""
-    from aligner.errors import FeatureError
-    from aligner.vowels.frame_columns import CLASSIFIER_COLUMNS, cut_columns, recording_frame_columns
+#: a long recording's vowels are measured in stretches of at most this many samples of cuts
+#: (:func:`_frames_fusion_features`), so the columns in memory do not grow with its length
+FUSION_SPAN_SAMPLES = 30 * SAMPLE_RATE
 
+
+def _in_memory(samples) -> np.ndarray:
+    """(n,) float32 samples of an array, or of a :class:`~aligner.io.audio.SampleReader` read whole."""
+    if not isinstance(samples, np.ndarray) and hasattr(samples, "close") and hasattr(samples, "shape"):
+        return np.asarray(samples[0:len(samples)], dtype=np.float32)
+    return np.asarray(samples, dtype=np.float32)
+
+
+def _frames_fusion_features(model, samples, vowels, settings, log_posteriors, mfcc_frames):
+    """Each vowel's ``(cut, features)`` of :func:`fusion_features` for a ``"frames"`` vowel
+    model, in order, as they are computed: the recording's MFCC frames and log posteriors (the
+    caller's, or computed once here; a :class:`~aligner.io.audio.SampleReader` is read block by
+    block), then the columns of one stretch of consecutive cuts at a time
+    (:data:`FUSION_SPAN_SAMPLES`; :func:`~aligner.vowels.frame_columns.span_frame_columns`),
+    the same rows as the whole recording's."""
+    from aligner.errors import FeatureError
+    from aligner.features.mfcc import mfcc_features
+    from aligner.vowels.frame_columns import CLASSIFIER_COLUMNS, check_recording, cut_columns, span_frame_columns
+
+    reader = not isinstance(samples, np.ndarray) and hasattr(samples, "close") and hasattr(samples, "shape")
+    if not reader:
+        samples = np.asarray(samples, dtype=np.float32)
+    n = len(samples)
+    cuts = [fusion_cut(v, n, settings) for v in vowels]
     if not cuts:
-        return cuts, []
+        return
     try:
-        columns = recording_frame_columns(samples, model.classifier, log_posteriors, mfcc_frames)
+        if not reader:  # a reader's file was checked when it was opened
+            samples = check_recording(samples)
+        if mfcc_frames is None:
+            mfcc_frames = mfcc_features(samples)
+        if log_posteriors is None:
+            log_posteriors = model.classifier.log_posteriors(mfcc_frames)
     except FeatureError as exc:
-        return cuts, [exc] * len(cuts)
-    if settings.relocate is not None:
-        cuts = _relocated_cuts(samples, vowels, cuts, columns[:, CLASSIFIER_COLUMNS], settings)
-    return cuts, [cut_columns(columns, c[0], c[1]) for c in cuts]
+        yield from ((c, exc) for c in cuts)
+        return
+    relocating = settings.relocate is not None
+    # a relocated cut lies within RELOCATE_SPAN_S and the extension of its vowel's aligned ends
+    reach = int(RELOCATE_SPAN_S * SAMPLE_RATE) + (int(settings.extend) + 1) * HOP if relocating else 0
+    bounds = neighbour_bounds(vowels, n / SAMPLE_RATE) if relocating else None
+    i = 0
+    while i < len(cuts):
+        first, end, j = cuts[i][0], cuts[i][1], i + 1
+        while j < len(cuts) and max(end, cuts[j][1]) - min(first, cuts[j][0]) <= FUSION_SPAN_SAMPLES:
+            first, end, j = min(first, cuts[j][0]), max(end, cuts[j][1]), j + 1
+        group = cuts[i:j]
+        try:
+            lo, columns = span_frame_columns(samples, max(first - reach, 0), min(end + reach, n),
+                                             log_posteriors, mfcc_frames)
+        except FeatureError as exc:
+            yield from ((c, exc) for c in group)
+            i = j
+            continue
+        if relocating:
+            group = _relocated_cuts(n, vowels[i:j], group, columns[:, CLASSIFIER_COLUMNS], settings,
+                                    bounds[i:j], lo // HOP)
+        for c in group:
+            yield c, cut_columns(columns, c[0] - lo, c[1] - lo)
+        i = j
 
 
 #: (first classifier, second classifier, equal) of the pairs :func:`same_classifier` compared
@@ -438,18 +490,20 @@ def _recording_log_posteriors(classifier, samples: np.ndarray,
         return None
 
 
-def _relocated_cuts(samples, vowels, cuts, columns, settings) -> list:
+def _relocated_cuts(n: int, vowels, cuts, columns, settings, bounds=None, first_frame: int = 0) -> list:
     """``cuts`` with those of the vowels aligned in silence (:attr:`FusionSettings.relocate`)
-    replaced by the stretch between their aligned neighbours (flagged ``True``); ``columns``:
-    the recording's (T, 5) classifier columns
-    (:func:`~aligner.features.vowel_acoustics.recording_classifier_columns`)."""
-    n = samples.shape[0]
+    replaced by the stretch between their aligned neighbours (flagged ``True``) in a recording
+    of ``n`` samples; ``columns``: its (T, 5) classifier columns
+    (:func:`~aligner.features.vowel_acoustics.recording_classifier_columns`) from its 5 ms frame
+    ``first_frame`` on; ``bounds``: the vowels' :func:`neighbour_bounds` among all the recording's
+    vowels (None: among ``vowels``)."""
     silence = columns[:, 4]
-    bounds = neighbour_bounds(vowels, n / SAMPLE_RATE)
+    if bounds is None:
+        bounds = neighbour_bounds(vowels, n / SAMPLE_RATE)
     out = list(cuts)
     for i, (v, (a, _, (a_b, a_e))) in enumerate(zip(vowels, cuts)):
         f0 = a // HOP
-        heard = silence[f0 + a_b:f0 + a_e + 1]
+        heard = silence[f0 - first_frame + a_b:f0 - first_frame + a_e + 1]
         if not heard.size or not heard.mean() > settings.relocate:
             continue
         on_s, off_s = float(v[0]), float(v[1])
@@ -474,7 +528,8 @@ def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: F
                 log_posteriors: Optional[np.ndarray] = None, mfcc_frames: Optional[np.ndarray] = None) -> list:
     """Re-measure each aligned vowel of a 16 kHz recording with the vowel model.
 
-    ``samples``: (n,) float audio at 16 kHz; ``vowels``: ``[(onset_s, offset_s, runs_start_s,
+    ``samples``: (n,) float audio at 16 kHz (or a :class:`~aligner.io.audio.SampleReader` of a
+    long recording, read on demand); ``vowels``: ``[(onset_s, offset_s, runs_start_s,
     runs_end_s), ...]``, each aligned vowel's interval and :func:`consonant_runs` (seconds);
     ``model``: a :class:`~aligner.vowels.model.VowelModel`. Returns one :class:`FusedVowel` per
     vowel, in order (the aligned interval with mode ``align`` where the vowel model cannot
@@ -482,14 +537,20 @@ def fuse_vowels(model, samples: np.ndarray, vowels: Sequence[tuple], settings: F
     ``recording_posteriors`` and ``relocate``, if already computed (a settings search reuses
     them). A relocated vowel (:attr:`FusionSettings.relocate`) is decoded over its stretch
     (:attr:`FusionSettings.relocate_cap`) and reported as decoded (``mix``, ``overlap`` do not
-    apply). ``log_posteriors``, ``mfcc_frames``: as for :func:`fusion_features`."""
-    n = np.asarray(samples).shape[0]
+    apply). ``log_posteriors``, ``mfcc_frames``: as for :func:`fusion_features`. A ``"frames"``
+    model's vowels are measured as their columns are computed, a stretch of the recording at a
+    time, so the memory held does not grow with the recording's length beyond its 10 ms frames."""
+    n = len(samples)
     relocated_settings = _relocated_settings(settings)
-    cuts, feats = features if features is not None else fusion_features(model, samples, vowels, settings,
-                                                                        log_posteriors, mfcc_frames)
+    if features is not None:
+        pairs = zip(*features)
+    elif getattr(model, "front_end", None) == FRAMES_FRONT_END:  # a stretch of cuts at a time
+        pairs = _frames_fusion_features(model, samples, vowels, settings, log_posteriors, mfcc_frames)
+    else:
+        pairs = zip(*fusion_features(model, samples, vowels, settings, log_posteriors, mfcc_frames))
     out = []
     end_s = n / SAMPLE_RATE
-    for v, cut, f in zip(vowels, cuts, feats):
+    for v, (cut, f) in zip(vowels, pairs):
         a, aligned = cut[0], cut[2]
         relocated = len(cut) > 3 and bool(cut[3])
         mix = 1.0 if relocated else float(settings.mix)

@@ -340,16 +340,40 @@ def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=
     (:func:`~aligner.vowels.fused.shared_log_posteriors`; not for a recording the aligner sent
     to its condition expert), else its MFCC frames for the vowel model's classifier when they
     are the samples' (:func:`~aligner.vowels.fused.shared_mfcc_frames`). The rows are the same either way, but for the last bits of a
-    fused row's score (:func:`~aligner.vowels.fused.shared_log_posteriors`)."""
+    fused row's score (:func:`~aligner.vowels.fused.shared_log_posteriors`). Without ``scored``, a
+    long recording is read from its file a stretch at a time (:func:`_fusion_samples`)."""
+    which = [i for i, v in enumerate(vowels) if v.cvc or not fusion.cvc_only]
+    if not which:
+        return records
+    samples = scored.samples if scored is not None else _fusion_samples(audio)
+    try:
+        return _fused_records(name, records, vowels, which, fusion, duration_s, scored, samples)
+    finally:
+        if not isinstance(samples, np.ndarray):
+            samples.close()
+
+
+def _fusion_samples(audio):
+    """The samples the fusion reads when the aligner kept none: a recording longer than
+    :data:`~aligner.alignment.pipeline.STREAM_SECONDS` read from its file on demand, as the aligner
+    read it (:func:`~aligner.io.audio.file_samples`), else loaded whole."""
+    from aligner.alignment.pipeline import STREAM_SECONDS
+    from aligner.io.audio import audio_duration, file_samples
+
+    if audio_duration(audio) > STREAM_SECONDS:
+        source = file_samples(audio)
+        if source is not None:
+            return source
+    return load_audio(audio)
+
+
+def _fused_records(name, records, vowels, which, fusion, duration_s, scored, samples) -> list:
+    """:func:`_fuse_records` once the recording's ``samples`` are read."""
     from dataclasses import replace
 
     from aligner.vowels.frame_columns import FRAMES_FRONT_END
     from aligner.vowels.fused import FUSED_MODE, fuse_vowels, shared_log_posteriors, shared_mfcc_frames
 
-    which = [i for i, v in enumerate(vowels) if v.cvc or not fusion.cvc_only]
-    if not which:
-        return records
-    samples = scored.samples if scored is not None else load_audio(audio)
     if duration_s is not None and duration_s > len(samples) / SAMPLE_RATE + TIER_OVERRUN_TOLERANCE:
         raise AlignerError(f"{name}: its alignment runs to {duration_s:.3f} s but the audio lasts "
                            f"{len(samples) / SAMPLE_RATE:.3f} s (a TextGrid of another recording?)")
