@@ -41,6 +41,22 @@ def test_entropy_of_uniform_and_certain_posteriors():
     assert posterior_entropy(plain, np.log(np.full((3, 2), 0.5))) == pytest.approx(np.log(2))
 
 
+def test_entropy_of_a_long_recording_by_blocks_is_the_whole_arrays():
+    """posterior_entropy exponentiates the posteriors a block of frames at a time: the same mean
+    as the whole (T, n_classes) array's, bit for bit, across block edges."""
+    from aligner.alignment import conditions
+
+    rng = np.random.default_rng(7)
+    log_prior = np.log(rng.dirichlet(np.ones(43))).astype(np.float32)
+    clf = SimpleNamespace(prior_division=True, log_prior=log_prior)
+    for T in (conditions.ENTROPY_BLOCK_FRAMES - 1, 3 * conditions.ENTROPY_BLOCK_FRAMES + 5):
+        logits = 3.0 * rng.standard_normal((T, 43))
+        log_post = (logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))).astype(np.float32)
+        scores = log_post - log_prior
+        whole = scores + log_prior
+        assert posterior_entropy(clf, scores) == float(-(np.exp(whole) * whole).sum(axis=1, dtype=np.float64).mean())
+
+
 def test_gate_leaves_the_chosen_share_above_it():
     values = np.random.default_rng(0).normal(1.5, 0.1, 1000)
     gate = gate_for_false_alarm(values, 0.1)

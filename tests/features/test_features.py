@@ -176,3 +176,24 @@ def test_front_end_matches_librosa_without_importing_it():
             "print(sorted(m for m in ('librosa', 'scipy.fft') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("T", [1, 2, 5, 301, 4000])
+def test_deltas_and_standardisation_in_numpys_order(T):
+    """The kernel behind mfcc_features (one static column at a time) gives numpy's deltas and
+    per-column standardisation of the whole array, bit for bit; a constant column becomes 0."""
+    from aligner.features import mfcc as mf
+
+    rng = np.random.default_rng(T)
+    static = rng.standard_normal((T, 14)) * rng.uniform(0.1, 50.0, 14)
+    static[:, 5] = 3.0
+    d1 = mf._deltas(static)
+    feats = np.hstack([static, d1, mf._deltas(d1)])
+    mean = feats.mean(axis=0)
+    std = np.sqrt(((feats - mean) ** 2).mean(axis=0))
+    want = ((feats - mean) / np.maximum(std, mf._STD_FLOOR)).astype(np.float32)
+    want[:, std < mf._STD_FLOOR] = 0.0
+    got = np.empty((T, 42), np.float32)
+    mf._mfcc_normalised(static, mf._STD_FLOOR, got)
+    np.testing.assert_array_equal(got, want)
+    assert not got[:, [5, 19, 33]].any()

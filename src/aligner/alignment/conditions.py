@@ -38,6 +38,8 @@ _PIECE = 80
 assert WINDOW % _PIECE == 0 and FRAME_SHIFT % _PIECE == 0
 #: frames whose energies :func:`level_statistics` computes at once
 ENERGY_BLOCK_FRAMES = 20_000
+#: frames whose posteriors :func:`posterior_entropy` exponentiates at once
+ENTROPY_BLOCK_FRAMES = 8192
 #: floor of a frame's mean power (full-scale units squared): digital silence counts as -200 dB, far
 #: below any recorded noise floor, so a quiet recording's range is its own (a floor near real
 #: levels, e.g. -100 dB, would narrow the range of a recording made 30-40 dB too quietly)
@@ -80,12 +82,17 @@ def posterior_entropy(classifier, scores: np.ndarray) -> float:
     """Mean over frames of the entropy (nats) of ``classifier``'s posteriors, from its
     (T, n_classes) ``scores`` (:meth:`~aligner.features.frame_classifier.FrameClassifier.scores`:
     the log posteriors, minus the log class priors when the classifier divides by them)."""
-    log_post = np.asarray(scores, np.float32)
-    if log_post.shape[0] == 0:
+    scores = np.asarray(scores, np.float32)
+    T = scores.shape[0]
+    if T == 0:
         return 0.0
-    if classifier.prior_division:
-        log_post = log_post + classifier.log_prior
-    return float(-(np.exp(log_post) * log_post).sum(axis=1, dtype=np.float64).mean())
+    entropy = np.empty(T)  # each frame's in float64; the (T, n_classes) temporaries a block at a time
+    for a in range(0, T, ENTROPY_BLOCK_FRAMES):
+        log_post = scores[a:a + ENTROPY_BLOCK_FRAMES]
+        if classifier.prior_division:
+            log_post = log_post + classifier.log_prior
+        entropy[a:a + ENTROPY_BLOCK_FRAMES] = -(np.exp(log_post) * log_post).sum(axis=1, dtype=np.float64)
+    return float(entropy.mean())
 
 
 def level_statistics(samples, band: bool = True) -> tuple:

@@ -142,47 +142,42 @@ def _mfcc_normalised(static, std_floor, out):
     repeated), each column standardised over the T frames, into ``out`` (T, 42) float32, in
     numpy's order of operations (deltas ``0 + 1 (x[t+1] - x[t-1])``, then ``+ 2 (x[t+2] -
     x[t-2])``, divided by 10; column means and variances summed frame by frame, as numpy sums
-    along axis 0; a column of standard deviation below ``std_floor`` becomes 0)."""
+    along axis 0; a column of standard deviation below ``std_floor`` becomes 0). One static
+    column and its two derived columns at a time: three (T,) float64 work columns, never the
+    (T, 42) float64 features of the whole recording."""
     T, D = static.shape
-    feats = np.empty((T, 3 * D))
-    for t in range(T):
-        for i in range(D):
-            feats[t, i] = static[t, i]
-    for part in range(1, 3):
-        src = (part - 1) * D
-        dst = part * D
+    col = np.empty((3, T))
+    for i in range(D):
         for t in range(T):
-            for i in range(D):
+            col[0, t] = static[t, i]
+        for part in range(1, 3):
+            for t in range(T):
                 d = 0.0
                 for k in range(1, 3):
-                    a = feats[min(t + k, T - 1), src + i]
-                    b = feats[max(t - k, 0), src + i]
+                    a = col[part - 1, min(t + k, T - 1)]
+                    b = col[part - 1, max(t - k, 0)]
                     d = d + k * (a - b)
-                feats[t, dst + i] = d / 10.0
-    n = 3 * D
-    mean = np.empty(n)
-    scale = np.empty(n)
-    zero = np.zeros(n, np.bool_)
-    for i in range(n):
-        s = feats[0, i]
-        for t in range(1, T):
-            s += feats[t, i]
-        m = s / T
-        mean[i] = m
-        d = feats[0, i] - m
-        v = d * d
-        for t in range(1, T):
-            d = feats[t, i] - m
-            v += d * d
-        std = np.sqrt(v / T)
-        zero[i] = std < std_floor
-        scale[i] = std if (std >= std_floor or np.isnan(std)) else std_floor  # np.maximum(std, floor)
-    for t in range(T):
-        for i in range(n):
-            if zero[i]:
-                out[t, i] = np.float32(0.0)
+                col[part, t] = d / 10.0
+        for part in range(3):
+            x = col[part]
+            s = x[0]
+            for t in range(1, T):
+                s += x[t]
+            m = s / T
+            d = x[0] - m
+            v = d * d
+            for t in range(1, T):
+                d = x[t] - m
+                v += d * d
+            std = np.sqrt(v / T)
+            j = part * D + i
+            if std < std_floor:
+                for t in range(T):
+                    out[t, j] = np.float32(0.0)
             else:
-                out[t, i] = np.float32((feats[t, i] - mean[i]) / scale[i])
+                scale = std if (std >= std_floor or np.isnan(std)) else std_floor  # np.maximum(std, floor)
+                for t in range(T):
+                    out[t, j] = np.float32((x[t] - m) / scale)
 
 
 def _static_features(y: np.ndarray, a: int, b: int, warp: float, sample_rate: int) -> np.ndarray:
