@@ -308,9 +308,9 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
     recording's (Tc, 42) :func:`~aligner.features.mfcc.mfcc_features` if the caller has those
     (:func:`shared_mfcc_frames`). The recording's classifier columns are computed once, for
     the relocation and the cuts alike. For a ``"frames"`` vowel model
-    (:mod:`aligner.vowels.frame_columns`) the recording's columns are computed once (from
-    ``log_posteriors`` and ``mfcc_frames`` where given) and each cut is its rows, levels z-scored
-    over the cut; ``settings.recording_posteriors`` does not apply. ``samples``: (n,) float
+    (:mod:`aligner.vowels.frame_columns`) the recording's columns are computed a stretch of cuts
+    at a time (from ``log_posteriors`` and ``mfcc_frames`` where given) and each cut is its rows,
+    levels z-scored over the cut; ``settings.recording_posteriors`` does not apply. ``samples``: (n,) float
     samples, or a long recording read from its file on demand
     (:class:`~aligner.io.audio.SampleReader`: a ``"frames"`` model reads it a stretch at a time)."""
     from aligner.errors import FeatureError
@@ -346,11 +346,14 @@ def fusion_features(model, samples: np.ndarray, vowels: Sequence[tuple], setting
 FUSION_SPAN_SAMPLES = 30 * SAMPLE_RATE
 
 
+def _is_reader(samples) -> bool:
+    """Whether ``samples`` are a :class:`~aligner.io.audio.SampleReader` (read by slices), not an array."""
+    return not isinstance(samples, np.ndarray) and hasattr(samples, "close") and hasattr(samples, "shape")
+
+
 def _in_memory(samples) -> np.ndarray:
     """(n,) float32 samples of an array, or of a :class:`~aligner.io.audio.SampleReader` read whole."""
-    if not isinstance(samples, np.ndarray) and hasattr(samples, "close") and hasattr(samples, "shape"):
-        return np.asarray(samples[0:len(samples)], dtype=np.float32)
-    return np.asarray(samples, dtype=np.float32)
+    return np.asarray(samples[0:len(samples)] if _is_reader(samples) else samples, dtype=np.float32)
 
 
 def _frames_fusion_features(model, samples, vowels, settings, log_posteriors, mfcc_frames):
@@ -364,7 +367,7 @@ def _frames_fusion_features(model, samples, vowels, settings, log_posteriors, mf
     from aligner.features.mfcc import mfcc_features
     from aligner.vowels.frame_columns import CLASSIFIER_COLUMNS, check_recording, cut_columns, span_frame_columns
 
-    reader = not isinstance(samples, np.ndarray) and hasattr(samples, "close") and hasattr(samples, "shape")
+    reader = _is_reader(samples)
     if not reader:
         samples = np.asarray(samples, dtype=np.float32)
     n = len(samples)
