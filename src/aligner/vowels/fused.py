@@ -256,17 +256,13 @@ def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSe
     x = make_vowel_input(features, model.min_dur, model.max_dur, on, off, columns=model.columns,
                          widths=model.widths, outside_width=model.outside_width, name=name)
     norm = float(np.linalg.norm(model.weights))
-    ons, offs, values = [], [], []
-    for pull in settings.pulls:
-        if pull > 0 and a_b < a_e:
-            y, value = model.task.decode_with_value(x, model.weights, y=np.array([a_b, a_e]), eps=-pull * norm,
-                                                    cap=settings.cap)
-        else:
-            y, value = model.task.decode_with_value(x, model.weights)
-        ons.append(float(y[0]))
-        offs.append(float(y[1]))
-        values.append(value)
-    return (_mean(ons), _mean(offs)), _mean(values)
+    pulled = a_b < a_e
+    decoded = model.task.decode_pulls(x, model.weights, np.array([a_b, a_e]) if pulled else None,
+                                      [-pull * norm if pull > 0 and pulled else 0.0 for pull in settings.pulls],
+                                      settings.cap)
+    ons = [float(y[0]) for y, _ in decoded]
+    offs = [float(y[1]) for y, _ in decoded]
+    return (_mean(ons), _mean(offs)), _mean([value for _, value in decoded])
 
 
 def _mean(values: list) -> float:

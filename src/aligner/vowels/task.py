@@ -647,10 +647,22 @@ class VowelTask(StructuredTask):
         self._weight_cache = (key, terms)
         return terms
 
-    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps, cap: Optional[float] = None):
-        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives).
-        ``eps``: the cost's weight, or ``(onset weight, offset weight)``; ``cap``: each cost term
-        clipped to at most this many frames (None: not clipped)."""
+    def decode_pulls(self, x: VowelInput, w, y, pulls: Sequence, cap: Optional[float] = None) -> list:
+        """``[(y_hat, objective), ...]``: :meth:`decode_with_value` of ``x`` under ``w`` for each
+        ``eps`` of ``pulls`` (0, or None: no cost; else toward ``y`` with that weight), the
+        window scores computed once for all of them (the same outputs as one call each)."""
+        ws = np.asarray(w, dtype=np.float64).reshape(1, -1)
+        terms = self._window_scores(x, ws)
+        y_ref = None if y is None else np.asarray(_check_y(x, y), dtype=np.int64)
+        out = []
+        for eps in pulls:
+            ys, vals = self._run(x, ws, None if not eps else y_ref, float(eps or 0.0), cap, terms)
+            out.append((ys[0], float(vals[0])))
+        return out
+
+    def _window_scores(self, x: VowelInput, ws: np.ndarray) -> tuple:
+        """``(A, B, Z, P, inv_cnt, const)`` of :meth:`_run` for the (n, d) weights ``ws``: the
+        onset, offset and inside scores of every frame (n, T + 1), the duration prior's score."""
         self._check_x(x)
         we, const, P, inv_cnt = self._weight_terms(ws, x.max_dur)
         n1, n2, n3 = self._blocks
@@ -658,6 +670,14 @@ class VowelTask(StructuredTask):
         A = we[:, :n1] @ x.edge.T - 0.5 * (w_io @ x.before.T)
         B = we[:, n1:n2] @ x.edge.T - 0.5 * (w_io @ x.after.T)
         Z = w_io @ x.cum.T
+        return A, B, Z, P, inv_cnt, const
+
+    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps, cap: Optional[float] = None, terms=None):
+        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives).
+        ``eps``: the cost's weight, or ``(onset weight, offset weight)``; ``cap``: each cost term
+        clipped to at most this many frames (None: not clipped); ``terms``: :meth:`_window_scores`
+        of ``x`` and ``ws`` if already computed."""
+        A, B, Z, P, inv_cnt, const = terms if terms is not None else self._window_scores(x, ws)
         eps_on, eps_off = eps if isinstance(eps, tuple) else (eps, eps)
         if y_ref is not None and (eps_on != 0.0 or eps_off != 0.0):
             t = np.arange(x.n_frames + 1)
