@@ -92,6 +92,17 @@ def test_pull_and_cap_on_the_decoder():
     assert two[0] == pytest.approx(tuple((np.array(free[0]) + np.array(held[0])) / 2))
     window = decode_fused(model, features, (30, 45), FusionSettings(pulls=(0.0,), margin=2))
     assert abs(window[0][0] - 30) <= 2 and abs(window[0][1] - 45) <= 2
+    # the pulls decoded on one set of window scores: each as its own decode would give it
+    from aligner.vowels.task import make_vowel_input
+
+    x = make_vowel_input(features, model.min_dur, model.max_dur, columns=model.columns, widths=model.widths,
+                         outside_width=model.outside_width)
+    y, pulls = np.array([30, 45]), [0.0, -0.5, -50.0, 0.0]
+    together = model.task.decode_pulls(x, model.weights, y, pulls, cap=6.0)
+    for eps, (y_hat, value) in zip(pulls, together):
+        alone = model.task.decode_with_value(x, model.weights, y=y if eps else None, eps=eps, cap=6.0)
+        assert tuple(y_hat) == tuple(alone[0]) and value == alone[1]
+    assert tuple(together[2][0]) != tuple(together[0][0])
 
 
 def test_pull_pair_and_cap_match_brute_force():
