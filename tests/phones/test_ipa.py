@@ -18,6 +18,10 @@ def test_field_transcriptions_ascii_habits():
     assert ascii_habits("t'") == "tʼ"  # ejective after an obstruent
     assert ascii_habits("j'") == "jˀ" and ascii_habits("m'ː") == "mˀː"  # glottalised after a sonorant
     assert ascii_habits("a:") == "aː" and ascii_habits("g") == "ɡ"
+    # an ASCII g under a tone or length mark that Unicode composes with it (ǧ, ḡ, ğ): still the IPA ɡ
+    for composed, mark in (("ǧ", "\u030c"), ("ḡ", "\u0304"), ("ğ", "\u0306"), ("ǵ", "\u0301")):
+        assert ascii_habits(composed) == "ɡ" + mark
+        assert np.array_equal(read_ipa(composed).parts, read_ipa("ɡ" + mark).parts)
     assert read_ipa("t'").feature("cg") == 1 and read_ipa("t'").feature("voi") == -1
     assert read_ipa("a:").feature("long") == 1 and read_ipa("a").feature("long") == -1
 

@@ -190,10 +190,11 @@ def _longest_base() -> int:
 def ascii_habits(symbol: str) -> str:
     """``symbol`` (NFC) with field transcriptions' ASCII habits read as IPA: ``'`` (or ``’``)
     after a letter is an ejective ``ʼ`` after an obstruent and glottalisation ``ˀ`` after a
-    sonorant; ``:`` is length ``ː``; ``g`` is ``ɡ``; ``ɝ``/``ɚ`` are ``ɜ˞``/``ə˞``."""
+    sonorant; ``:`` is length ``ː``; ``g`` is ``ɡ`` (also under a mark that Unicode composes
+    with it, ``ǧ`` ``ḡ``); ``ɝ``/``ɚ`` are ``ɜ˞``/``ə˞``."""
     text = unicodedata.normalize("NFC", symbol.strip())
     out = []
-    for ch in text:
+    for ch in unicodedata.normalize("NFD", text):
         if ch in "'’":
             base = _last_letter(out)
             if base is None:
