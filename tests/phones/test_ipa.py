@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("panphon")
 
 from aligner.phones.ipa import (COMPOSITION_DIMS, IpaError, ascii_habits, broad_class,  # noqa: E402
-                                composition_vector, read_ipa, read_xsampa)
+                                composition_vector, is_silence_symbol, read_ipa, read_xsampa)
 
 
 def test_field_transcriptions_ascii_habits():
@@ -23,6 +23,10 @@ def test_field_transcriptions_ascii_habits():
         assert ascii_habits(composed) == "ɡ" + mark
         assert np.array_equal(read_ipa(composed).parts, read_ipa("ɡ" + mark).parts)
     assert read_ipa("t'").feature("cg") == 1 and read_ipa("t'").feature("voi") == -1
+    # invisible format characters a label copied from a document may carry: dropped
+    for invisible in ("\u200b", "\ufeff", "\u200d", "\u200e", "\u00ad"):
+        assert read_ipa(f"{invisible}t\u0283{invisible}").ipa == "t\u0283", repr(invisible)
+        assert is_silence_symbol(invisible) and read_ipa(invisible).ipa == "sil"
     assert read_ipa("a:").feature("long") == 1 and read_ipa("a").feature("long") == -1
 
 

@@ -151,8 +151,17 @@ class Segment:
 
 
 def is_silence_symbol(symbol: str) -> bool:
-    """True for the empty label and the spellings of :data:`SILENCE_SYMBOLS`."""
-    return not symbol.strip() or symbol.strip().lower() in SILENCE_SYMBOLS
+    """True for the empty label (blank, or holding only invisible format characters) and the
+    spellings of :data:`SILENCE_SYMBOLS`."""
+    visible = _visible(symbol)
+    return not visible or visible.lower() in SILENCE_SYMBOLS
+
+
+def _visible(symbol: str) -> str:
+    """``symbol`` stripped of white space and of the invisible format characters (Unicode category
+    Cf: zero-width spaces and joiners, byte-order and direction marks, soft hyphens) that a label
+    copied from a document or a word processor may carry."""
+    return "".join(ch for ch in symbol if unicodedata.category(ch) != "Cf").strip()
 
 
 @lru_cache(maxsize=1)
@@ -191,8 +200,9 @@ def ascii_habits(symbol: str) -> str:
     """``symbol`` (NFC) with field transcriptions' ASCII habits read as IPA: ``'`` (or ``’``)
     after a letter is an ejective ``ʼ`` after an obstruent and glottalisation ``ˀ`` after a
     sonorant; ``:`` is length ``ː``; ``g`` is ``ɡ`` (also under a mark that Unicode composes
-    with it, ``ǧ`` ``ḡ``); ``ɝ``/``ɚ`` are ``ɜ˞``/``ə˞``."""
-    text = unicodedata.normalize("NFC", symbol.strip())
+    with it, ``ǧ`` ``ḡ``); ``ɝ``/``ɚ`` are ``ɜ˞``/``ə˞``; invisible format characters are dropped
+    (:func:`_visible`)."""
+    text = unicodedata.normalize("NFC", _visible(symbol))
     out = []
     for ch in unicodedata.normalize("NFD", text):
         if ch in "'’":
