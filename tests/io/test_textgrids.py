@@ -45,6 +45,38 @@ def test_atomic_write_under_a_file_is_one_error_naming_it(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_atomic_write_into_a_folder_another_process_is_making(tmp_path, monkeypatch):
+    """Two workers writing the first files of a new output folder: the folder appears between
+    one worker's failed open and its check. The write goes on (it was refused as an output
+    error, and align-corpus --jobs 2 failed one file of a fresh folder now and then); a folder
+    that stays missing is still an error."""
+    from aligner.errors import OutputError
+    from aligner.io import atomic
+
+    path = tmp_path / "new" / "out.txt"
+    real_open = os.open
+    calls = []
+
+    def racing_open(name, flags, mode=0o777):
+        calls.append(name)
+        if len(calls) == 1:  # the folder is missing when this worker opens ...
+            exc = FileNotFoundError(2, "No such file or directory", str(name))
+            path.parent.mkdir()  # ... and the other worker makes it before this one looks
+            raise exc
+        return real_open(name, flags, mode)
+
+    monkeypatch.setattr(atomic.os, "open", racing_open)
+    atomic_write_text(path, "x")
+    assert path.read_text() == "x" and len(calls) == 2 and leftovers(path.parent) == []
+
+    def vanishing_open(name, flags, mode=0o777):
+        raise FileNotFoundError(2, "No such file or directory", str(name))
+
+    monkeypatch.setattr(atomic.os, "open", vanishing_open)
+    with pytest.raises(OutputError, match="again.txt"):
+        atomic_write_text(tmp_path / "new" / "again.txt", "x")
+
+
 def test_atomic_write_replaces_an_existing_file(tmp_path):
     path = tmp_path / "out.txt"
     path.write_text("old contents that are longer than the new ones\n")

@@ -33,6 +33,11 @@ def _durable_by_default() -> bool:
     return os.environ.get("ALIGNER_DURABLE_WRITES", "").strip().lower() not in ("", "0", "false", "no")
 
 
+#: times :func:`atomic_write_bytes` makes its output's folder and opens again after the folder was
+#: missing (another process may be making it at the same moment) before it gives up
+MISSING_DIRECTORY_TRIES = 3
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, durable: Optional[bool] = None) -> None:
     """Write ``data`` to ``path`` atomically.
 
@@ -48,6 +53,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, durable: Optional[b
     if durable is None:
         durable = _durable_by_default()
     path = Path(path)
+    missing = 0
     try:
         while True:
             tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
@@ -57,8 +63,12 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, durable: Optional[b
                 break
             except FileExistsError:
                 continue
-            except FileNotFoundError:  # the directories are made only when missing (a syscall saved per file)
-                if path.parent.is_dir():
+            except FileNotFoundError:
+                # the directories are made only when missing (a syscall saved per file); another
+                # process writing into the same new folder may make them between the open and
+                # here, so the open is tried again once they exist, not given up
+                missing += 1
+                if missing > MISSING_DIRECTORY_TRIES:
                     raise
                 path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
