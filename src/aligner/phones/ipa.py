@@ -202,9 +202,8 @@ def ascii_habits(symbol: str) -> str:
     sonorant; ``:`` is length ``ː``; ``g`` is ``ɡ`` (also under a mark that Unicode composes
     with it, ``ǧ`` ``ḡ``); ``ɝ``/``ɚ`` are ``ɜ˞``/``ə˞``; invisible format characters are dropped
     (:func:`_visible`)."""
-    text = unicodedata.normalize("NFC", _visible(symbol))
     out = []
-    for ch in unicodedata.normalize("NFD", text):
+    for ch in unicodedata.normalize("NFD", _visible(symbol)):
         if ch in "'’":
             base = _last_letter(out)
             if base is None:

@@ -24,9 +24,9 @@ the vowel model's exact decoder, pulled toward the aligned boundaries:
    decoded the recording with the classifier the vowel model reads.
    A vowel model of front end ``"frames"`` (the shipped fusion model,
    ``models/timit-vowels-fusion``) analyses nothing per cut: the recording's 23 columns
-   (:func:`~aligner.vowels.frame_columns.recording_frame_columns`, from the aligner's MFCC frames
-   and log posteriors where the caller passes them) are computed once, and each cut is their
-   rows with the levels z-scored over the cut.
+   (:func:`~aligner.vowels.frame_columns.span_frame_columns`, from the aligner's MFCC frames and
+   log posteriors where the caller passes them) are computed once, a stretch of consecutive cuts
+   at a time, and each cut is their rows with the levels z-scored over the cut.
 2. **Relocate** (``relocate``). A vowel aligned where the recording's classifier hears
    silence (a word alignment sometimes puts a word in a pause) is cut afresh from the stretch
    between its aligned neighbour vowels (:func:`neighbour_bounds`, at most
@@ -344,7 +344,9 @@ FUSION_SPAN_SAMPLES = 30 * SAMPLE_RATE
 
 def _is_reader(samples) -> bool:
     """Whether ``samples`` are a :class:`~aligner.io.audio.SampleReader` (read by slices), not an array."""
-    return not isinstance(samples, np.ndarray) and hasattr(samples, "close") and hasattr(samples, "shape")
+    from aligner.io.audio import SampleReader
+
+    return isinstance(samples, SampleReader)
 
 
 def _in_memory(samples) -> np.ndarray:

@@ -207,7 +207,7 @@ class VowelModel:
         if self.front_end == FRAMES_FRONT_END:
             for i, a in enumerate(arrays):
                 try:
-                    features = frame_acoustics(a, self.classifier)
+                    features = self.acoustics(a)
                 except FeatureError as exc:
                     features = exc
                 out[i] = self._measure_frames(features, a.shape[0] / SAMPLE_RATE, *recordings[i][1:])

@@ -630,12 +630,13 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
         align_ref = alignment_model if isinstance(alignment_model, (AlignmentModel, UniversalModel)) else str(
             (Path(alignment_model) if alignment_model is not None
              else default_model_dir(UNIVERSAL_KIND if universal else ALIGNMENT_KIND)).resolve())
-    fusion_ref = None
+    fusion_ref = None  # the fusion model as given or its bundle's path (None: the vowel model itself)
     if any_aligned and fuse is not None:
         fusion_ref = fusion_model if fusion_model is not None else (
             str(default_model_dir(VOWEL_KIND, FUSION_MODEL_NAME).resolve()) if model is None else None)
-        if isinstance(fusion_ref, (str, os.PathLike)):
-            fusion_ref = load_vowel_model(fusion_ref)
+    fusion_path = fusion_ref if isinstance(fusion_ref, (str, os.PathLike)) else None
+    if fusion_path is not None:
+        fusion_ref = load_vowel_model(fusion_path)
     report = VowelReport(n_files=len(job_list))
     jobs = max(1, min(int(jobs), len(job_list) or 1))
     given = [None] * len(job_list)  # per task, its absolute paths -> as given (Dask messages)
@@ -651,10 +652,7 @@ def measure_vowels(inputs, model=None, tier: Optional[str] = None, pad: float = 
                  for a, n, t, p, g, al in job_list]
         dask_model = None if model is None else dask_path(model)  # None: each worker's shipped model
         worker_align = None if alignment_model is None else dask_path(alignment_model)
-        worker_fusion = None
-        if fusion_ref is not None:
-            worker_fusion = (dask_path(fusion_model) if fusion_model is not None
-                             else dask_path(str(default_model_dir(VOWEL_KIND, FUSION_MODEL_NAME).resolve())))
+        worker_fusion = None if fusion_path is None else dask_path(fusion_path)
         initializer, initargs = _vowel_worker_init, (dask_model, 1, any_aligned, worker_align, fuse is not None,
                                                      universal, worker_fusion)
     else:  # forked workers inherit all
