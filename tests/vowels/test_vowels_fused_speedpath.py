@@ -334,7 +334,7 @@ def test_fusion_reuses_the_aligners_scoring(timit_dir, monkeypatch, sharing):
         assert len(kept) == 1
         np.testing.assert_array_equal(kept[0].samples, samples)
         np.testing.assert_array_equal(kept[0].frames, mfcc_features(samples))
-        own = kept[0].decoder is aligner_model
+        own = kept[0].decoder is aligner_model or kept[0].own is not None  # the model scored it
         kinds[own] += 1
         new, new_calls = _aligned_rows(monkeypatch, audio, transcript, share=True, vowel_model=vowel_model)
         old, old_calls = _aligned_rows(monkeypatch, audio, transcript, share=False, vowel_model=vowel_model)
@@ -362,16 +362,16 @@ def test_a_recording_sent_to_the_condition_expert_is_scored_by_the_fusion(timit_
     audio = timit_dir / "dr8-mbcg0/sx327.wav"
     own, _ = _aligned_rows(monkeypatch, audio, audio.with_suffix(".txt"), share=True)
     # this model object only (the shipped one is cached for the other tests): every recording to the expert
-    def to_the_expert(frames, samples=None):
+    def to_the_expert(frames, samples=None):  # sent before the model scored it: no scores of its own
         frames = aligner_model.frames_of(samples) if frames is None else frames
-        return expert, expert.classifier.scores(frames), frames
+        return expert, expert.classifier.scores(frames), frames, None
 
-    aligner_model.__dict__["scored"] = to_the_expert
+    aligner_model.__dict__["scored_keeping_own"] = to_the_expert
     try:
         new, new_calls = _aligned_rows(monkeypatch, audio, audio.with_suffix(".txt"), share=True)
         old, old_calls = _aligned_rows(monkeypatch, audio, audio.with_suffix(".txt"), share=False)
     finally:
-        del aligner_model.__dict__["scored"]
+        del aligner_model.__dict__["scored_keeping_own"]
     assert new_calls == {"classifier": old_calls["classifier"], "read": 0} and old_calls["classifier"] >= 1
     assert new == old
     assert [(r.onset_s, r.offset_s) for r in new] != [(r.onset_s, r.offset_s) for r in own]  # the expert's alignment
@@ -421,6 +421,42 @@ def test_shared_log_posteriors_only_from_the_same_classifier():
     holder = SimpleNamespace(classifier=plain)
     scored = ScoredRecording(samples, kept[0].frames, holder, plain.scores(kept[0].frames))
     np.testing.assert_array_equal(shared_log_posteriors(scored, holder, plain), plain.log_posteriors(kept[0].frames))
+
+
+def test_scores_shared_when_the_entropy_gate_sent_the_recording_to_the_expert():
+    """A recording the model scored before its entropy gate sent it to the expert hands the
+    fusion the model's own frames and scores (:attr:`ScoredRecording.own`); one a gate on the
+    samples sent there first (never scored by the model) hands none."""
+    from aligner.alignment.pipeline import align_transcript, load_model
+    from aligner.features.mfcc import mfcc_features
+    from aligner.io.audio import load_audio
+    from aligner.vowels.fused import shared_log_posteriors, shared_mfcc_frames
+
+    from tests.conftest import REPO
+
+    aligner_model, vowel_model = load_model(), _vowel_model_sharing_the_classifier()
+    if aligner_model.condition_expert is None:
+        pytest.skip("the shipped model has no condition expert")
+    audio = REPO / "examples" / "demo.wav"
+    samples = load_audio(audio)
+    unsure = copy.copy(aligner_model)  # every recording too uncertain: the entropy gate decides
+    unsure.condition_gate, unsure.condition_range_gate, unsure.condition_band_gate = 1e-9, None, None
+    kept = []
+    align_transcript(audio, audio.with_suffix(".lab"), unsure, on_scored=kept.append)
+    assert kept[0].decoder is unsure.condition_expert and kept[0].own is not None
+    frames = mfcc_features(samples)
+    np.testing.assert_array_equal(kept[0].own[0], frames)
+    np.testing.assert_array_equal(kept[0].own[1], unsure.classifier.scores(frames))
+    np.testing.assert_array_equal(shared_mfcc_frames(kept[0], unsure), frames)
+    np.testing.assert_allclose(shared_log_posteriors(kept[0], unsure, vowel_model.classifier),
+                               vowel_model.classifier.log_posteriors(frames), rtol=0, atol=1e-5)
+    quiet = copy.copy(aligner_model)  # every recording below the range gate: sent before scoring
+    quiet.condition_range_gate = 200.0
+    kept = []
+    align_transcript(audio, audio.with_suffix(".lab"), quiet, on_scored=kept.append)
+    assert kept[0].decoder is quiet.condition_expert and kept[0].own is None
+    assert shared_log_posteriors(kept[0], quiet, vowel_model.classifier) is None
+    assert shared_mfcc_frames(kept[0], quiet) is None
 
 
 def test_shared_mfcc_frames_only_when_they_are_the_samples():

@@ -392,7 +392,11 @@ class AlignmentModel:
         return self.frames_of(samples) if frames is None else frames
 
     def scored(self, frames: np.ndarray | None, samples=None) -> tuple:
-        """``(decoder, scores, frames)`` of a recording of MFCC ``frames`` (T, 42) (this model's
+        """:meth:`scored_keeping_own` without its last item: ``(decoder, scores, frames)``."""
+        return self.scored_keeping_own(frames, samples)[:3]
+
+    def scored_keeping_own(self, frames: np.ndarray | None, samples=None) -> tuple:
+        """``(decoder, scores, frames, own)`` of a recording of MFCC ``frames`` (T, 42) (this model's
         :meth:`frames_of` its ``samples``; None: computed here when needed): this model, its
         classifier's scores (T, classes) and those frames; or, when the model has a condition
         expert and the recording passes one of its gates, the expert, the expert classifier's
@@ -415,7 +419,11 @@ class AlignmentModel:
         The first three are judged before this model scores the recording, so such a recording is
         never scored twice. The multi-condition expert reads frames of the samples its front end
         dereverberated or denoised (:meth:`cleaned`), when it changes them. Without ``samples``
-        only the entropy counts (``frames`` must then be given)."""
+        only the entropy counts (``frames`` must then be given).
+
+        ``own``: ``(frames, scores)`` of this model, (T, 42) and (T, classes), when it scored the
+        recording and the entropy gate then sent it to the expert (a caller that reads this
+        model's scores need not compute them again); else None."""
         expert = self.condition_expert
         if expert is not None and samples is not None and (self.condition_range_gate is not None
                                                             or self.condition_band_gate is not None):
@@ -425,10 +433,10 @@ class AlignmentModel:
                 band_expert = self.condition_band_expert
                 if band_expert is not None:
                     band_frames = band_expert.frames_of(samples)
-                    return band_expert, band_expert.classifier.scores(band_frames), band_frames
+                    return band_expert, band_expert.classifier.scores(band_frames), band_frames, None
             if below_range or (band_share is not None and band_share < self.condition_band_gate):
                 frames = self._expert_frames(expert, samples, frames)
-                return expert, expert.classifier.scores(frames), frames
+                return expert, expert.classifier.scores(frames), frames, None
         reverberant = None
         settings = None if expert is None else expert.front_dereverb
         if (settings is not None and settings.gate_db is not None and samples is not None
@@ -436,13 +444,13 @@ class AlignmentModel:
             reverberant = is_reverberant(samples, settings)
             if reverberant:
                 frames = self._expert_frames(expert, samples, frames, True)
-                return expert, expert.classifier.scores(frames), frames
+                return expert, expert.classifier.scores(frames), frames, None
         frames = self.frames_of(samples) if frames is None else frames
         scores = self.classifier.scores(frames)
         if expert is not None and posterior_entropy(self.classifier, scores) > self.condition_gate:
-            frames = self._expert_frames(expert, samples, frames, reverberant)
-            return expert, expert.classifier.scores(frames), frames
-        return self, scores, frames
+            expert_frames = self._expert_frames(expert, samples, frames, reverberant)
+            return expert, expert.classifier.scores(expert_frames), expert_frames, (frames, scores)
+        return self, scores, frames, None
 
     @property
     def task(self) -> AlignmentTask:
@@ -626,19 +634,20 @@ class AlignmentModel:
                           name: str = "<utterance>", split_stops: bool | None = None, review: bool = True,
                           on_scored=None) -> tuple:
         """:meth:`align` and its review: ``(intervals, confidences (K,) or None, transcript-match
-        probability or None)`` (:meth:`align_reviewed`). ``on_scored(frames, decoder, scores)``,
+        probability or None)`` (:meth:`align_reviewed`). ``on_scored(frames, decoder, scores, own)``,
         if given, is called after a successful alignment with the model that decoded the
-        recording (this one or one of its experts, :meth:`scored`), the (T, 42) MFCC frames it
-        read (its :meth:`frames_of` the samples) and its classifier scores (T, classes), for a
-        caller that reuses them."""
+        recording (this one or one of its experts, :meth:`scored_keeping_own`), the (T, 42) MFCC
+        frames it read (its :meth:`frames_of` the samples), its classifier scores (T, classes)
+        and this model's own ``(frames, scores)`` where it scored the recording before its
+        expert took it (else None), for a caller that reuses them."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
-        model, scores, frames = self.scored(None, samples)
+        model, scores, frames, own = self.scored_keeping_own(None, samples)
         result = self._align_cut(model, scores, samples, symbols, phone_set, name, split_stops, review)
         if result is None:
             result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
                                           name=name, split_stops=split_stops, review=review)
         if on_scored is not None:
-            on_scored(frames, model, scores)
+            on_scored(frames, model, scores, own)
         return result
 
     def silent_edges_cut(self, model: "AlignmentModel", scores: np.ndarray, samples: np.ndarray,

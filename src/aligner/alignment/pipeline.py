@@ -150,13 +150,17 @@ class ScoredRecording:
     frame: the frames are those of ``samples``); ``decoder``: the model that decoded the
     recording (the model itself, or one of its experts when a gate of
     :meth:`~aligner.alignment.model.AlignmentModel.scored` sent the recording there);
-    ``scores``: (T, n_classes) float32 ``decoder.classifier.scores(frames)``.
+    ``scores``: (T, n_classes) float32 ``decoder.classifier.scores(frames)``; ``own``: the
+    ``(frames, scores)`` of the model itself when it scored the recording before its entropy gate
+    sent it to the expert (:meth:`~aligner.alignment.model.AlignmentModel.scored_keeping_own`),
+    else None.
     """
 
     samples: np.ndarray
     frames: np.ndarray
     decoder: AlignmentModel
     scores: np.ndarray
+    own: Optional[tuple] = None
 
 
 def _flagged(m: AlignmentModel, match: Optional[float]) -> bool:
@@ -238,8 +242,8 @@ def _decode_recording(m: AlignmentModel, audio, symbols, pset, name, split_stops
         samples, name = _samples_any_length(audio, sr, name)
         hand_on = None
         if on_scored is not None and isinstance(samples, np.ndarray):  # read whole: its scoring is kept
-            def hand_on(frames, decoder, scores):
-                on_scored(ScoredRecording(samples, frames, decoder, scores))
+            def hand_on(frames, decoder, scores, own):
+                on_scored(ScoredRecording(samples, frames, decoder, scores, own))
         return m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops, review=review,
                                    on_scored=hand_on)
     except AlignmentError as exc:
@@ -587,10 +591,10 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     for seg, start, end, label, labels, prons, dm in work:
         a, b = int(round(start * SAMPLE_RATE)), int(round(end * SAMPLE_RATE))
         cut = samples if (a, b) == (0, len(samples)) else samples[a:b]  # a whole long file stays on disk
-        decoder, scores, frames = dm.scored(None, cut)
+        decoder, scores, frames, own = dm.scored_keeping_own(None, cut)
         if (on_scored is not None and len(work) == 1 and a == 0 and isinstance(samples, np.ndarray)
                 and n_frames(len(cut)) == n_frames(len(samples))):  # the recording's frames, all of them
-            scored = ScoredRecording(samples, frames, decoder, scores)
+            scored = ScoredRecording(samples, frames, decoder, scores, own)
         settings = dict(name=label, review=True, dialect=dialect if language is None else "rhotic",
                         weak_forms=language is None, rules=rules)
         result = None

@@ -432,21 +432,33 @@ def same_classifier(a, b) -> bool:
     return equal
 
 
+def _own_scoring(scored, aligner_model) -> Optional[tuple]:
+    """``(frames, scores)`` of ``aligner_model``'s own scoring of a recording ``scored`` (a
+    :class:`~aligner.alignment.pipeline.ScoredRecording` or None): those it decoded with, or
+    those it computed before its entropy gate sent the recording to its expert
+    (:attr:`~aligner.alignment.pipeline.ScoredRecording.own`); None when it never scored it."""
+    if scored is None or aligner_model is None:
+        return None
+    if scored.decoder is aligner_model:
+        return scored.frames, scored.scores
+    return getattr(scored, "own", None)
+
+
 def shared_log_posteriors(scored, aligner_model, classifier) -> Optional[np.ndarray]:
     """The recording's (Tc, n_classes) float32 log posteriors by ``classifier`` (the vowel
     model's) from the aligner's scoring of it, or None when they are not the same: ``scored``
-    (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) decoded by a model other
-    than ``aligner_model`` (its condition expert, whose classifier scored the recording), or
-    ``aligner_model``'s classifier not the same as ``classifier`` (:func:`same_classifier`).
+    (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) never scored by
+    ``aligner_model`` itself (a gate on the samples sent it to an expert first;
+    :func:`_own_scoring`), or ``aligner_model``'s classifier not the same as ``classifier``
+    (:func:`same_classifier`).
     The scores are the log posteriors minus the log class priors when the classifier divides
     by them (:meth:`~aligner.features.frame_classifier.FrameClassifier.scores`); the priors are
     added back, in float32 as they were taken off, which gives the classifier's own log
     posteriors to the rounding of the float32 scores (half a unit in their last place)."""
-    if scored is None or aligner_model is None or scored.decoder is not aligner_model:
+    own = _own_scoring(scored, aligner_model)
+    if own is None or not same_classifier(aligner_model.classifier, classifier):
         return None
-    if not same_classifier(aligner_model.classifier, classifier):
-        return None
-    scores = np.asarray(scored.scores)
+    scores = np.asarray(own[1])
     if not classifier.prior_division:
         return scores
     return (scores + classifier.log_prior).astype(np.float32, copy=False)
@@ -455,19 +467,20 @@ def shared_log_posteriors(scored, aligner_model, classifier) -> Optional[np.ndar
 def shared_mfcc_frames(scored, aligner_model) -> Optional[np.ndarray]:
     """The recording's (Tc, 42) float32 :func:`~aligner.features.mfcc.mfcc_features` of its
     samples as the aligner computed them, or None when the frames it read are not those:
-    ``scored`` (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) decoded by a
-    model other than ``aligner_model`` (its condition expert, which may read cleaned audio), or
+    ``scored`` (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) never scored
+    by ``aligner_model`` itself (:func:`_own_scoring`; an expert may read cleaned audio), or
     ``aligner_model`` hearing the recording through a front end of its own (a band, a
     dereverberation or a denoiser: :meth:`~aligner.alignment.model.AlignmentModel.frames_of`).
     The vowel model's classifier reads these frames when it is not the aligner's
     (:func:`shared_log_posteriors`), so the recording's MFCC is computed once."""
     from aligner.features import mfcc as mf
 
-    if scored is None or aligner_model is None or scored.decoder is not aligner_model:
+    own = _own_scoring(scored, aligner_model)
+    if own is None:
         return None
     if any(getattr(aligner_model, a, None) is not None for a in ("front_band_hz", "front_dereverb", "front_denoise")):
         return None
-    frames = scored.frames
+    frames = own[0]
     samples = scored.samples
     if (not isinstance(frames, np.ndarray) or not isinstance(samples, np.ndarray) or samples.ndim != 1
             or frames.dtype != np.float32 or frames.shape != (mf.n_frames(samples.shape[0]), mf.N_FEATURES)):
