@@ -105,6 +105,48 @@ def test_pull_and_cap_on_the_decoder():
     assert tuple(together[2][0]) != tuple(together[0][0])
 
 
+def test_decode_cut_pulls_is_decode_pulls_on_the_cut():
+    """The fusion's one-pass decoder (:meth:`VowelTask.decode_cut_pulls`) gives what building the
+    decoder input and :meth:`VowelTask.decode_pulls` give: the same outputs, the objectives to
+    rounding; and the same errors."""
+    from aligner.errors import AlignmentError, FeatureError
+    from aligner.vowels.task import make_vowel_input
+
+    model = _shipped_vowel_model()
+    rng = np.random.default_rng(7)
+    n_same = 0
+    for trial in range(40):
+        T = int(rng.integers(12, 90))
+        features = rng.standard_normal((T, 22)) * rng.uniform(0.2, 3.0, 22)
+        on = (int(rng.integers(0, T // 2)), int(rng.integers(T // 2, T)))
+        off = (int(rng.integers(0, T // 2)), int(rng.integers(T // 2, T)))
+        a_b = int(rng.integers(0, T - 1))
+        y = None if trial % 5 == 0 else (a_b, int(rng.integers(a_b + 1, T)))
+        pulls, cap = [0.0, -float(rng.uniform(0, 80))], (None if trial % 3 == 0 else float(rng.uniform(1, 12)))
+        layout = dict(columns=model.columns, widths=model.widths, outside_width=model.outside_width)
+        try:
+            x = make_vowel_input(features, model.min_dur, model.max_dur, on, off, **layout)
+        except AlignmentError:
+            with pytest.raises(AlignmentError):
+                model.task.decode_cut_pulls(features, model.weights, y, pulls, cap, min_dur=model.min_dur,
+                                            max_dur=model.max_dur, onset_range=on, offset_range=off, **layout)
+            continue
+        want = model.task.decode_pulls(x, model.weights, None if y is None else np.array(y), pulls, cap)
+        got = model.task.decode_cut_pulls(features, model.weights, y, pulls, cap, min_dur=model.min_dur,
+                                          max_dur=model.max_dur, onset_range=on, offset_range=off, **layout)
+        for (y_want, v_want), (y_got, v_got) in zip(want, got):
+            assert tuple(y_got) == tuple(y_want)
+            assert v_got == pytest.approx(v_want, rel=1e-9, abs=1e-9)
+            n_same += 1
+    assert n_same >= 40
+    bad = rng.standard_normal((30, 22))
+    bad[4, model.columns[0]] = np.nan
+    with pytest.raises(FeatureError, match="non-finite"):
+        model.task.decode_cut_pulls(bad, model.weights, None, [0.0], None, columns=model.columns,
+                                    widths=model.widths, outside_width=model.outside_width, min_dur=model.min_dur,
+                                    max_dur=model.max_dur, onset_range=(0, 29), offset_range=(0, 29))
+
+
 def test_pull_pair_and_cap_match_brute_force():
     """The decoder with a pull of its own per boundary and a cap is the exact argmax of
     ``w . phi(y) + eps_on * min([|t_b - a_b| - tau]_+, cap) + eps_off * min([|t_e - a_e| - tau]_+, cap)``."""

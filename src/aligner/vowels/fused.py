@@ -74,7 +74,6 @@ from aligner.frames import SAMPLE_RATE
 from aligner.phones.sets import ARPABET_TO_39, BROAD_CLASS_OF, TIMIT61_TO_39
 from aligner.vowels.cvc import TIMIT_FLANKS
 from aligner.vowels.frame_columns import FRAMES_FRONT_END
-from aligner.vowels.task import make_vowel_input
 
 #: the mode of a row measured by fusing the alignment with the vowel model
 FUSED_MODE = "fused"
@@ -253,13 +252,13 @@ def decode_fused(model, features: np.ndarray, aligned: tuple, settings: FusionSe
         raise AlignerError(f"{name}: the aligned vowel lies at the edge of the recording")
     if model.vowel_like_flag(features[on[0]:off[1] + 1], name):  # raises when nothing is voiced
         raise AlignerError(f"{name}: no vowel-like frame near the aligned vowel")
-    x = make_vowel_input(features, model.min_dur, model.max_dur, on, off, columns=model.columns,
-                         widths=model.widths, outside_width=model.outside_width, name=name)
     norm = float(np.linalg.norm(model.weights))
     pulled = a_b < a_e
-    decoded = model.task.decode_pulls(x, model.weights, np.array([a_b, a_e]) if pulled else None,
-                                      [-pull * norm if pull > 0 and pulled else 0.0 for pull in settings.pulls],
-                                      settings.cap)
+    decoded = model.task.decode_cut_pulls(features, model.weights, (a_b, a_e) if pulled else None,
+                                          [-pull * norm if pull > 0 and pulled else 0.0 for pull in settings.pulls],
+                                          settings.cap, columns=model.columns, widths=model.widths,
+                                          outside_width=model.outside_width, min_dur=model.min_dur,
+                                          max_dur=model.max_dur, onset_range=on, offset_range=off, name=name)
     ons = [float(y[0]) for y, _ in decoded]
     offs = [float(y[1]) for y, _ in decoded]
     return (_mean(ons), _mean(offs)), _mean([value for _, value in decoded])

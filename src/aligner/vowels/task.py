@@ -380,22 +380,7 @@ def make_vowel_input(
     if outside_width < 1:
         raise ValueError(f"{name}: outside_width must be >= 1 frame, got {outside_width}")
 
-    on_lo, on_hi = (0, T - 1) if onset_range is None else (int(onset_range[0]), int(onset_range[1]))
-    off_lo, off_hi = (0, T - 1) if offset_range is None else (int(offset_range[0]), int(offset_range[1]))
-    on_lo, off_lo = max(on_lo, 0), max(off_lo, 0)
-    on_hi, off_hi = min(on_hi, T - 1), min(off_hi, T - 1)
-    # tighten: an onset needs an offset min_dur..max_dur frames later within the offset range
-    on_lo = max(on_lo, off_lo - max_dur)
-    on_hi = min(on_hi, off_hi - min_dur)
-    if on_lo > on_hi or off_lo > off_hi:
-        raise AlignmentError(
-            f"{name}: no vowel of {min_dur}-{max_dur} frames fits in {T} frames "
-            f"(onsets {onset_range if onset_range is not None else (0, T - 1)}, "
-            f"offsets {offset_range if offset_range is not None else (0, T - 1)}); "
-            f"the cut is too short or the ranges too narrow"
-        )
-    off_lo = max(off_lo, on_lo + min_dur)
-    off_hi = min(off_hi, on_hi + max_dur)
+    on_lo, on_hi, off_lo, off_hi = searched_ranges(T, min_dur, max_dur, onset_range, offset_range, name)
 
     F, W = X.shape[1], widths.size
     cum = np.empty((T + 1, F), dtype=np.float64)
@@ -417,6 +402,30 @@ def make_vowel_input(
         outside_width=outside_width,
         name=name,
     )
+
+
+def searched_ranges(T: int, min_dur: int, max_dur: int, onset_range: Optional[tuple] = None,
+                    offset_range: Optional[tuple] = None, name: str = "<cut>") -> tuple:
+    """``(on_lo, on_hi, off_lo, off_hi)``, inclusive frames: the onsets and offsets of a cut of
+    ``T`` frames the decoder searches, ``onset_range`` and ``offset_range`` (default ``(0, T-1)``)
+    clipped to the cut and tightened so that every onset has an offset ``min_dur..max_dur``
+    frames later and every offset an onset. Raises :class:`~aligner.errors.AlignmentError`
+    (naming ``name``) when no pair fits."""
+    on_lo, on_hi = (0, T - 1) if onset_range is None else (int(onset_range[0]), int(onset_range[1]))
+    off_lo, off_hi = (0, T - 1) if offset_range is None else (int(offset_range[0]), int(offset_range[1]))
+    on_lo, off_lo = max(on_lo, 0), max(off_lo, 0)
+    on_hi, off_hi = min(on_hi, T - 1), min(off_hi, T - 1)
+    # tighten: an onset needs an offset min_dur..max_dur frames later within the offset range
+    on_lo = max(on_lo, off_lo - max_dur)
+    on_hi = min(on_hi, off_hi - min_dur)
+    if on_lo > on_hi or off_lo > off_hi:
+        raise AlignmentError(
+            f"{name}: no vowel of {min_dur}-{max_dur} frames fits in {T} frames "
+            f"(onsets {onset_range if onset_range is not None else (0, T - 1)}, "
+            f"offsets {offset_range if offset_range is not None else (0, T - 1)}); "
+            f"the cut is too short or the ranges too narrow"
+        )
+    return on_lo, on_hi, max(off_lo, on_lo + min_dur), min(off_hi, on_hi + max_dur)
 
 
 def normalise_cut(X, min_std: float = 1e-8) -> np.ndarray:
@@ -459,6 +468,79 @@ def _best_pairs(A, B, Z, P, inv_cnt, on_lo, on_hi, off_lo, off_hi, min_dur, max_
         out[k, 0] = bb
         out[k, 1] = be
         values[k] = best
+
+
+@njit(cache=True, nogil=True)
+def _cut_pulled_pairs(X, widths, outside_width, w_on, w_off, w_io, P, inv_cnt, on_lo, on_hi, off_lo, off_hi,
+                      min_dur, max_dur, ref_b, ref_e, pulls, tau_on, tau_off, cap, out, values):
+    """:func:`_best_pairs` of one cut under one weight vector for each pull of ``pulls`` (P,),
+    straight from its (T, F) float64 columns ``X``: the window means of :func:`_window_arrays`
+    (sums times the reciprocal count rather than divided by it) weighted as the decoder's onset, offset and inside scores
+    (:meth:`VowelTask._window_scores`: ``w_on``, ``w_off`` (F*W,) on the edges, column-major by
+    width, ``w_io`` (F,) on the inside and outside means) without the (T+1, F*W) edge array.
+    A pull ``eps`` other than 0 adds ``eps * min([|t - ref_b| - tau_on]_+, cap)`` to the onset
+    scores and ``eps * min([|t - 1 - ref_e| - tau_off]_+, cap)`` to the offset scores
+    (:meth:`VowelTask._run`; ``cap`` inf: no cap; ``ref_b`` < 0: no pull). ``P``, ``inv_cnt``:
+    the prior's scores and ``1/(d+1)`` of :meth:`VowelTask._weight_terms`. Writes ``out[k]`` and
+    ``values[k]`` (without the standardisation's constant) for each pull."""
+    T, F = X.shape
+    W = widths.shape[0]
+    cum = np.empty((T + 1, F))
+    for i in range(F):
+        cum[0, i] = 0.0
+    if T > 0:
+        for i in range(F):
+            cum[1, i] = X[0, i]
+    for t in range(1, T):
+        for i in range(F):
+            cum[t + 1, i] = cum[t, i] + X[t, i]
+    A0 = np.empty(T + 1)
+    B0 = np.empty(T + 1)
+    Z = np.empty(T + 1)
+    for t in range(T + 1):
+        a_on = 0.0
+        a_off = 0.0
+        io_before = 0.0
+        io_after = 0.0
+        z = 0.0
+        for j in range(W + 1):
+            w = widths[j] if j < W else outside_width
+            lo = max(t - w, 0)
+            hi = min(t + w, T)
+            # an empty window's mean is 0: its reciprocal count 0 (multiplied, not divided)
+            r_before = 1.0 / (t - lo) if t > lo else 0.0
+            r_after = 1.0 / (hi - t) if hi > t else 0.0
+            for i in range(F):
+                b = (cum[t, i] - cum[lo, i]) * r_before
+                a = (cum[hi, i] - cum[t, i]) * r_after
+                if j < W:
+                    a_on += w_on[i * W + j] * (a - b)
+                    a_off += w_off[i * W + j] * (a - b)
+                else:
+                    io_before += w_io[i] * b
+                    io_after += w_io[i] * a
+        for i in range(F):
+            z += w_io[i] * cum[t, i]
+        A0[t] = a_on - 0.5 * io_before
+        B0[t] = a_off - 0.5 * io_after
+        Z[t] = z
+    A = np.empty((1, T + 1))
+    B = np.empty((1, T + 1))
+    Zk = Z.reshape(1, T + 1)
+    one = np.empty((1, 2), dtype=np.int64)
+    value = np.empty(1)
+    for k in range(pulls.shape[0]):
+        eps = pulls[k]
+        for t in range(T + 1):
+            A[0, t] = A0[t]
+            B[0, t] = B0[t]
+            if eps != 0.0 and ref_b >= 0:
+                A[0, t] += eps * min(max(abs(t - ref_b) - tau_on, 0.0), cap)
+                B[0, t] += eps * min(max(abs(t - 1 - ref_e) - tau_off, 0.0), cap)
+        _best_pairs(A, B, Zk, P, inv_cnt, on_lo, on_hi, off_lo, off_hi, min_dur, max_dur, one, value)
+        out[k, 0] = one[0, 0]
+        out[k, 1] = one[0, 1]
+        values[k] = value[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -660,6 +742,41 @@ class VowelTask(StructuredTask):
             out.append((ys[0], float(vals[0])))
         return out
 
+    def decode_cut_pulls(self, features: np.ndarray, w, y, pulls: Sequence, cap: Optional[float] = None, *,
+                         columns: Sequence[int], widths: Sequence[int], outside_width: int, min_dur: int,
+                         max_dur: int, onset_range: tuple, offset_range: tuple, name: str = "<cut>") -> list:
+        """:meth:`decode_pulls` of the :func:`make_vowel_input` of a cut's (T, C) ``features``
+        (the same arguments; ``widths`` as this task's), without building the input: one numba
+        pass (:func:`_cut_pulled_pairs`) computes the window scores and decodes every pull.
+        The outputs are those of :meth:`decode_pulls` but for the rounding of the window scores
+        (summed in another order), which can only matter between candidates that tie to the
+        last bits. Raises as :func:`make_vowel_input` for non-finite features and when no
+        candidate fits."""
+        X = np.asarray(features, dtype=np.float64)
+        if X.ndim != 2 or X.shape[0] == 0:
+            raise FeatureError(f"{name}: features must be a non-empty (frames, columns) array, got shape {X.shape}")
+        X = np.ascontiguousarray(X[:, np.asarray(columns, dtype=np.int64)])
+        if not np.isfinite(X).all():
+            bad = np.argwhere(~np.isfinite(X))[0]
+            raise FeatureError(f"{name}: non-finite feature value at frame {bad[0]}, selected column {bad[1]}")
+        widths = np.asarray(widths, dtype=np.int64)
+        if X.shape[1] != self.n_columns or widths.shape[0] != self.n_widths:
+            raise ValueError(f"{name}: {X.shape[1]} columns x {widths.shape[0]} widths but the task expects "
+                             f"{self.n_columns} x {self.n_widths}")
+        T = X.shape[0]
+        on_lo, on_hi, off_lo, off_hi = searched_ranges(T, min_dur, max_dur, onset_range, offset_range, name)
+        ws = np.asarray(w, dtype=np.float64).reshape(1, -1)
+        we, const, P, inv_cnt = self._weight_terms(ws, int(max_dur))
+        n1, n2, n3 = self._blocks
+        ref = (-1, -1) if y is None else _check_y_frames(T, y, name)
+        eps = np.array([float(p or 0.0) for p in pulls], dtype=np.float64)
+        out = np.empty((eps.shape[0], 2), dtype=np.int64)
+        values = np.empty(eps.shape[0])
+        _cut_pulled_pairs(X, widths, int(outside_width), we[0, :n1], we[0, n1:n2], we[0, n2:n3], P, inv_cnt,
+                          on_lo, on_hi, off_lo, off_hi, int(min_dur), int(max_dur), int(ref[0]), int(ref[1]), eps,
+                          self.tau_on, self.tau_off, math.inf if cap is None else float(cap), out, values)
+        return [(out[k], float(values[k] + const[0])) for k in range(eps.shape[0])]
+
     def _window_scores(self, x: VowelInput, ws: np.ndarray) -> tuple:
         """``(A, B, Z, P, inv_cnt, const)`` of :meth:`_run` for the (n, d) weights ``ws``: the
         onset, offset and inside scores of every frame (n, T + 1), the duration prior's score."""
@@ -737,12 +854,17 @@ def _vec(a, n, what) -> np.ndarray:
 
 def _check_y(x: VowelInput, y) -> tuple[int, int]:
     """Validate ``(t_b, t_e)``: two integer frames with ``0 <= t_b < t_e < T``."""
+    return _check_y_frames(x.n_frames, y, x.name)
+
+
+def _check_y_frames(T: int, y, name: str = "<cut>") -> tuple[int, int]:
+    """:func:`_check_y` for a cut of ``T`` frames."""
     y = np.asarray(y)
     if y.shape != (2,):
-        raise ValueError(f"{x.name}: y must be (onset, offset), got shape {y.shape}")
+        raise ValueError(f"{name}: y must be (onset, offset), got shape {y.shape}")
     if y.dtype.kind not in "iu" and not np.all(y == np.round(y)):
-        raise ValueError(f"{x.name}: y must hold integer frame indices, got {y.tolist()}")
+        raise ValueError(f"{name}: y must hold integer frame indices, got {y.tolist()}")
     b, e = int(y[0]), int(y[1])
-    if not 0 <= b < e < x.n_frames:
-        raise ValueError(f"{x.name}: need 0 <= onset < offset < T = {x.n_frames}, got ({b}, {e})")
+    if not 0 <= b < e < T:
+        raise ValueError(f"{name}: need 0 <= onset < offset < T = {T}, got ({b}, {e})")
     return b, e
