@@ -334,7 +334,7 @@ def test_fusion_reuses_the_aligners_scoring(timit_dir, monkeypatch, sharing):
         assert len(kept) == 1
         np.testing.assert_array_equal(kept[0].samples, samples)
         np.testing.assert_array_equal(kept[0].frames, mfcc_features(samples))
-        own = kept[0].decoder is aligner_model or kept[0].own is not None  # the model scored it
+        own = kept[0].decoder is aligner_model or (kept[0].own is not None and kept[0].own[1] is not None)  # scored
         kinds[own] += 1
         new, new_calls = _aligned_rows(monkeypatch, audio, transcript, share=True, vowel_model=vowel_model)
         old, old_calls = _aligned_rows(monkeypatch, audio, transcript, share=False, vowel_model=vowel_model)
@@ -426,7 +426,8 @@ def test_shared_log_posteriors_only_from_the_same_classifier():
 def test_scores_shared_when_the_entropy_gate_sent_the_recording_to_the_expert():
     """A recording the model scored before its entropy gate sent it to the expert hands the
     fusion the model's own frames and scores (:attr:`ScoredRecording.own`); one a gate on the
-    samples sent there first (never scored by the model) hands none."""
+    samples sent there first (never scored by the model) its frames alone, where the expert read
+    them, and nothing where the expert's front end changed the recording."""
     from aligner.alignment.pipeline import align_transcript, load_model
     from aligner.features.mfcc import mfcc_features
     from aligner.io.audio import load_audio
@@ -454,9 +455,18 @@ def test_scores_shared_when_the_entropy_gate_sent_the_recording_to_the_expert():
     quiet.condition_range_gate = 200.0
     kept = []
     align_transcript(audio, audio.with_suffix(".lab"), quiet, on_scored=kept.append)
-    assert kept[0].decoder is quiet.condition_expert and kept[0].own is None
+    assert kept[0].decoder is quiet.condition_expert
+    assert quiet.condition_expert.cleaned(samples) is None  # the expert reads the model's own frames
+    assert kept[0].own[1] is None  # never scored by the model: its frames alone
     assert shared_log_posteriors(kept[0], quiet, vowel_model.classifier) is None
-    assert shared_mfcc_frames(kept[0], quiet) is None
+    np.testing.assert_array_equal(shared_mfcc_frames(kept[0], quiet), frames)
+    cleaning = copy.copy(quiet)  # an expert whose front end changes the recording: nothing of the model's
+    cleaning.condition_expert = copy.copy(quiet.condition_expert)
+    cleaning.condition_expert.cleaned = lambda samples, reverberant=None: samples * np.float32(0.5)
+    kept = []
+    align_transcript(audio, audio.with_suffix(".lab"), cleaning, on_scored=kept.append)
+    assert kept[0].decoder is cleaning.condition_expert and kept[0].own is None
+    assert shared_mfcc_frames(kept[0], cleaning) is None
 
 
 def test_shared_mfcc_frames_only_when_they_are_the_samples():

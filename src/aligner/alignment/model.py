@@ -386,10 +386,15 @@ class AlignmentModel:
         16 kHz ``samples`` whose frames by this model are ``frames`` (None: not yet computed):
         those frames, unless the expert's front end changes this recording (:meth:`cleaned`;
         ``reverberant`` as there)."""
+        return self._expert_reading(expert, samples, frames, reverberant)[0]
+
+    def _expert_reading(self, expert: "AlignmentModel", samples, frames, reverberant: bool | None = None) -> tuple:
+        """``(frames, own)``: :meth:`_expert_frames`, and whether they are this model's own
+        frames of the recording (the expert's front end left it as it was)."""
         cleaned = None if samples is None else expert.cleaned(samples, reverberant)
         if cleaned is not None:
-            return mfcc_features(cleaned, SAMPLE_RATE)
-        return self.frames_of(samples) if frames is None else frames
+            return mfcc_features(cleaned, SAMPLE_RATE), False
+        return (self.frames_of(samples) if frames is None else frames), True
 
     def scored(self, frames: np.ndarray | None, samples=None) -> tuple:
         """:meth:`scored_keeping_own` without its last item: ``(decoder, scores, frames)``."""
@@ -421,9 +426,11 @@ class AlignmentModel:
         dereverberated or denoised (:meth:`cleaned`), when it changes them. Without ``samples``
         only the entropy counts (``frames`` must then be given).
 
-        ``own``: ``(frames, scores)`` of this model, (T, 42) and (T, classes), when it scored the
-        recording and the entropy gate then sent it to the expert (a caller that reads this
-        model's scores need not compute them again); else None."""
+        ``own``: this model's own reading of a recording it sent to the expert, for a caller that
+        reads it (and need not compute it again): ``(frames, scores)``, (T, 42) and
+        (T, classes), when this model scored the recording and its entropy gate then sent it
+        there; ``(frames, None)`` when a gate on the samples sent it there and the expert read
+        this model's frames (its front end left the recording as it was); else None."""
         expert = self.condition_expert
         if expert is not None and samples is not None and (self.condition_range_gate is not None
                                                             or self.condition_band_gate is not None):
@@ -435,8 +442,8 @@ class AlignmentModel:
                     band_frames = band_expert.frames_of(samples)
                     return band_expert, band_expert.classifier.scores(band_frames), band_frames, None
             if below_range or (band_share is not None and band_share < self.condition_band_gate):
-                frames = self._expert_frames(expert, samples, frames)
-                return expert, expert.classifier.scores(frames), frames, None
+                frames, own = self._expert_reading(expert, samples, frames)
+                return expert, expert.classifier.scores(frames), frames, (frames, None) if own else None
         reverberant = None
         settings = None if expert is None else expert.front_dereverb
         if (settings is not None and settings.gate_db is not None and samples is not None
@@ -638,8 +645,8 @@ class AlignmentModel:
         if given, is called after a successful alignment with the model that decoded the
         recording (this one or one of its experts, :meth:`scored_keeping_own`), the (T, 42) MFCC
         frames it read (its :meth:`frames_of` the samples), its classifier scores (T, classes)
-        and this model's own ``(frames, scores)`` where it scored the recording before its
-        expert took it (else None), for a caller that reuses them."""
+        and this model's own reading of the recording (:meth:`scored_keeping_own`), for a caller
+        that reuses them."""
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         model, scores, frames, own = self.scored_keeping_own(None, samples)
         result = self._align_cut(model, scores, samples, symbols, phone_set, name, split_stops, review)

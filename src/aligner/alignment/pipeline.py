@@ -150,10 +150,9 @@ class ScoredRecording:
     frame: the frames are those of ``samples``); ``decoder``: the model that decoded the
     recording (the model itself, or one of its experts when a gate of
     :meth:`~aligner.alignment.model.AlignmentModel.scored` sent the recording there);
-    ``scores``: (T, n_classes) float32 ``decoder.classifier.scores(frames)``; ``own``: the
-    ``(frames, scores)`` of the model itself when it scored the recording before its entropy gate
-    sent it to the expert (:meth:`~aligner.alignment.model.AlignmentModel.scored_keeping_own`),
-    else None.
+    ``scores``: (T, n_classes) float32 ``decoder.classifier.scores(frames)``; ``own``: the model's
+    own ``(frames, scores)`` of a recording it sent to its expert, its scores None where it never
+    scored it, or None (:meth:`~aligner.alignment.model.AlignmentModel.scored_keeping_own`).
     """
 
     samples: np.ndarray

@@ -431,11 +431,12 @@ def same_classifier(a, b) -> bool:
     return equal
 
 
-def _own_scoring(scored, aligner_model) -> Optional[tuple]:
-    """``(frames, scores)`` of ``aligner_model``'s own scoring of a recording ``scored`` (a
-    :class:`~aligner.alignment.pipeline.ScoredRecording` or None): those it decoded with, or
-    those it computed before its entropy gate sent the recording to its expert
-    (:attr:`~aligner.alignment.pipeline.ScoredRecording.own`); None when it never scored it."""
+def _own_reading(scored, aligner_model) -> Optional[tuple]:
+    """``(frames, scores)`` of ``aligner_model``'s own reading of a recording ``scored`` (a
+    :class:`~aligner.alignment.pipeline.ScoredRecording` or None): those it decoded with, or its
+    reading of a recording it sent to its expert
+    (:attr:`~aligner.alignment.pipeline.ScoredRecording.own`: the scores None where a gate on the
+    samples sent it there before it scored it); None when it has none of its own."""
     if scored is None or aligner_model is None:
         return None
     if scored.decoder is aligner_model:
@@ -447,15 +448,15 @@ def shared_log_posteriors(scored, aligner_model, classifier) -> Optional[np.ndar
     """The recording's (Tc, n_classes) float32 log posteriors by ``classifier`` (the vowel
     model's) from the aligner's scoring of it, or None when they are not the same: ``scored``
     (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) never scored by
-    ``aligner_model`` itself (a gate on the samples sent it to an expert first;
-    :func:`_own_scoring`), or ``aligner_model``'s classifier not the same as ``classifier``
+    ``aligner_model`` itself (a gate on the samples sent it to an expert first:
+    :func:`_own_reading`), or ``aligner_model``'s classifier not the same as ``classifier``
     (:func:`same_classifier`).
     The scores are the log posteriors minus the log class priors when the classifier divides
     by them (:meth:`~aligner.features.frame_classifier.FrameClassifier.scores`); the priors are
     added back, in float32 as they were taken off, which gives the classifier's own log
     posteriors to the rounding of the float32 scores (half a unit in their last place)."""
-    own = _own_scoring(scored, aligner_model)
-    if own is None or not same_classifier(aligner_model.classifier, classifier):
+    own = _own_reading(scored, aligner_model)
+    if own is None or own[1] is None or not same_classifier(aligner_model.classifier, classifier):
         return None
     scores = np.asarray(own[1])
     if not classifier.prior_division:
@@ -466,15 +467,15 @@ def shared_log_posteriors(scored, aligner_model, classifier) -> Optional[np.ndar
 def shared_mfcc_frames(scored, aligner_model) -> Optional[np.ndarray]:
     """The recording's (Tc, 42) float32 :func:`~aligner.features.mfcc.mfcc_features` of its
     samples as the aligner computed them, or None when the frames it read are not those:
-    ``scored`` (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) never scored
-    by ``aligner_model`` itself (:func:`_own_scoring`; an expert may read cleaned audio), or
+    ``scored`` (a :class:`~aligner.alignment.pipeline.ScoredRecording` or None) not read by
+    ``aligner_model`` itself (:func:`_own_reading`: an expert that cleaned the audio read it), or
     ``aligner_model`` hearing the recording through a front end of its own (a band, a
     dereverberation or a denoiser: :meth:`~aligner.alignment.model.AlignmentModel.frames_of`).
     The vowel model's classifier reads these frames when it is not the aligner's
     (:func:`shared_log_posteriors`), so the recording's MFCC is computed once."""
     from aligner.features import mfcc as mf
 
-    own = _own_scoring(scored, aligner_model)
+    own = _own_reading(scored, aligner_model)
     if own is None:
         return None
     if any(getattr(aligner_model, a, None) is not None for a in ("front_band_hz", "front_dereverb", "front_denoise")):

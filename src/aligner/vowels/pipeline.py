@@ -338,10 +338,13 @@ def _fuse_records(audio, name, records, vowels, fusion, duration_s=None, scored=
     or None: its samples are used instead of reading the file again, and its classifier scores
     instead of scoring the recording again when they are the vowel model's classifier's
     (:func:`~aligner.vowels.fused.shared_log_posteriors`; also for a recording the aligner's
-    entropy gate sent to its condition expert, from the scores it computed first), else its MFCC frames for the vowel model's classifier when they
-    are the samples' (:func:`~aligner.vowels.fused.shared_mfcc_frames`). The rows are the same either way, but for the last bits of a
-    fused row's score (:func:`~aligner.vowels.fused.shared_log_posteriors`). Without ``scored``, a
-    long recording is read from its file a stretch at a time (:func:`_fusion_samples`)."""
+    entropy gate sent to its condition expert, from the scores it computed first), else its MFCC
+    frames for the vowel model's classifier when they are the samples'
+    (:func:`~aligner.vowels.fused.shared_mfcc_frames`; also those of a recording a gate on the
+    samples sent to the expert, when the expert read them). The rows are the same either way,
+    but for the last bits of a fused row's score
+    (:func:`~aligner.vowels.fused.shared_log_posteriors`). Without ``scored``, a long recording
+    is read from its file a stretch at a time (:func:`_fusion_samples`)."""
     which = [i for i, v in enumerate(vowels) if v.cvc or not fusion.cvc_only]
     if not which:
         return records

@@ -475,9 +475,10 @@ def _cut_pulled_pairs(X, widths, outside_width, w_on, w_off, w_io, P, inv_cnt, o
                       min_dur, max_dur, ref_b, ref_e, pulls, tau_on, tau_off, cap, out, values):
     """:func:`_best_pairs` of one cut under one weight vector for each pull of ``pulls`` (P,),
     straight from its (T, F) float64 columns ``X``: the window means of :func:`_window_arrays`
-    (sums times the reciprocal count rather than divided by it) weighted as the decoder's onset, offset and inside scores
-    (:meth:`VowelTask._window_scores`: ``w_on``, ``w_off`` (F*W,) on the edges, column-major by
-    width, ``w_io`` (F,) on the inside and outside means) without the (T+1, F*W) edge array.
+    (sums times the reciprocal count rather than divided by it) weighted as the decoder's onset,
+    offset and inside scores (:meth:`VowelTask._window_scores`: ``w_on``, ``w_off`` (F*W,) on the
+    edges, column-major by width, ``w_io`` (F,) on the inside and outside means) without the
+    (T+1, F*W) edge array.
     A pull ``eps`` other than 0 adds ``eps * min([|t - ref_b| - tau_on]_+, cap)`` to the onset
     scores and ``eps * min([|t - 1 - ref_e| - tau_off]_+, cap)`` to the offset scores
     (:meth:`VowelTask._run`; ``cap`` inf: no cap; ``ref_b`` < 0: no pull). ``P``, ``inv_cnt``:
