@@ -276,14 +276,10 @@ def _window_means(cum: np.ndarray, w: int):
 
 
 @njit(cache=True, nogil=True)
-def _window_arrays(X, widths, outside_width, cum, edge, before, after):
-    """Fill the arrays of a :class:`VowelInput` from its (T, F) float64 columns ``X``: ``cum``
-    (T+1, F) the cumulative sums (``np.cumsum`` order: ``cum[t+1] = cum[t] + X[t]``, ``cum[1] =
-    X[0]``); ``edge`` (T+1, F*W) ``M+_w - M-_w`` of each width w of ``widths`` (W,); ``before``,
-    ``after`` (T+1, F) ``M-``, ``M+`` of ``outside_width`` frames. The window means are those of
-    :func:`_window_means` (clipped windows, an empty window's mean 0), the same operations."""
+def _cumulative_sums(X, cum):
+    """Fill ``cum`` (T+1, F) with the cumulative sums of the (T, F) ``X`` in ``np.cumsum`` order:
+    ``cum[0] = 0``, ``cum[1] = X[0]``, ``cum[t+1] = cum[t] + X[t]``."""
     T, F = X.shape
-    W = widths.shape[0]
     for i in range(F):
         cum[0, i] = 0.0
     if T > 0:
@@ -292,6 +288,18 @@ def _window_arrays(X, widths, outside_width, cum, edge, before, after):
     for t in range(1, T):
         for i in range(F):
             cum[t + 1, i] = cum[t, i] + X[t, i]
+
+
+@njit(cache=True, nogil=True)
+def _window_arrays(X, widths, outside_width, cum, edge, before, after):
+    """Fill the arrays of a :class:`VowelInput` from its (T, F) float64 columns ``X``: ``cum``
+    (T+1, F) the cumulative sums (``np.cumsum`` order: ``cum[t+1] = cum[t] + X[t]``, ``cum[1] =
+    X[0]``); ``edge`` (T+1, F*W) ``M+_w - M-_w`` of each width w of ``widths`` (W,); ``before``,
+    ``after`` (T+1, F) ``M-``, ``M+`` of ``outside_width`` frames. The window means are those of
+    :func:`_window_means` (clipped windows, an empty window's mean 0), the same operations."""
+    T, F = X.shape
+    W = widths.shape[0]
+    _cumulative_sums(X, cum)
     for t in range(T + 1):
         for j in range(W + 1):
             w = widths[j] if j < W else outside_width
@@ -487,14 +495,7 @@ def _cut_pulled_pairs(X, widths, outside_width, w_on, w_off, w_io, P, inv_cnt, o
     T, F = X.shape
     W = widths.shape[0]
     cum = np.empty((T + 1, F))
-    for i in range(F):
-        cum[0, i] = 0.0
-    if T > 0:
-        for i in range(F):
-            cum[1, i] = X[0, i]
-    for t in range(1, T):
-        for i in range(F):
-            cum[t + 1, i] = cum[t, i] + X[t, i]
+    _cumulative_sums(X, cum)
     A0 = np.empty(T + 1)
     B0 = np.empty(T + 1)
     Z = np.empty(T + 1)
