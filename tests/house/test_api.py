@@ -75,3 +75,25 @@ def test_evaluate_returns_named_result(tmp_path):
     result = api.evaluate(tmp_path / "ref", tmp_path / "hyp")
     assert isinstance(result, api.Evaluation) and result.problems == []
     assert result.scores.mean_ms == 0.0
+
+
+def test_phones_without_edge_silences_get_them():
+    """A phone transcript that neither begins nor ends with a silence (ARPAbet users often write
+    none) is aligned with a silence added at either end, whose intervals are unlabelled: the
+    first phone no longer takes the recording's leading silence. Written silences, and a TIMIT
+    closure first (its class is silence), add nothing."""
+    from aligner.alignment.pipeline import with_edge_silences_of
+    from aligner.phones.sets import get_phone_set
+
+    written = DEMO_PHONES.read_text().split()
+    assert written[0] == written[-1] == "sil"
+    bare = written[1:-1]
+    with_sil = api.align(DEMO_WAV, " ".join(written), phone_set="arpabet")
+    without = api.align(DEMO_WAV, " ".join(bare), phone_set="arpabet")
+    assert [iv.label for iv in without] == [""] + bare + [""]
+    assert [(iv.start_s, iv.end_s) for iv in without] == [(iv.start_s, iv.end_s) for iv in with_sil]
+    assert without[1].start_s > 0.2  # the demo's speech starts about 0.26 s in
+    arpabet, timit = get_phone_set("arpabet"), get_phone_set("timit61")
+    assert with_edge_silences_of(["SH", "IY1"], arpabet) == (["sil", "SH", "IY1", "sil"], [True, False, False, True])
+    assert with_edge_silences_of(["sil", "SH", "sp"], arpabet) == (["sil", "SH", "sp"], [False] * 3)
+    assert with_edge_silences_of(["bcl", "b", "ay"], timit) == (["bcl", "b", "ay", "h#"], [False] * 3 + [True])

@@ -226,7 +226,40 @@ def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, model_reading(m, phone_set))
-    return _decode_recording(m, audio, symbols, pset, name, split_stops, sr, review, on_scored)
+    padded, added = with_edge_silences_of(symbols, pset)
+    if not any(added):
+        return _decode_recording(m, audio, symbols, pset, name, split_stops, sr, review, on_scored)
+    try:
+        intervals, conf, match = _decode_recording(m, audio, padded, pset, name, split_stops, sr, review, on_scored)
+    except AlignmentError:  # too short for the added silences too: the phones as written
+        return _decode_recording(m, audio, symbols, pset, name, split_stops, sr, review, on_scored)
+    if len(intervals) != len(added):  # one interval per phone, as written
+        raise AlignmentError(f"{name or audio}: {len(intervals)} intervals for {len(added)} phones")
+    return [iv._replace(label="") if a else iv for iv, a in zip(intervals, added)], conf, match
+
+
+#: the silence symbols an added edge silence takes, in this order of preference
+EDGE_SILENCE_SYMBOLS = ("h#", "sil", "pau", "sp", "<sil>", "")
+
+
+def with_edge_silences_of(symbols: list, pset) -> tuple:
+    """``(symbols, added)``: a phone transcript in ``pset`` (a standard phone set or a model's own)
+    with a silence before its first phone and after its last unless it begins or ends with a
+    phone of the silence class (a pause, or a TIMIT closure, which covers the silence as its
+    class); ``added`` (K,) bool marks them. Recordings begin and end in silence: without one,
+    the first and last phones would take it (the DP gives each phone a frame at least, so an
+    added silence where there is none costs that frame). The silence is the set's own symbol
+    (:data:`EDGE_SILENCE_SYMBOLS`; ``h#`` for TIMIT-61, ``sil`` for ARPAbet); a set without one
+    adds nothing."""
+    silence = pset.inventory.silence
+    options = {s.lower(): s for s in pset.symbols if pset.class_of(s) == silence}
+    symbol = next((options[k] for k in EDGE_SILENCE_SYMBOLS if k in options), None)
+    if symbol is None or not symbols:
+        return list(symbols), [False] * len(symbols)
+    head = [] if pset.class_of(symbols[0]) == silence else [symbol]
+    tail = [] if pset.class_of(symbols[-1]) == silence else [symbol]
+    added = [True] * len(head) + [False] * len(symbols) + [True] * len(tail)
+    return head + list(symbols) + tail, added
 
 
 def _decode_recording(m: AlignmentModel, audio, symbols, pset, name, split_stops, sr, review: bool,

@@ -44,7 +44,7 @@ from aligner.alignment.model import AlignmentModel
 from aligner.alignment.pipeline import (TIER_OVERRUN_TOLERANCE, _language_pronunciations, _pronunciations,
                                         check_phone_map, load_dictionary, load_model, map_language_phones,
                                         model_reading, phone_code, read_ipa_transcript, wants_universal,
-                                        with_edge_silences, words_dictionary)
+                                        with_edge_silences, with_edge_silences_of, words_dictionary)
 from aligner.alignment.universal import SILENCE_CLASS, UniversalModel
 from aligner.errors import AlignerError, ModelError, TranscriptError
 from aligner.frames import SAMPLE_RATE
@@ -337,6 +337,7 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
                                             reference, source=(str(utt.audio), 0, len(samples))))
             elif transcript_kind(utt.transcript, kind) == "phones":
                 symbols, pset = read_transcript(utt.transcript, phone_reading)
+                symbols = with_edge_silences_of(symbols, pset)[0]
                 recordings.append(Recording(samples, list(symbols), utt.speaker, str(utt.audio), "phones", pset.name,
                                             reference, source=(str(utt.audio), 0, len(samples))))
             else:
