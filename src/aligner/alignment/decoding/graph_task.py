@@ -10,7 +10,9 @@ for the cost, which phones start a word. K varies from path to path.
 
 Feature map: the same 7 features as the linear task (agreement, 4 boundary distances, log
 duration density, squared change of speaking rate), computed over the path's phone sequence
-exactly as :meth:`AlignmentTask.phi` would for that sequence -- except the divisor.
+exactly as :meth:`AlignmentTask.phi` would for that sequence -- except the divisor, and the
+silence before the first word, whose summed agreement is divided by at least
+:data:`LEADING_SILENCE_MEAN_FRAMES` frames (a phone's is divided by its length).
 
 Normalisation (the divisor Z). The linear map divides every sum over phones by K. Here K
 depends on the path, and ``sum/K_path`` is not decomposable over the DP. Options
@@ -167,6 +169,7 @@ class GraphAlignmentInput:
     max_phones: int
     agreement_mean: bool = True
     name: str = "<utterance>"
+    mean_floor: np.ndarray | None = None  #: (N,) int64, :meth:`agreement_floors` (None: zeros)
 
     @property
     def n_frames(self) -> int:
@@ -175,6 +178,14 @@ class GraphAlignmentInput:
     @property
     def n_nodes(self) -> int:
         return self.graph.n_nodes
+
+    def agreement_floors(self) -> np.ndarray:
+        """(N,) int64 frames: node n's per-phone mean agreement divides its sum by at least this
+        many frames (:data:`LEADING_SILENCE_MEAN_FRAMES` for the silence before the first word,
+        else 0: by its length)."""
+        if self.mean_floor is None:
+            return np.zeros(self.n_nodes, np.int64)
+        return self.mean_floor
 
     def bp_offsets(self) -> np.ndarray:
         widths = self.max_len - self.min_len + 1
@@ -341,8 +352,21 @@ def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, 
     if flat.any():  # every length alike
         log_dur[flat] = graph.flat_log_density[flat][:, None]
     slot, n_slots = _assign_slots(graph)
+    mean_floor = np.where(flat & (graph.pause_slot == 0), int(LEADING_SILENCE_MEAN_FRAMES), 0).astype(np.int64)
     return GraphAlignmentInput(cum, dist, graph, mu, sigma, max_len, log_dur, s_lo, s_hi, e_lo, e_hi,
-                               slot, n_slots, min_len, k_min, k_max, _agreement_is_mean(agreement), name)
+                               slot, n_slots, min_len, k_min, k_max, _agreement_is_mean(agreement), name,
+                               mean_floor)
+
+
+#: the silence before the first word (an any-length node in the first pause slot) divides its
+#: summed agreement by at least this many frames, not by its length alone. A phone's agreement is
+#: its mean over its frames, so each frame of a silence of 1 or 2 frames weighs 1/2 to 1 (against
+#: about 1/5 to 1/10 in a word's phones): such a silence gave away a frame that overlaps the first
+#: word's onset whenever that phone's duration term wanted one more frame, and the first word of a
+#: recording cut 30 ms before it started about 12 ms early (``python -m
+#: benchmarks.words.eval_tight_edges --folds-dir DIR``; docs/results.md, "Tightly cut recordings").
+#: 0: by its length, as every other phone's.
+LEADING_SILENCE_MEAN_FRAMES = 3
 
 
 # --------------------------------------------------------------------------------------
@@ -354,12 +378,13 @@ def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, 
 def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pred_ptr, pred_idx,
               is_start, is_final, node_bias, s_lo, s_hi, e_lo, e_hi, slot, n_slots, bp_offset,
               bp_pred, bp_len, w, inv_z, phone_bonus, ref_start, node_word,
-              ref_word_start, eps, inv_kref, cost_kind, tau, mismatch, agreement_mean):
+              ref_word_start, eps, inv_kref, cost_kind, tau, mismatch, agreement_mean, mean_floor):
     """argmax over paths and segmentations of the objective (module docstring), in frames.
 
     ``ref_start[n]``: start of node n on the reference path (-1: n not on it); ``node_word[n]``
-    the word node n starts (-1: none); ``ref_word_start`` (W,) the reference word starts.
-    The augmentation adds ``eps * inv_kref * term(n, s)`` per phone (the constant
+    the word node n starts (-1: none); ``ref_word_start`` (W,) the reference word starts;
+    ``mean_floor[n]``: node n's agreement sum over l frames is divided by ``max(l, mean_floor[n])``
+    (with ``agreement_mean``). The augmentation adds ``eps * inv_kref * term(n, s)`` per phone (the constant
     ``eps * mismatch`` is added by the caller). Returns (nodes, starts, K, value); K = 0 if
     no path fits.
     """
@@ -391,6 +416,7 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
     best_lp = np.empty(l_max + 1, dtype=np.int64)
     x_cur = np.empty(l_max + 1)
     dur_cur = np.empty(l_max + 1)
+    inv_n = np.empty(l_max + 1)  # node n's 1 / (frames its agreement is divided by), per length
     h_slope = np.empty(width)
     h_icpt = np.empty(width)
     h_len = np.empty(width, dtype=np.int64)
@@ -417,9 +443,11 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
         p = classes[n]
         r_mu = 1.0 / dur_mean[n]
         bias = (phone_bonus + node_bias[n]) * inv_z
+        floor_n = mean_floor[n]
         for l in range(min_len, m_n + 1):
             x_cur[l] = l * r_mu
             dur_cur[l] = w_dur * log_dur[n, l]
+            inv_n[l] = 1.0 / floor_n if agreement_mean and l < floor_n else inv_l[l]
         # Exact pruning (as in the linear DP): over the query range x in [min_len/mu_n, m_n/mu_n]
         # a line of predecessor length l' scores V + c (x - b)^2, b = l'/mu_m: at most
         # V + ub_off, at least V + lb_off. A line whose maximum is below another line's minimum
@@ -475,7 +503,7 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
             if s == 0:
                 if is_start[n]:
                     for l in range(l_first, l_last + 1):
-                        V[l * wn + l - min_len] = (w_agree * (cum_agree[p, l] - c0) * inv_l[l] + dur_cur[l]
+                        V[l * wn + l - min_len] = (w_agree * (cum_agree[p, l] - c0) * inv_n[l] + dur_cur[l]
                                              + bias + aug)
                         bp_pred[off + row * wn + (l - min_len)] = 0
                         bp_len[off + row * wn + (l - min_len)] = 0
@@ -523,7 +551,7 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
                         written = True
                         for l in range(l_first, l_last + 1):
                             V[(s + l) * wn + l - min_len] = (v_b + start_score
-                                                             + w_agree * (cum_agree[p, s + l] - c0) * inv_l[l]
+                                                             + w_agree * (cum_agree[p, s + l] - c0) * inv_n[l]
                                                              + dur_cur[l])
                             bp_pred[off + row * wn + (l - min_len)] = 0
                             bp_len[off + row * wn + (l - min_len)] = lp_b - min_len
@@ -563,7 +591,7 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
                         lp = h_len[ptr]
                         diff = xq - b_pred[j, lp]
                         V[(s + l) * wn + l - min_len] = (Vm[row_m + lp] + c * diff * diff + start_score
-                                                         + w_agree * (cum_agree[p, s + l] - c0) * inv_l[l]
+                                                         + w_agree * (cum_agree[p, s + l] - c0) * inv_n[l]
                                                          + dur_cur[l])
                         bp_pred[off + row * wn + (l - min_len)] = 0
                         bp_len[off + row * wn + (l - min_len)] = lp - min_len
@@ -588,7 +616,7 @@ def _graph_dp(cum_agree, dist, classes, dur_mean, log_dur, max_len, min_len, pre
                 if best[l] == -np.inf:
                     V[(s + l) * wn + l - min_len] = -np.inf
                     continue
-                V[(s + l) * wn + l - min_len] = (best[l] + start_score + w_agree * (cum_agree[p, s + l] - c0) * inv_l[l]
+                V[(s + l) * wn + l - min_len] = (best[l] + start_score + w_agree * (cum_agree[p, s + l] - c0) * inv_n[l]
                                          + dur_cur[l])
                 bp_pred[off + row * wn + (l - min_len)] = best_j[l]
                 bp_len[off + row * wn + (l - min_len)] = best_lp[l] - min_len
@@ -701,7 +729,8 @@ class GraphAlignmentTask(StructuredTask):
         pc = x.graph.classes[nd]
         f = np.empty(7)
         per_phone = x.cum_agree[pc, ends] - x.cum_agree[pc, st]
-        f[0] = np.sum(per_phone / lengths) if x.agreement_mean else np.sum(per_phone)
+        f[0] = (np.sum(per_phone / np.maximum(lengths, x.agreement_floors()[nd])) if x.agreement_mean
+                else np.sum(per_phone))
         f[1:5] = x.dist[st[1:]].sum(axis=0)
         flat = x.graph.flat_log_density[nd]
         f[5] = np.sum(np.where(np.isnan(flat), _log_normal_pdf(lengths, x.dur_mean[nd], x.dur_std[nd]), flat))
@@ -825,7 +854,7 @@ class GraphAlignmentTask(StructuredTask):
             g.pred_idx, g.is_start, g.is_final, self._node_bias(g), x.s_lo, x.s_hi, x.e_lo, x.e_hi, x.slot,
             x.n_slots, off, bp_pred, bp_len, w, float(inv_z), float(phone_bonus),
             ref_start, g.word_start, ref_ws, float(eps), float(inv_kref), _COST_KINDS[self.cost_name],
-            self.tau, self.mismatch_cost, bool(x.agreement_mean))
+            self.tau, self.mismatch_cost, bool(x.agreement_mean), x.agreement_floors())
         if k == 0:
             raise AlignmentError(f"{x.name}: no path of the pronunciation graph fits {x.n_frames} frames")
         return GraphPath(nodes, starts, g.word_start[nodes].copy()), float(value) + eps * self.mismatch_cost
