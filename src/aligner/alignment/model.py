@@ -29,7 +29,7 @@ from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_n
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
 from aligner.alignment.decoding.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
 from aligner.alignment.decoding.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, decode_banded,
-                                   dp_cells, make_alignment_input, with_durations)
+                                   dp_cells, make_alignment_input, phrase_final_lengthened, with_durations)
 
 #: recordings longer than this (frames) are reviewed in blocks of phones (:meth:`AlignmentModel.review`)
 REVIEW_BLOCK_FRAMES = 60_000
@@ -504,6 +504,16 @@ class AlignmentModel:
         (:meth:`decode_phones`)."""
         return self.decode_phones(frames, scores, classes, symbols, duration_s, name)[1]
 
+    def phone_durations(self, classes: np.ndarray, symbols) -> tuple:
+        """``(mean, std, max_frames)`` (K,) the decoder reads for a phone transcript's ``classes``
+        written as ``symbols``: the duration table's, with the utterance's last phone lengthened
+        as the word graph lengthens it where the table holds no statistics of phones before a
+        pause (:func:`~aligner.alignment.decoding.task.phrase_final_lengthened`)."""
+        mean, std, max_frames = self.durations.for_phones(classes, symbols)
+        if len(self.durations.final_mean):
+            return mean, std, max_frames
+        return phrase_final_lengthened(self.inventory, classes, mean, std, max_frames)
+
     def decode_phones(self, frames: np.ndarray, scores: np.ndarray, classes: np.ndarray, symbols,
                       duration_s: float, name: str = "<utterance>") -> tuple[np.ndarray, np.ndarray]:
         """``(start frames (K,), start times in seconds (K,))`` of phones of ``classes`` (K,)
@@ -520,7 +530,7 @@ class AlignmentModel:
 
         classes = np.asarray(classes, np.int64)
         scores = self.transcript_scores(scores, classes)
-        mean, std, max_frames = self.durations.for_phones(classes, symbols)
+        mean, std, max_frames = self.phone_durations(classes, symbols)
         check_fits(len(frames), len(classes), max_frames, self.min_frames, name)
         if not needs_long_path(dp_cells(len(frames), max_frames, self.min_frames)):
             x = make_alignment_input(scores, frames, classes, mean, std, max_frames, self.min_frames, name=name,
@@ -765,7 +775,7 @@ class AlignmentModel:
         phones the DP would decode for ``symbols`` can cover ``n_frames_`` frames; O(K), so it
         runs before any feature is computed (:func:`~aligner.alignment.decoding.task.check_fits`)."""
         _, internal_symbols, classes = self._decoding_sequence(symbols, phone_set, split_stops, n_frames_)
-        _, _, max_frames = self.durations.for_phones(classes, internal_symbols)
+        _, _, max_frames = self.phone_durations(classes, internal_symbols)
         check_fits(n_frames_, len(classes), max_frames, self.min_frames, name)
 
     def _decoding_sequence(self, symbols: list, phone_set: PhoneSet, split_stops: bool | None,

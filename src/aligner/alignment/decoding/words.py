@@ -41,6 +41,7 @@ from aligner.alignment.decoding.graph import Segment, _absorbed, build_word_grap
 from aligner.alignment.decoding.graph_band import WORD_BAND_FRAMES, decode_banded
 from aligner.alignment.decoding.graph_task import GraphAlignmentTask, make_graph_input
 from aligner.alignment.decoding.stop_closures import ExpandedTranscript, expand_stop_closures
+from aligner.alignment.decoding.task import FINAL_LENGTHENING, FINAL_LENGTHENING_BY_BROAD_CLASS, final_lengthening_of
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, phone_start_times
 from aligner.io.textgrids import Interval
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, TIMIT61_CLOSURES, VOWEL_CLASSES, get_phone_set
@@ -60,14 +61,6 @@ PAUSE_SYMBOL, EDGE_SYMBOL = "pau", "h#"
 #: ``python -m benchmarks.words.eval_tight_edges`` measures both edges (-1, -1.5 and -2 were
 #: tried after the lengthening)
 EDGE_LOG_DENSITY = -2.0
-#: the last word's last phone has its mean duration and deviation (frames) multiplied by this,
-#: for a model whose durations hold no statistics of phones before a pause (phrase-final
-#: lengthening; the English model): in the TIMIT sample's hand labels an utterance's last phone
-#: lasts 1.33 times its class's mean on average; with 1 the decoder, which scores a fading end
-#: as silence, ended last words 14 ms early on average. 1.5 placed last words a little better
-#: (``eval_tight_edges``) but moved other phone boundaries of words aligned from text: two
-#: speaker folds lost 0.3-0.4 points of phones within 20 ms, against 0.1-0.2 with 1.3
-FINAL_LENGTHENING = 1.3
 #: for a model without statistics of phones before a pause (the English model), a word's last
 #: phone before a pause between words is lengthened as the utterance's last is
 #: (:data:`FINAL_LENGTHENING`): in the word graph its last phone is two nodes, the lengthened one
@@ -76,15 +69,6 @@ FINAL_LENGTHENING = 1.3
 #: own before-pause statistics there, aligned the sample's words through ``--language en-us``
 #: 0.2 ms worse (17.7 -> 17.9 ms), so they keep one node
 PRE_PAUSE_LENGTHENING = True
-#: broad classes lengthened before a pause by their own factor instead of
-#: :data:`FINAL_LENGTHENING` (same models: those without statistics of phones before a pause).
-#: In the TIMIT sample's hand labels an utterance's last fricative lasts 1.6 times its symbol's
-#: mean (median of 30), its last vowel 1.1-1.2 times, a glide 1.0; with 1.3 the decoder ended
-#: final fricatives' fading tails early (the last word's end up to 200 ms early). Chosen on the
-#: validation utterances (the first 60, speaker folds), word MAE: fricatives 1.3 (as the rest) /
-#: 1.6 / 1.8 / 2.0 / 2.3: 13.15 / 12.98 / 12.94 / 12.95 / 12.95 ms; affricates with them, 12.93;
-#: other classes moved by their own factors changed less than 0.05 ms or got worse
-FINAL_LENGTHENING_BY_BROAD_CLASS = {"fricative": 1.8, "affricate": 1.8}
 FRAME_SECONDS = FRAME_SHIFT / SAMPLE_RATE
 #: added to a path's score (units of :data:`PHONE_BONUS`) for each word it aligns with a
 #: dialect rule's pronunciation (:class:`~aligner.words.dialects.DialectForm`) where the
@@ -295,10 +279,8 @@ def _pause(model, symbol: str, flat_log_density: float | None = None) -> Segment
 
 def final_lengthening(model, phone_class: int) -> float:
     """The factor a phone of ``phone_class`` (an index into ``model``'s inventory) is lengthened
-    by before a pause: :data:`FINAL_LENGTHENING_BY_BROAD_CLASS` of its broad class, else
-    :data:`FINAL_LENGTHENING`."""
-    broad = model.inventory.broad[int(phone_class)]
-    return float(FINAL_LENGTHENING_BY_BROAD_CLASS.get(broad, FINAL_LENGTHENING))
+    by before a pause (:func:`~aligner.alignment.decoding.task.final_lengthening_of`)."""
+    return final_lengthening_of(model.inventory, phone_class)
 
 
 def _lengthened(model, seg: Segment) -> Segment:
