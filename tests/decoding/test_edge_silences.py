@@ -277,3 +277,31 @@ def test_last_words_of_recordings_cut_30_ms_after_them():
             errors.append(dict(result.tiers)["words"][-1].end_s - ref[-1].end_s)
     assert len(errors) == 20
     assert np.mean(np.abs(errors)) < 0.025
+
+
+def test_a_phone_transcripts_last_phone_is_lengthened():
+    """A phone transcript's last phone (before its final silence, or the last one) takes the
+    word graph's phrase-final factor for a duration table without statistics of phones before
+    a pause (the English model); a closure last (silence class) and inner phones keep theirs."""
+    from aligner import api
+    from aligner.alignment.decoding.task import (FINAL_LENGTHENING, FINAL_LENGTHENING_BY_BROAD_CLASS,
+                                                 phrase_final_lengthened)
+    from aligner.phones.sets import TIMIT39_INVENTORY as inv
+
+    c = inv.classes.index
+    mean, std, mx = np.array([20.0, 8.0, 10.0, 9.0]), np.array([5.0, 2.0, 3.0, 2.0]), np.array([90, 30, 40, 35])
+    classes = np.array([c("sil"), c("aa"), c("t"), c("sil")])
+    m2, s2, x2 = phrase_final_lengthened(inv, classes, mean, std, mx)
+    assert m2[2] == pytest.approx(10.0 * FINAL_LENGTHENING) and s2[2] == pytest.approx(3.0 * FINAL_LENGTHENING)
+    assert x2[2] == int(np.ceil(40 * FINAL_LENGTHENING))
+    assert np.array_equal(np.delete(m2, 2), np.delete(mean, 2)) and mean[2] == 10.0  # the arguments kept
+    fric = np.array([c("sil"), c("aa"), c("s")])  # no final silence: the last phone
+    assert phrase_final_lengthened(inv, fric, mean[:3], std[:3], mx[:3])[0][2] == pytest.approx(
+        10.0 * FINAL_LENGTHENING_BY_BROAD_CLASS["fricative"])
+    closure = np.array([c("aa"), c("sil"), c("sil")])  # an unreleased closure before the silence
+    assert np.array_equal(phrase_final_lengthened(inv, closure, mean[:3], std[:3], mx[:3])[0], mean[:3])
+    model = api.load_model()
+    assert not len(model.durations.final_mean)
+    got = model.phone_durations(classes, ["h#", "aa", "t", "h#"])
+    table = model.durations.for_phones(classes, ["h#", "aa", "t", "h#"])
+    assert got[0][2] == pytest.approx(table[0][2] * FINAL_LENGTHENING) and np.array_equal(got[0][:2], table[0][:2])
