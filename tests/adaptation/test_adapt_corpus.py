@@ -271,3 +271,19 @@ def test_the_command_line(tmp_path):
     assert "round 1:" in result.output and f"wrote {tmp_path / 'm'}" in result.output
     bad = CliRunner().invoke(main, ["adapt", str(corpus), str(corpus / "m")])
     assert bad.exit_code == 1 and bad.output.strip().startswith("error:") and len(bad.output.strip().splitlines()) == 1
+
+
+def test_adapting_reads_phones_with_the_edge_silences_aligning_adds():
+    """A phone transcript without edge silences is adapted on with them, as it is aligned; a
+    recording too short for them keeps the phones as written."""
+    from aligner.alignment.adaptation.corpus import _with_edge_silences_if_they_fit
+    from aligner.alignment.pipeline import load_model
+    from aligner.phones.sets import get_phone_set
+
+    arpabet = get_phone_set("arpabet")
+    model = load_model()
+    assert _with_edge_silences_if_they_fit(model, ["D", "AA1", "T"], arpabet, 16000, "x") == ["sil", "D", "AA1", "T", "sil"]
+    assert _with_edge_silences_if_they_fit(None, ["sil", "D", "AA1", "T", "sil"], arpabet, 16000, "x") == [
+        "sil", "D", "AA1", "T", "sil"]
+    short = int(0.06 * 16000)  # 4 frames: room for the 3 phones (no closures), not for 5
+    assert _with_edge_silences_if_they_fit(model, ["D", "AA1", "T"], arpabet, short, "x") == ["D", "AA1", "T"]
