@@ -98,17 +98,20 @@ def test_pull_and_cap_on_the_decoder():
     x = make_vowel_input(features, model.min_dur, model.max_dur, columns=model.columns, widths=model.widths,
                          outside_width=model.outside_width)
     y, pulls = np.array([30, 45]), [0.0, -0.5, -50.0, 0.0]
-    together = model.task.decode_pulls(x, model.weights, y, pulls, cap=6.0)
+    together = model.task.decode_cut_pulls(features, model.weights, y, pulls, cap=6.0, columns=model.columns,
+                                           widths=model.widths, outside_width=model.outside_width,
+                                           min_dur=model.min_dur, max_dur=model.max_dur, onset_range=(0, 79),
+                                           offset_range=(0, 79))
     for eps, (y_hat, value) in zip(pulls, together):
         alone = model.task.decode_with_value(x, model.weights, y=y if eps else None, eps=eps, cap=6.0)
-        assert tuple(y_hat) == tuple(alone[0]) and value == alone[1]
+        assert tuple(y_hat) == tuple(alone[0]) and value == pytest.approx(alone[1], rel=1e-9, abs=1e-9)
     assert tuple(together[2][0]) != tuple(together[0][0])
 
 
-def test_decode_cut_pulls_is_decode_pulls_on_the_cut():
+def test_decode_cut_pulls_is_one_decode_per_pull_on_the_cut():
     """The fusion's one-pass decoder (:meth:`VowelTask.decode_cut_pulls`) gives what building the
-    decoder input and :meth:`VowelTask.decode_pulls` give: the same outputs, the objectives to
-    rounding; and the same errors."""
+    decoder input and :meth:`VowelTask.decode_with_value` per pull give: the same outputs, the
+    objectives to rounding; and the same errors."""
     from aligner.errors import AlignmentError, FeatureError
     from aligner.vowels.task import make_vowel_input
 
@@ -131,7 +134,8 @@ def test_decode_cut_pulls_is_decode_pulls_on_the_cut():
                 model.task.decode_cut_pulls(features, model.weights, y, pulls, cap, min_dur=model.min_dur,
                                             max_dur=model.max_dur, onset_range=on, offset_range=off, **layout)
             continue
-        want = model.task.decode_pulls(x, model.weights, None if y is None else np.array(y), pulls, cap)
+        want = [model.task.decode_with_value(x, model.weights, y=None if y is None or not eps else np.array(y),
+                                             eps=eps, cap=cap) for eps in pulls]
         got = model.task.decode_cut_pulls(features, model.weights, y, pulls, cap, min_dur=model.min_dur,
                                           max_dur=model.max_dur, onset_range=on, offset_range=off, **layout)
         for (y_want, v_want), (y_got, v_got) in zip(want, got):

@@ -484,9 +484,9 @@ def _cut_pulled_pairs(X, widths, outside_width, w_on, w_off, w_io, P, inv_cnt, o
     """:func:`_best_pairs` of one cut under one weight vector for each pull of ``pulls`` (P,),
     straight from its (T, F) float64 columns ``X``: the window means of :func:`_window_arrays`
     (sums times the reciprocal count rather than divided by it) weighted as the decoder's onset,
-    offset and inside scores (:meth:`VowelTask._window_scores`: ``w_on``, ``w_off`` (F*W,) on the
-    edges, column-major by width, ``w_io`` (F,) on the inside and outside means) without the
-    (T+1, F*W) edge array.
+    offset and inside scores (``A``, ``B``, ``Z`` of :meth:`VowelTask._run`: ``w_on``, ``w_off``
+    (F*W,) on the edges, column-major by width, ``w_io`` (F,) on the inside and outside means)
+    without the (T+1, F*W) edge array.
     A pull ``eps`` other than 0 adds ``eps * min([|t - ref_b| - tau_on]_+, cap)`` to the onset
     scores and ``eps * min([|t - 1 - ref_e| - tau_off]_+, cap)`` to the offset scores
     (:meth:`VowelTask._run`; ``cap`` inf: no cap; ``ref_b`` < 0: no pull). ``P``, ``inv_cnt``:
@@ -731,29 +731,17 @@ class VowelTask(StructuredTask):
         self._weight_cache = (key, terms)
         return terms
 
-    def decode_pulls(self, x: VowelInput, w, y, pulls: Sequence, cap: Optional[float] = None) -> list:
-        """``[(y_hat, objective), ...]``: :meth:`decode_with_value` of ``x`` under ``w`` for each
-        ``eps`` of ``pulls`` (0, or None: no cost; else toward ``y`` with that weight), the
-        window scores computed once for all of them (the same outputs as one call each)."""
-        ws = np.asarray(w, dtype=np.float64).reshape(1, -1)
-        terms = self._window_scores(x, ws)
-        y_ref = None if y is None else np.asarray(_check_y(x, y), dtype=np.int64)
-        out = []
-        for eps in pulls:
-            ys, vals = self._run(x, ws, None if not eps else y_ref, float(eps or 0.0), cap, terms)
-            out.append((ys[0], float(vals[0])))
-        return out
-
     def decode_cut_pulls(self, features: np.ndarray, w, y, pulls: Sequence, cap: Optional[float] = None, *,
                          columns: Sequence[int], widths: Sequence[int], outside_width: int, min_dur: int,
                          max_dur: int, onset_range: tuple, offset_range: tuple, name: str = "<cut>") -> list:
-        """:meth:`decode_pulls` of the :func:`make_vowel_input` of a cut's (T, C) ``features``
-        (the same arguments; ``widths`` as this task's), without building the input: one numba
-        pass (:func:`_cut_pulled_pairs`) computes the window scores and decodes every pull.
-        The outputs are those of :meth:`decode_pulls` but for the rounding of the window scores
-        (summed in another order), which can only matter between candidates that tie to the
-        last bits. Raises as :func:`make_vowel_input` for non-finite features and when no
-        candidate fits."""
+        """``[(y_hat, objective), ...]``: :meth:`decode_with_value` under ``w`` of the
+        :func:`make_vowel_input` of a cut's (T, C) ``features`` (the same arguments; ``widths`` as
+        this task's) for each ``eps`` of ``pulls`` (0, or None: no cost; else toward ``y`` with
+        that weight), without building the input: one numba pass (:func:`_cut_pulled_pairs`)
+        computes the window scores once and decodes every pull. The outputs are those of one
+        :meth:`decode_with_value` per pull but for the rounding of the window scores (summed in
+        another order), which can only matter between candidates that tie to the last bits.
+        Raises as :func:`make_vowel_input` for non-finite features and when no candidate fits."""
         X = np.asarray(features, dtype=np.float64)
         if X.ndim != 2 or X.shape[0] == 0:
             raise FeatureError(f"{name}: features must be a non-empty (frames, columns) array, got shape {X.shape}")
@@ -779,9 +767,10 @@ class VowelTask(StructuredTask):
                           self.tau_on, self.tau_off, math.inf if cap is None else float(cap), out, values)
         return [(out[k], float(values[k] + const[0])) for k in range(eps.shape[0])]
 
-    def _window_scores(self, x: VowelInput, ws: np.ndarray) -> tuple:
-        """``(A, B, Z, P, inv_cnt, const)`` of :meth:`_run` for the (n, d) weights ``ws``: the
-        onset, offset and inside scores of every frame (n, T + 1), the duration prior's score."""
+    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps, cap: Optional[float] = None):
+        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives).
+        ``eps``: the cost's weight, or ``(onset weight, offset weight)``; ``cap``: each cost term
+        clipped to at most this many frames (None: not clipped)."""
         self._check_x(x)
         we, const, P, inv_cnt = self._weight_terms(ws, x.max_dur)
         n1, n2, n3 = self._blocks
@@ -789,14 +778,6 @@ class VowelTask(StructuredTask):
         A = we[:, :n1] @ x.edge.T - 0.5 * (w_io @ x.before.T)
         B = we[:, n1:n2] @ x.edge.T - 0.5 * (w_io @ x.after.T)
         Z = w_io @ x.cum.T
-        return A, B, Z, P, inv_cnt, const
-
-    def _run(self, x: VowelInput, ws: np.ndarray, y_ref, eps, cap: Optional[float] = None, terms=None):
-        """Decode under each row of ``ws`` (n, d); returns ((n, 2) int64 outputs, (n,) objectives).
-        ``eps``: the cost's weight, or ``(onset weight, offset weight)``; ``cap``: each cost term
-        clipped to at most this many frames (None: not clipped); ``terms``: :meth:`_window_scores`
-        of ``x`` and ``ws`` if already computed."""
-        A, B, Z, P, inv_cnt, const = terms if terms is not None else self._window_scores(x, ws)
         eps_on, eps_off = eps if isinstance(eps, tuple) else (eps, eps)
         if y_ref is not None and (eps_on != 0.0 or eps_off != 0.0):
             t = np.arange(x.n_frames + 1)
