@@ -169,7 +169,6 @@ class GraphAlignmentInput:
     max_phones: int
     agreement_mean: bool = True
     name: str = "<utterance>"
-    mean_floor: np.ndarray | None = None  #: (N,) int64, :meth:`agreement_floors` (None: zeros)
 
     @property
     def n_frames(self) -> int:
@@ -183,9 +182,8 @@ class GraphAlignmentInput:
         """(N,) int64 frames: node n's per-phone mean agreement divides its sum by at least this
         many frames (:data:`LEADING_SILENCE_MEAN_FRAMES` for the silence before the first word,
         else 0: by its length)."""
-        if self.mean_floor is None:
-            return np.zeros(self.n_nodes, np.int64)
-        return self.mean_floor
+        g = self.graph
+        return np.where(g.any_length & (g.pause_slot == 0), int(LEADING_SILENCE_MEAN_FRAMES), 0).astype(np.int64)
 
     def bp_offsets(self) -> np.ndarray:
         widths = self.max_len - self.min_len + 1
@@ -352,10 +350,8 @@ def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, 
     if flat.any():  # every length alike
         log_dur[flat] = graph.flat_log_density[flat][:, None]
     slot, n_slots = _assign_slots(graph)
-    mean_floor = np.where(flat & (graph.pause_slot == 0), int(LEADING_SILENCE_MEAN_FRAMES), 0).astype(np.int64)
     return GraphAlignmentInput(cum, dist, graph, mu, sigma, max_len, log_dur, s_lo, s_hi, e_lo, e_hi,
-                               slot, n_slots, min_len, k_min, k_max, _agreement_is_mean(agreement), name,
-                               mean_floor)
+                               slot, n_slots, min_len, k_min, k_max, _agreement_is_mean(agreement), name)
 
 
 #: the silence before the first word (an any-length node in the first pause slot) divides its
