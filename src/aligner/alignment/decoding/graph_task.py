@@ -360,7 +360,7 @@ def make_graph_input(scores, frames, graph: PhoneGraph, min_frames: int = 1, *, 
 #: about 1/5 to 1/10 in a word's phones): such a silence gave away a frame that overlaps the first
 #: word's onset whenever that phone's duration term wanted one more frame, and the first word of a
 #: recording cut 30 ms before it started about 12 ms early (``python -m
-#: benchmarks.words.eval_tight_edges --folds-dir DIR``; docs/results.md, "Tightly cut recordings").
+#: benchmarks.words.eval_tight_edges --folds-dir DIR``; docs/results.md, "Edges and dialects").
 #: 0: by its length, as every other phone's.
 LEADING_SILENCE_MEAN_FRAMES = 3
 
