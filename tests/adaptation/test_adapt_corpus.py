@@ -273,17 +273,26 @@ def test_the_command_line(tmp_path):
     assert bad.exit_code == 1 and bad.output.strip().startswith("error:") and len(bad.output.strip().splitlines()) == 1
 
 
-def test_adapting_reads_phones_with_the_edge_silences_aligning_adds():
+def test_adapting_reads_phones_with_the_edge_silences_aligning_adds(tmp_path):
     """A phone transcript without edge silences is adapted on with them, as it is aligned; a
     recording too short for them keeps the phones as written."""
-    from aligner.alignment.adaptation.corpus import _with_edge_silences_if_they_fit
-    from aligner.alignment.pipeline import load_model
+    from aligner.alignment.adaptation.corpus import read_recordings
+    from aligner.alignment.pipeline import load_model, with_edge_silences_if_they_fit
+    from aligner.frames import n_frames
     from aligner.phones.sets import get_phone_set
 
     arpabet = get_phone_set("arpabet")
     model = load_model()
-    assert _with_edge_silences_if_they_fit(model, ["D", "AA1", "T"], arpabet, 16000, "x") == ["sil", "D", "AA1", "T", "sil"]
-    assert _with_edge_silences_if_they_fit(None, ["sil", "D", "AA1", "T", "sil"], arpabet, 16000, "x") == [
+    assert with_edge_silences_if_they_fit(model, ["D", "AA1", "T"], arpabet, n_frames(16000))[0] == [
+        "sil", "D", "AA1", "T", "sil"]
+    assert with_edge_silences_if_they_fit(model, ["sil", "D", "AA1", "T", "sil"], arpabet, n_frames(16000))[0] == [
         "sil", "D", "AA1", "T", "sil"]
     short = int(0.06 * 16000)  # 4 frames: room for the 3 phones (no closures), not for 5
-    assert _with_edge_silences_if_they_fit(model, ["D", "AA1", "T"], arpabet, short, "x") == ["D", "AA1", "T"]
+    assert with_edge_silences_if_they_fit(model, ["D", "AA1", "T"], arpabet, n_frames(short))[0] == ["D", "AA1", "T"]
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    demo = Path(__file__).resolve().parents[2] / "examples" / "demo.wav"
+    (corpus / "demo.wav").write_bytes(demo.read_bytes())
+    (corpus / "demo.phones").write_text("D AA1 T\n")
+    recordings, failed, _ = read_recordings(corpus, kind="phones", model=model)
+    assert not failed and list(recordings[0].transcript) == ["sil", "D", "AA1", "T", "sil"]

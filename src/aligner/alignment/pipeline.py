@@ -226,16 +226,7 @@ def _align_phones(m: AlignmentModel, audio, phones, phone_set, name, split_stops
     if isinstance(phones, (list, tuple)):
         phones = " ".join(phones)
     symbols, pset = read_transcript(phones, model_reading(m, phone_set))
-    padded, added = with_edge_silences_of(symbols, pset)
-    if not any(added):
-        return _decode_recording(m, audio, symbols, pset, name, split_stops, sr, review, on_scored)
-    try:
-        intervals, conf, match = _decode_recording(m, audio, padded, pset, name, split_stops, sr, review, on_scored)
-    except AlignmentError:  # too short for the added silences too: the phones as written
-        return _decode_recording(m, audio, symbols, pset, name, split_stops, sr, review, on_scored)
-    if len(intervals) != len(added):  # one interval per phone, as written
-        raise AlignmentError(f"{name or audio}: {len(intervals)} intervals for {len(added)} phones")
-    return [iv._replace(label="") if a else iv for iv, a in zip(intervals, added)], conf, match
+    return _decode_recording(m, audio, symbols, pset, name, split_stops, sr, review, on_scored, edge_silences=True)
 
 
 #: the silence symbols an added edge silence takes, in this order of preference
@@ -262,22 +253,49 @@ def with_edge_silences_of(symbols: list, pset) -> tuple:
     return head + list(symbols) + tail, added
 
 
+def with_edge_silences_if_they_fit(m: AlignmentModel, symbols: list, pset, n_frames_: int,
+                                   split_stops: bool | None = None, name: str = "<utterance>") -> tuple:
+    """``(symbols, added)`` of :func:`with_edge_silences_of` where ``m`` can decode them over a
+    recording of ``n_frames_`` frames (:meth:`~aligner.alignment.model.AlignmentModel.check_transcript_fits`),
+    else the phones as written (nothing added): a recording too short for the added silences."""
+    padded, added = with_edge_silences_of(symbols, pset)
+    if any(added):
+        try:
+            m.check_transcript_fits(n_frames_, padded, pset, split_stops, name)
+            return padded, added
+        except AlignmentError:
+            pass
+    return list(symbols), [False] * len(symbols)
+
+
 def _decode_recording(m: AlignmentModel, audio, symbols, pset, name, split_stops, sr, review: bool,
-                      on_scored: Optional[Callable[[ScoredRecording], None]] = None) -> tuple:
+                      on_scored: Optional[Callable[[ScoredRecording], None]] = None,
+                      edge_silences: bool = False) -> tuple:
     """``m.align_with_review`` of a recording (a path or samples) and its phones ``symbols`` in
     ``pset``: the transcript checked against a file's header before its samples are read, an
-    alignment error naming the recording, ``on_scored`` handed the scoring of a recording read whole."""
+    alignment error naming the recording, ``on_scored`` handed the scoring of a recording read
+    whole. ``edge_silences``: the silences the transcript lacks at its edges are added where the
+    recording has room for them (:func:`with_edge_silences_if_they_fit`), their intervals unlabelled."""
+    from aligner.frames import n_frames
+
     if name is None and isinstance(audio, (str, os.PathLike)):
         name = str(audio)
     try:
         _check_fits_header(m, audio, symbols, pset, split_stops, name)
         samples, name = _samples_any_length(audio, sr, name)
+        added = None
+        if edge_silences:
+            symbols, added = with_edge_silences_if_they_fit(m, symbols, pset, n_frames(len(samples)), split_stops,
+                                                            name)
         hand_on = None
         if on_scored is not None and isinstance(samples, np.ndarray):  # read whole: its scoring is kept
             def hand_on(frames, decoder, scores, own):
                 on_scored(ScoredRecording(samples, frames, decoder, scores, own))
-        return m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops, review=review,
-                                   on_scored=hand_on)
+        intervals, conf, match = m.align_with_review(samples, symbols, pset, name=name, split_stops=split_stops,
+                                                     review=review, on_scored=hand_on)
+        if added is not None and any(added):
+            intervals = [iv._replace(label="") if a else iv for iv, a in zip(intervals, added)]
+        return intervals, conf, match
     except AlignmentError as exc:
         msg = str(exc)
         raise AlignmentError(msg if name in msg else f"{name}: {msg}") from None

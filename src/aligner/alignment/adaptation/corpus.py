@@ -44,9 +44,9 @@ from aligner.alignment.model import AlignmentModel
 from aligner.alignment.pipeline import (TIER_OVERRUN_TOLERANCE, _language_pronunciations, _pronunciations,
                                         check_phone_map, load_dictionary, load_model, map_language_phones,
                                         model_reading, phone_code, read_ipa_transcript, wants_universal,
-                                        with_edge_silences, with_edge_silences_of, words_dictionary)
+                                        with_edge_silences, with_edge_silences_if_they_fit, words_dictionary)
 from aligner.alignment.universal import SILENCE_CLASS, UniversalModel
-from aligner.errors import AlignerError, AlignmentError, ModelError, TranscriptError
+from aligner.errors import AlignerError, ModelError, TranscriptError
 from aligner.frames import SAMPLE_RATE, n_frames
 from aligner.io.bundles import ALIGNMENT_KIND, MANIFEST, UNIVERSAL_KIND, default_model_dir
 from aligner.io.corpus import find_utterances
@@ -337,7 +337,8 @@ def read_recordings(corpus_dir, kind: str = "auto", dictionary=None, oov: str = 
                                             reference, source=(str(utt.audio), 0, len(samples))))
             elif transcript_kind(utt.transcript, kind) == "phones":
                 symbols, pset = read_transcript(utt.transcript, phone_reading)
-                symbols = _with_edge_silences_if_they_fit(model, symbols, pset, len(samples), str(utt.audio))
+                symbols = with_edge_silences_if_they_fit(model if model is not None else load_model(None), symbols,
+                                                         pset, n_frames(len(samples)), None, str(utt.audio))[0]
                 recordings.append(Recording(samples, list(symbols), utt.speaker, str(utt.audio), "phones", pset.name,
                                             reference, source=(str(utt.audio), 0, len(samples))))
             else:
@@ -916,19 +917,3 @@ class PoolRounds:
         shutil.rmtree(self.folder / f"round-{rnd - 1}", ignore_errors=True)
         model.save(self.folder / f"round-{rnd}")
         return dask_path(self.folder / f"round-{rnd}")
-
-
-def _with_edge_silences_if_they_fit(model, symbols: list, pset, n_samples: int, name: str) -> list:
-    """A phone transcript's ``symbols`` with the silences at its edges it lacks
-    (:func:`~aligner.alignment.pipeline.with_edge_silences_of`), as aligning it adds them; the
-    symbols as written when the recording of ``n_samples`` is too short for them too, as
-    ``model`` (None: the shipped English model) would decode them."""
-    padded, added = with_edge_silences_of(symbols, pset)
-    if not any(added):
-        return list(symbols)
-    try:
-        (model if model is not None else load_model(None)).check_transcript_fits(n_frames(n_samples), padded, pset,
-                                                                                None, name)
-    except AlignmentError:
-        return list(symbols)
-    return padded
