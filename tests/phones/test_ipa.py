@@ -67,6 +67,9 @@ def test_a_modifier_letter_alone_is_the_sound_it_stands_for():
         seg = read_ipa(lone)
         assert seg.symbol == lone and seg.ipa == sound and np.array_equal(seg.parts, read_ipa(sound).parts), lone
     assert read_ipa("tʰ").feature("sg") == 1 and len(read_ipa("ⁿd").parts) == 1  # as marks they stay marks
+    for released in ("tⁿ", "pᵐ", "kᵑ"):  # nasal release after a stop, of any place
+        seg = read_ipa(released)
+        assert len(seg.parts) == 1 and seg.feature("nas") == 1, released
     with pytest.raises(IpaError, match="starts with the mark"):
         read_ipa("ː")  # length alone is no sound
 

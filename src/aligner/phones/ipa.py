@@ -78,6 +78,8 @@ DIACRITICS: dict = {
     "\u033b": {"distr": 1},              # laminal
     "\u0303": {"nas": 1},                # nasalised
     "ⁿ": {"nas": 1},                     # nasal release
+    "ᵐ": {"nas": 1},                     # nasal release (labial)
+    "ᵑ": {"nas": 1},                     # nasal release (velar)
     "ˡ": {"lat": 1, "delrel": 1},        # lateral release
     "ː": {"long": 1},                    # long
     "ˑ": {"long": 1},                    # half-long
