@@ -10,6 +10,10 @@ models' default, :mod:`aligner.alignment.decoding.silent_edges`) and aligned who
 ``aligner evaluate`` scores them (every boundary but the first), words as both edges of every word
 (the words paired in order; an utterance whose word count differs is left out and counted).
 
+``--edge zeros`` pads with digital silence instead (an editor's zeros), which reading a recording
+replaces by its room tone (:mod:`aligner.io.room_tone`; here applied to the padded samples as
+reading a padded file would); ``--no-room-tone`` aligns the zeros as they are.
+
 With ``--folds-dir`` each utterance is aligned by the speaker-fold model that never heard its
 speaker (``python -m benchmarks.alignment.eval_alignment_cv --save-models DIR``, then
 ``recipes/distil/distil.py``); without, by ``--model`` (the shipped one: its speakers are the
@@ -17,6 +21,8 @@ sample's, so in-sample). ``--every K`` takes every K-th utterance.
 
     python -m benchmarks.alignment.eval_silent_edges --folds-dir runs/folds-student [--pads 0 1 3]
         [--conditions clean,reverb_far] [--every 1]
+    python -m benchmarks.alignment.eval_silent_edges --folds-dir runs/folds-student --pads 0.3 1 --edge zeros \
+        [--no-room-tone]
 """
 
 from __future__ import annotations
@@ -29,14 +35,18 @@ import numpy as np
 DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "timit-sample"
 
 
-def padded(samples: np.ndarray, seconds: float) -> np.ndarray:
-    """``samples`` with ``seconds`` of their first 50 ms (tiled, every other copy reversed) at both ends."""
+def padded(samples: np.ndarray, seconds: float, edge: str = "room") -> np.ndarray:
+    """``samples`` with ``seconds`` of their first 50 ms (tiled, every other copy reversed) at both ends
+    (``edge`` "room"), or of zeros ("zeros")."""
     n = int(round(seconds * 16000))
     if n == 0:
         return samples
-    lead = samples[:800]
-    edge = np.resize(np.concatenate([lead, lead[::-1]]), n).astype(np.float32)
-    return np.concatenate([edge, samples, edge])
+    if edge == "zeros":
+        pad = np.zeros(n, np.float32)
+    else:
+        lead = samples[:800]
+        pad = np.resize(np.concatenate([lead, lead[::-1]]), n).astype(np.float32)
+    return np.concatenate([pad, samples, pad])
 
 
 def main(argv=None):
@@ -47,7 +57,16 @@ def main(argv=None):
     p.add_argument("--pads", type=float, nargs="*", default=[0.0, 1.0, 3.0], help="seconds added at each end")
     p.add_argument("--conditions", default="clean", help="comma-separated (benchmarks.alignment.eval_degraded)")
     p.add_argument("--every", type=int, default=1, help="every K-th utterance")
+    p.add_argument("--edge", choices=("room", "zeros"), default="room",
+                   help="what is added: the utterance's own room tone, or digital silence")
+    p.add_argument("--no-room-tone", action="store_true",
+                   help="align digital silence as it is (not read as the recording's room tone)")
     args = p.parse_args(argv)
+
+    import aligner.io.room_tone as room_tone
+
+    if args.no_room_tone:  # no recording has this many windows of sound: nothing is replaced
+        room_tone.MIN_HEARD_WINDOWS = 1 << 62
 
     import warnings
 
@@ -92,9 +111,10 @@ def main(argv=None):
                     m.crops_silent_edges = crop
                 phone_err, word_err, left_out = [], [], 0
                 for i, (y, ref, labels, words, text, model) in enumerate(data):
-                    samples = padded(y, pad)
+                    samples = padded(y, pad, args.edge)
                     if condition != "clean":
                         samples = degrade(samples, condition, i)
+                    samples = room_tone.with_room_tone(samples)  # as reading the padded file does
                     got = np.array([iv.start_s for iv in model.align(samples, labels, pset)])
                     phone_err += list(np.abs(got[1:] - (ref[1:] + pad)) * 1000)
                     aligned = [iv for iv in dict(align_words(samples, text, model, sr=16000).tiers)["words"]

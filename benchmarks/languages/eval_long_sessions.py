@@ -9,7 +9,9 @@ Built from the VoxAngeles recordings (their hand-audited phone times shifted, no
   the empty intervals of the references: one word's trailing silence and the next one's leading
   silence make one pause of about half a second);
 * **padded edges**: each recording with ``--pads`` seconds of its own leading silence (tiled,
-  every other copy reversed) added at both ends.
+  every other copy reversed) added at both ends; with ``--edge zeros``, digital silence instead,
+  which reading a recording replaces by its room tone (:mod:`aligner.io.room_tone`;
+  ``--no-room-tone``: aligned as zeros).
 
 Every boundary but the first is scored, next to the same recordings aligned alone as they are; the
 speed is audio seconds per second of one process (start-up excluded).
@@ -17,6 +19,7 @@ The shipped model was trained on all 40 languages: pass a fold model (``eval_lan
 them under ``OUT/universal``) and its held-out languages (``--fold``) for held-out figures.
 
     python -m benchmarks.languages.eval_long_sessions [--model DIR --fold K] [--minutes 2] [--pads 1 3]
+        [--edge zeros [--no-room-tone]]
 """
 
 from __future__ import annotations
@@ -55,14 +58,16 @@ def session(recordings: list, seconds: float) -> tuple:
     return np.concatenate(parts), symbols, np.array(starts)
 
 
-def padded(samples: np.ndarray, ref: np.ndarray, labels: list, seconds: float) -> tuple:
+def padded(samples: np.ndarray, ref: np.ndarray, labels: list, seconds: float, zeros: bool = False) -> tuple:
     """``(samples, symbols, reference starts)`` with ``seconds`` of the recording's own leading
-    silence (its first 50 ms when the reference starts with a phone) tiled onto both ends."""
+    silence (its first 50 ms when the reference starts with a phone) tiled onto both ends, or of
+    digital silence (``zeros``)."""
     n = int(round(seconds * 16000))
     if n == 0:
         return samples, labels, ref
     lead = samples[:max(int(ref[1] * 16000) - 160, 800)] if labels[0] == "sil" and len(ref) > 1 else samples[:800]
-    edge = np.resize(np.concatenate([lead, lead[::-1]]), n).astype(np.float32)
+    edge = (np.zeros(n, np.float32) if zeros
+            else np.resize(np.concatenate([lead, lead[::-1]]), n).astype(np.float32))
     if labels[0] == "sil":
         starts = np.concatenate([[0.0], ref[1:] + seconds])
         symbols = list(labels)
@@ -81,7 +86,16 @@ def main(argv=None):
     p.add_argument("--minutes", type=float, default=2.0, help="length of each session")
     p.add_argument("--pads", type=float, nargs="*", default=[1.0, 3.0], help="seconds of silence added at each end")
     p.add_argument("--pad-files", type=int, default=10, help="recordings per language padded")
+    p.add_argument("--edge", choices=("room", "zeros"), default="room",
+                   help="what is added: the recording's own leading silence, or digital silence")
+    p.add_argument("--no-room-tone", action="store_true",
+                   help="align digital silence as it is (not read as the recording's room tone)")
     args = p.parse_args(argv)
+
+    if args.no_room_tone:  # no recording has this many windows of sound: nothing is replaced
+        import aligner.io.room_tone
+
+        aligner.io.room_tone.MIN_HEARD_WINDOWS = 1 << 62
 
     from aligner.alignment.evaluation.phones import score_alignments
     from aligner.alignment.pipeline import load_model
@@ -115,7 +129,7 @@ def main(argv=None):
     scored(f"sessions of {args.minutes:g} min", [(lang, *session(data[lang], 60 * args.minutes)) for lang in langs])
     for pad in args.pads:
         scored(f"alone, {pad:g} s of silence at each end",
-               [(lang, *padded(y, ref, sym, pad)) for lang in langs for y, ref, sym in data[lang][:args.pad_files]])
+               [(lang, *padded(y, ref, sym, pad, args.edge == "zeros")) for lang in langs for y, ref, sym in data[lang][:args.pad_files]])
     scored("alone, the same recordings", [(lang, y, sym, ref) for lang in langs
                                           for y, ref, sym in data[lang][:args.pad_files]])
 

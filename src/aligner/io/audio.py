@@ -15,6 +15,7 @@ import soundfile as sf
 
 from aligner.errors import AudioError
 from aligner.frames import SAMPLE_RATE
+from aligner.io.room_tone import FlatScan, RoomTone, with_room_tone
 from aligner.io.sphere_repair import looks_newline_damaged, missing_bytes, read_sphere_header_file, repair_lost_crs
 
 __all__ = [
@@ -105,7 +106,9 @@ def load_audio(
     the extension. A SPHERE file that lost bytes to a newline conversion (a text-mode copy) is
     repaired, with a :class:`RepairedAudioWarning` (:mod:`aligner.io.sphere_repair`). Channels are averaged to mono; any other sample rate is resampled with
     ``librosa.resample(res_type="soxr_hq")``. The constant offset (the mean, DC) is removed;
-    amplitudes are not otherwise normalised.
+    amplitudes are not otherwise normalised. Digital silence (a stretch of 10 ms or more whose
+    samples stay flat at either end, or of 0.25 s or more inside: an editor's zeros) is read as the
+    recording's own room tone (:mod:`aligner.io.room_tone`).
 
     Raises :class:`AudioError` naming the file if it is missing, a directory, not decodable
     audio, holds no samples or NaN/inf samples, lasts less than ``min_seconds`` seconds, or is
@@ -179,8 +182,9 @@ def _count_non_finite(data: np.ndarray, block: int = 1 << 20) -> int:
 def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owned: bool = False) -> np.ndarray:
     """(samples, channels) float32 -> mono float32 at ``sample_rate``. Refuses silence, judged
     around the signal's mean, so that a constant offset with nothing on it (no speech energy)
-    is refused too. The mean (a constant DC offset) is subtracted. ``owned``: ``data`` belongs
-    to the caller of this function alone and may be changed in place."""
+    is refused too. The mean (a constant DC offset) is subtracted, and digital silence is
+    replaced by room tone (:func:`aligner.io.room_tone.with_room_tone`). ``owned``: ``data``
+    belongs to the caller of this function alone and may be changed in place."""
     mono = _mono(data)
     offset = float(np.mean(mono, dtype=np.float64))
     peak = max(float(np.max(mono)) - offset, offset - float(np.min(mono)))  # no copy of a long recording
@@ -192,16 +196,18 @@ def _mono_at_rate(data: np.ndarray, rate: int, sample_rate: int, name: str, owne
         )
     # remove the constant offset (DC): it raises every frame's energy and blurs silences. One
     # below DC_NEGLIGIBLE is left (so samples already without offset come back unchanged).
+    fresh = owned
     if abs(offset) >= DC_NEGLIGIBLE:
         if owned:
             mono -= np.float32(offset)  # in place: no second copy of a long recording
         else:
-            mono = mono - np.float32(offset)
+            mono, fresh = mono - np.float32(offset), True
     if rate != sample_rate:
         import librosa  # only to resample: importing it costs start-up time
 
-        mono = librosa.resample(mono, orig_sr=rate, target_sr=sample_rate, res_type="soxr_hq")
-    return np.ascontiguousarray(mono, dtype=np.float32)
+        mono, fresh = librosa.resample(mono, orig_sr=rate, target_sr=sample_rate, res_type="soxr_hq"), True
+    out = np.ascontiguousarray(mono, dtype=np.float32)
+    return with_room_tone(out, owned=fresh and out.flags.writeable)
 
 
 #: samples read at once by :class:`FileSamples` (about 4 s at 16 kHz)
@@ -305,15 +311,23 @@ class FileSamples(SampleReader):
     recording in memory. Supports ``len()``, ``shape``, ``ndim``, ``dtype`` and indexing by an
     int or a slice (step 1), which is how :func:`aligner.features.mfcc.mfcc_features` reads it.
 
+    Digital silence is read as ``room_tone`` (None: the file has none to replace), as
+    :func:`load_audio` reads it (:mod:`aligner.io.room_tone`).
+
     Build with :func:`file_samples`, which checks the file as :func:`load_audio` does (one pass
     over it, block by block).
     """
 
-    def __init__(self, path: Path, n_samples: int, offset: float):
+    def __init__(self, path: Path, n_samples: int, offset: float, room_tone: RoomTone | None = None):
         self.path, self.n, self.offset = Path(path), int(n_samples), float(offset)
+        self.room_tone = room_tone
         self._file = None
 
     def _read(self, start: int, stop: int) -> np.ndarray:
+        samples = self._read_file(start, stop)
+        return samples if self.room_tone is None else self.room_tone.fill(samples, start)
+
+    def _read_file(self, start: int, stop: int) -> np.ndarray:
         if self._file is None:
             self._file = sf.SoundFile(os.fsencode(self.path))
         self._file.seek(start)
@@ -341,6 +355,7 @@ def file_samples(path: str | os.PathLike, min_seconds: float = 0.05) -> FileSamp
     if info.samplerate != SAMPLE_RATE or info.frames <= 0:
         return None
     total, lo, hi, n_bad, n = 0.0, np.inf, -np.inf, 0, 0
+    scan = FlatScan(info.frames)
     try:
         with sf.SoundFile(os.fsencode(path)) as f:
             while True:
@@ -349,6 +364,8 @@ def file_samples(path: str | os.PathLike, min_seconds: float = 0.05) -> FileSamp
                     break
                 n_bad += int(np.count_nonzero(~np.isfinite(data)))
                 mono = _mono(data)
+                if not n_bad:
+                    scan.add(mono)
                 total += float(np.sum(mono, dtype=np.float64))
                 lo, hi, n = min(lo, float(np.min(mono))), max(hi, float(np.max(mono))), n + len(mono)
     except (sf.SoundFileError, RuntimeError) as exc:
@@ -365,7 +382,7 @@ def file_samples(path: str | os.PathLike, min_seconds: float = 0.05) -> FileSamp
     if peak < SILENCE_PEAK:
         dc = f", around a constant offset of {offset:.2g}" if abs(offset) >= SILENCE_PEAK else ""
         raise AudioError(f"{path}: audio is silent (peak amplitude {peak:.2g} < {SILENCE_PEAK:g} of full scale{dc})")
-    return FileSamples(path, n, offset)
+    return FileSamples(path, n, offset, scan.room_tone(offset if abs(offset) >= DC_NEGLIGIBLE else 0.0))
 
 
 def _read_damaged_sphere_header_only(path: Path) -> bool:
