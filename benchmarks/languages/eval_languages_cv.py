@@ -19,6 +19,8 @@ on folds 2-4 and validated on fold 1: ``--test-fold 1 --exclude-folds 0``). Mode
     python -m benchmarks.languages.eval_languages_cv --out runs/languages
     python -m benchmarks.languages.eval_languages_cv --out runs/languages --test-fold 1 --exclude-folds 0 \\
         --systems universal --settings '{"prior": true}' --tag prior
+    python -m benchmarks.languages.eval_languages_cv --out runs/languages --systems universal --tag d256 \\
+        --conditions clean,white20,white10,white5 --denoise-gate none
 """
 
 from __future__ import annotations
@@ -151,14 +153,17 @@ def adapt_each_language(model, langs, rounds: int, settings: dict, per_language:
     return out
 
 
-def score_files(align, files: list) -> tuple:
-    """``(pairs, failed, seconds, per-language pairs)`` of ``align(samples, symbols)`` over ``files``."""
+def score_files(align, files: list, condition: str = "clean") -> tuple:
+    """``(pairs, failed, seconds, per-language pairs)`` of ``align(samples, symbols)`` over ``files``,
+    each degraded under ``condition`` first (:func:`benchmarks.alignment.eval_degraded.degrade`,
+    seeded by its position)."""
     from aligner.io.audio import load_audio
+    from benchmarks.alignment.eval_degraded import degrade
 
     pairs, failed, seconds, by_lang = [], [], 0.0, {}
-    for wav, grid in files:
+    for i, (wav, grid) in enumerate(files):
         starts, symbols = reference(grid)
-        samples = load_audio(wav)
+        samples = degrade(load_audio(wav), condition, i)
         t0 = time.perf_counter()
         try:
             intervals = align(samples, symbols)
@@ -187,6 +192,11 @@ def main(argv=None):
                         "not their times), as aligner adapt --phone-set ipa does, and score again")
     p.add_argument("--adapt-settings", default="{}",
                    help="AdaptSettings fields, JSON ({}: those of aligner adapt for a universal model)")
+    p.add_argument("--conditions", default="clean",
+                   help="score on degraded copies too: conditions of benchmarks.alignment.eval_degraded, comma-separated")
+    p.add_argument("--denoise-gate", default="model",
+                   help="the universal model's noise suppression: as the model has it ('model'), none ('none'), "
+                        "or from this noise floor (dB)")
     args = p.parse_args(argv)
 
     from aligner.alignment.evaluation.phones import score_alignments
@@ -200,7 +210,7 @@ def main(argv=None):
     systems = [s for s in args.systems.split(",") if s]
     settings = UniversalSettings(**json.loads(args.settings))
     data = None
-    totals: dict = {s: [] for s in systems}
+    totals: dict = {}
     for k in tests:
         held = set(folds[k]) | {lang for j in excluded for lang in folds[j]}
         train_langs = sorted(set(sum(folds, [])) - held)
@@ -227,6 +237,11 @@ def main(argv=None):
                         scorers=cache)
                     model.training["test_languages"] = folds[k]
                     model.save(path)
+                if args.denoise_gate != "model":  # before any view is made
+                    from aligner.features.denoise import DenoiseSettings
+
+                    model.front_denoise = (None if args.denoise_gate == "none"
+                                           else DenoiseSettings(gate_db=float(args.denoise_gate)))
                 align = lambda samples, symbols, m=model: align_universal(m, samples, symbols)  # noqa: E731
             elif system == "baseline":
                 from aligner import api
@@ -240,17 +255,19 @@ def main(argv=None):
             else:
                 align = mapped_aligner(load_model(None), english=True)
             train_s = time.perf_counter() - t0
-            pairs, failed, seconds, by_lang = score_files(align, files)
-            totals[system] += pairs
-            scores = score_alignments(pairs)
-            print(f"-- {system} (fold {k}; {train_s:.0f} s to train or load, {seconds:.1f} s to align; "
-                  f"{len(failed)} failed{': ' + '; '.join(failed[:3]) if failed else ''})\n{scores.format()}",
-                  flush=True)
-            if args.per_language:
-                for lang, lp in sorted(by_lang.items()):
-                    s = score_alignments(lp)
-                    print(f"   {lang}: {s.within_ms[20]:.1f} % within 20 ms, mean {s.mean_ms:.1f} ms "
-                          f"({s.n_boundaries} boundaries)")
+            for condition in args.conditions.split(","):
+                label = system if condition == "clean" else f"{system} {condition}"
+                pairs, failed, seconds, by_lang = score_files(align, files, condition)
+                totals.setdefault(label, []).extend(pairs)
+                scores = score_alignments(pairs)
+                print(f"-- {label} (fold {k}; {train_s:.0f} s to train or load, {seconds:.1f} s to align; "
+                      f"{len(failed)} failed{': ' + '; '.join(failed[:3]) if failed else ''})\n{scores.format()}",
+                      flush=True)
+                if args.per_language:
+                    for lang, lp in sorted(by_lang.items()):
+                        s = score_alignments(lp)
+                        print(f"   {lang}: {s.within_ms[20]:.1f} % within 20 ms, mean {s.mean_ms:.1f} ms "
+                              f"({s.n_boundaries} boundaries)")
             if system == "universal" and args.adapt_rounds > 0:
                 adapted_pairs = adapt_each_language(model, folds[k], args.adapt_rounds,
                                                     json.loads(args.adapt_settings), args.per_language)

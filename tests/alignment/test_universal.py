@@ -541,6 +541,33 @@ def test_a_second_pass_decodes_at_the_recordings_own_tempo(universal, tmp_path):
         UniversalModel.load(tmp_path / "m")
 
 
+def test_views_suppress_noise_past_the_models_gate_and_the_gate_is_saved(universal, tmp_path):
+    """A trained model's views denoise a recording whose noise floor passes the universal gate
+    (white noise over a quiet recording), not a clean one; the settings are saved, read back and
+    checked on load, and a model without them never denoises."""
+    from aligner.alignment.universal import UniversalModel
+    from aligner.alignment.universal_training import UNIVERSAL_DENOISE_GATE_DB
+
+    _, path = universal
+    model = UniversalModel.load(path)
+    assert model.front_denoise is not None and model.front_denoise.gate_db == UNIVERSAL_DENOISE_GATE_DB
+    view = model.view(["sil", "m", "a", "s", "sil"])
+    assert view.front_denoise == model.front_denoise
+    rng = np.random.default_rng(5)
+    speech = np.concatenate([np.zeros(8000), rng.standard_normal(16000) * np.hanning(16000), np.zeros(8000)])
+    clean = (speech * 0.3 + rng.normal(0, 1e-3, speech.size)).astype(np.float32)
+    noisy = (clean + rng.normal(0, 0.1, speech.size)).astype(np.float32)
+    assert view.cleaned(clean) is None and view.cleaned(noisy) is not None
+    model.save(tmp_path / "m")
+    assert UniversalModel.load(tmp_path / "m").front_denoise == model.front_denoise
+    _edit_bundle_json(tmp_path / "m", "universal.json", front_denoise={"gate_db": "loud"})
+    with pytest.raises(ModelError, match="not a usable universal"):
+        UniversalModel.load(tmp_path / "m")
+    _edit_bundle_json(tmp_path / "m", "universal.json", front_denoise=None)
+    plain = UniversalModel.load(tmp_path / "m")
+    assert plain.front_denoise is None and plain.view(["sil", "m", "a", "sil"]).cleaned(noisy) is None
+
+
 def test_an_output_column_of_the_shipped_model_is_the_same_in_a_product_of_any_width():
     """A view's new classes are worked out beside silence alone (no background phones) or beside
     others; BLAS rounds a column by the product's width and the column's place (by another kernel for

@@ -39,6 +39,7 @@ from aligner.alignment.decoding.task import FEATURE_NAMES
 from aligner.alignment.model import MAX_PHONE_FRAMES, AlignmentModel, DurationStats, check_tempo_range
 from aligner.errors import ModelError, TranscriptError
 from aligner.features.composed_network import ComposedNetwork
+from aligner.features.denoise import DenoiseSettings
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE
 from aligner.io.bundles import UNIVERSAL_KIND, load_bundle, save_bundle, whole_number
 from aligner.phones.ipa import (BROAD_ORDER, COMPOSITION_DIMS, CODES, IpaError, Segment, broad_class,
@@ -275,7 +276,9 @@ class UniversalModel:
     each view's duration standard deviations are the features' prediction times this (> 1: tempo
     may differ more between languages and speakers than within the training data); ``tempo_range``:
     each view decodes a second time at the recording's own tempo, clipped to this range
-    (:attr:`AlignmentModel.tempo_range`); None: once."""
+    (:attr:`AlignmentModel.tempo_range`); None: once; ``front_denoise``: each view suppresses the
+    stationary noise of a recording whose noise floor passes its gate before scoring it
+    (:attr:`AlignmentModel.front_denoise`); None: never."""
 
     network: ComposedNetwork
     durations: FeatureDurations
@@ -287,6 +290,7 @@ class UniversalModel:
     training: dict = field(default_factory=dict)
     duration_spread: float = 1.0
     tempo_range: tuple | None = None
+    front_denoise: DenoiseSettings | None = None
     _views: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     # -- phones -----------------------------------------------------------------------------------------------
@@ -343,7 +347,8 @@ class UniversalModel:
         always = np.array([i for i, c in enumerate(names) if c in background], np.int64)
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
                               self.training, refiner, inventory=inventory, phone_symbols=phone_symbols,
-                              always_scored=always, tempo_range=self.tempo_range, pauses_unpaced=True)
+                              always_scored=always, tempo_range=self.tempo_range, pauses_unpaced=True,
+                              front_denoise=self.front_denoise)
         self._views[key] = view
         while len(self._views) > VIEW_CACHE_SIZE:
             self._views.popitem(last=False)
@@ -393,6 +398,8 @@ class UniversalModel:
             params["universal"]["prior_classes"] = list(self.prior.classes)
         if self.tempo_range is not None:
             params["universal"]["tempo_range"] = [float(v) for v in self.tempo_range]
+        if self.front_denoise is not None:
+            params["universal"]["front_denoise"] = self.front_denoise.to_dict()
         save_bundle(directory, UNIVERSAL_KIND, arrays, params, self.training)
 
     @classmethod
@@ -428,10 +435,11 @@ class UniversalModel:
             if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0.25 <= spread <= 10:
                 raise ValueError(f"duration_spread must be a number from 0.25 to 10, got {spread!r}")
             tempo = check_tempo_range(p.get("tempo_range"))
+            front_denoise = None if p.get("front_denoise") is None else DenoiseSettings.from_dict(p["front_denoise"])
         except (KeyError, ValueError, TypeError, ModelError, TranscriptError) as exc:
             raise ModelError(f"{directory}: not a usable universal alignment model ({exc})") from None
         return cls(network, durations, weights, refiner, prior, background, min_frames, manifest.get("training", {}),
-                   float(spread), tempo)
+                   float(spread), tempo, front_denoise)
 
 
 def _phone_names(names, what: str) -> list:

@@ -44,6 +44,7 @@ from aligner.alignment.universal import SILENCE_CLASS, FeatureDurations, PhonePr
 from aligner.errors import AlignerError, TranscriptError
 from aligner.features.composed_network import (ComposedNetwork, averaged_network, mean_activations, pruned_network,
                                                unit_contributions)
+from aligner.features.denoise import DenoiseSettings
 from aligner.features.distil import distil_composed_network
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import SAMPLE_RATE, phone_start_times
@@ -62,6 +63,13 @@ UNIVERSAL_TRAINER = "svm"
 #: the VTLP warps of the universal scorer's copies of every recording: the English model's two (four, 0.85-1.15,
 #: gained on the validation folds but not on the test folds or on English from IPA: CHANGELOG 0.18.0)
 UNIVERSAL_WARPS = DEFAULT_WARPS
+
+#: the noise floor (dB below a recording's mean frame energy, :func:`~aligner.features.denoise.noise_floor_db`)
+#: from which a universal model's views suppress stationary noise: the English expert's gate (-31.6 dB)
+#: takes three in four clean field recordings of the validation languages (words of about a second, a
+#: noise floor of -27 dB at the median), this one about one in twenty, and their copies with white
+#: noise at 10 and 5 dB all (floors of -11 and -7 dB); with noise at 20 dB (-20 dB) few
+UNIVERSAL_DENOISE_GATE_DB = -15.0
 
 
 @dataclass
@@ -83,7 +91,11 @@ class UniversalSettings:
     align (None: all; 0: the transcript's phones alone, chosen on validation languages: CHANGELOG
     0.15.0); ``duration_spread``: the views' duration deviations
     widened by this factor (:class:`~aligner.alignment.universal.UniversalModel`); ``tempo_range``:
-    the views' second pass at a recording's own tempo, clipped to this range (None: one pass); ``n_folds`` language folds of the out-of-fold scores;
+    the views' second pass at a recording's own tempo, clipped to this range (None: one pass);
+    ``denoise_gate_db``: the trained model's views suppress the stationary noise of a recording whose
+    noise floor (:func:`~aligner.features.denoise.noise_floor_db`) is at least this, dB (None: never;
+    :attr:`~aligner.alignment.universal.UniversalModel.front_denoise`; nothing is denoised while it
+    trains); ``n_folds`` language folds of the out-of-fold scores;
     ``n_val_groups`` languages of the weights' early stopping; the boundary refiner's largest shift
     ``refiner_max_shift_ms`` and the clip of its training shifts ``refiner_clip_ms``; ``ensemble``:
     the model scores frames by the final scorer and the ``n_folds`` out-of-fold scorers averaged
@@ -116,6 +128,7 @@ class UniversalSettings:
     alignment_background: int | None = 0
     duration_spread: float = 2.0
     tempo_range: tuple | None = (0.7, 1.4)
+    denoise_gate_db: Optional[float] = UNIVERSAL_DENOISE_GATE_DB
     n_folds: int = 3
     n_val_groups: int = 4
     refiner_max_shift_ms: float = 20.0
@@ -384,6 +397,8 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
         scorer, distilled = distilled_scorer(scorer, activations[keep], data, settings, progress)
     model = _model(scorer, durations, prior, settings, weights, kept)
     model.refiner = refiner
+    if settings.denoise_gate_db is not None:  # the aligning model's front end, not the training's
+        model.front_denoise = DenoiseSettings(gate_db=float(settings.denoise_gate_db))
     model.training = {
         "utterances": len(data), "languages": groups, "validation_languages": sorted(val_groups),
         "scorer_folds": [sorted(f) for f in folds],

@@ -30,6 +30,7 @@ import numpy as np
 from numba import njit
 
 from aligner.features.dereverb import JsonSettings, _frames, _window, istft, stft
+from aligner.features.numeric import _pairwise_sum
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import BlockFilteredSamples
 
@@ -174,6 +175,48 @@ def denoised_samples(samples, settings: DenoiseSettings):
     return DenoisedSamples(samples, settings).filtered()
 
 
+_GATE_WINDOW: list = []
+
+
+def _gate_window() -> np.ndarray:
+    """The gate's (GATE_FFT_SIZE,) float32 periodic Hann window, computed once."""
+    if not _GATE_WINDOW:
+        _GATE_WINDOW.append(np.ascontiguousarray(_window(GATE_FFT_SIZE), np.float32))
+    return _GATE_WINDOW[0]
+
+
+def _windowed_energies(x: np.ndarray, window: np.ndarray, hop: int, frames: slice) -> np.ndarray:
+    """(T,) float64 energies of the Hann-windowed STFT frames ``frames`` (a slice of
+    :func:`~aligner.features.dereverb.stft`'s frames) of float32 samples ``x`` (n,): the float32
+    products squared and summed in float64 in numpy's pairwise order, as
+    ``((frames * window) ** 2).sum(axis=1, dtype=np.float64)`` sums them."""
+    size = len(window)
+    pad = size - hop
+    first, stop, _ = frames.indices((len(x) + pad) // hop + 1)
+    out = np.empty(max(stop - first, 0))
+    _energies(np.ascontiguousarray(x, np.float32), window, hop, pad, first, out)
+    return out
+
+
+@njit(cache=True)
+def _energies(x, window, hop, pad, first, out):
+    size = window.shape[0]
+    n = x.shape[0]
+    row = np.empty(size)
+    for r in range(out.shape[0]):
+        start = (first + r) * hop - pad
+        if 0 <= start and start + size <= n:
+            for j in range(size):
+                v = x[start + j] * window[j]
+                row[j] = float(v * v)
+        else:  # a frame reaching past either end: zeros there
+            for j in range(size):
+                k = start + j
+                v = x[k] * window[j] if 0 <= k < n else np.float32(0.0)
+                row[j] = float(v * v)
+        out[r] = _pairwise_sum(row, 0, size, 1)
+
+
 def noise_floor_db(samples, max_seconds: float = GATE_SECONDS) -> float:
     """The gate's statistic (dB, <= 0): the mean energy of the quietest :data:`NOISE_QUANTILE` of
     the Hann-windowed frames (:data:`GATE_FFT_SIZE` samples, hop :data:`GATE_HOP`) over the first
@@ -183,8 +226,7 @@ def noise_floor_db(samples, max_seconds: float = GATE_SECONDS) -> float:
     x = np.asarray(samples[0:n], np.float32)
     if n < GATE_FFT_SIZE:
         return float("nan")
-    frames = _frames(x, GATE_FFT_SIZE, GATE_HOP, np.float32)[_inside(n, GATE_FFT_SIZE, GATE_HOP)]
-    energy = ((frames * _window(GATE_FFT_SIZE).astype(np.float32)) ** 2).sum(axis=1, dtype=np.float64)
+    energy = _windowed_energies(x, _gate_window(), GATE_HOP, _inside(n, GATE_FFT_SIZE, GATE_HOP))
     if len(energy) == 0 or energy.mean() <= 0.0:
         return float("nan")
     energy = energy[_live(energy)]
