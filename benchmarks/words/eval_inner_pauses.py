@@ -1,0 +1,77 @@
+#!/usr/bin/env python
+"""Long pauses between words: each utterance with seconds of its own room tone put between two of its words.
+
+A speaker who stops to think, a reader who breathes between phrases: the pause inside an
+utterance can last seconds. Each utterance of the TIMIT sample gets ``--pauses`` seconds of its
+own first 50 ms (tiled, every other copy reversed) inserted where its middle word starts (by the
+``.wrd`` times), is aligned from its ``.txt`` words by the speaker-fold model that never heard its
+speaker (``--folds-dir``, ``python -m benchmarks.alignment.eval_alignment_cv --save-models DIR``),
+and both edges of every word are scored against the hand labels shifted by the pause (the words
+paired in order; an utterance whose word count differs is left out and counted).
+
+    python -m benchmarks.words.eval_inner_pauses --folds-dir runs/folds-n1 [--pauses 0 0.5 2 5] [--every 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "timit-sample"
+
+
+def with_pause(samples: np.ndarray, at: int, seconds: float) -> np.ndarray:
+    """``samples`` with ``seconds`` of their first 50 ms (tiled, every other copy reversed) inserted
+    before sample ``at``."""
+    lead = samples[:800]
+    tone = np.resize(np.concatenate([lead, lead[::-1]]), int(round(seconds * 16000))).astype(np.float32)
+    return np.concatenate([samples[:at], tone, samples[at:]])
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", type=Path, default=DEFAULT_DATA)
+    p.add_argument("--folds-dir", type=Path, required=True, help="speaker-fold models (held out)")
+    p.add_argument("--pauses", type=float, nargs="*", default=[0.0, 0.5, 2.0, 5.0], help="seconds inserted")
+    p.add_argument("--every", type=int, default=1, help="every K-th utterance")
+    args = p.parse_args(argv)
+
+    from aligner.alignment.pipeline import align_words
+    from aligner.io.audio import RepairedAudioWarning, load_audio
+    from aligner.io.corpus import find_utterances
+    from benchmarks.alignment.folds import fold_models
+
+    warnings.simplefilter("ignore", RepairedAudioWarning)  # the sample's SPHERE files, repaired on reading
+    model_of = {s: m for m, speakers in fold_models(args.folds_dir) for s in speakers}
+    data = []
+    for u in find_utterances(args.corpus)[::args.every]:
+        if u.speaker not in model_of:
+            continue
+        rows = [line.split(maxsplit=2) for line in u.audio.with_suffix(".wrd").read_text().splitlines() if line.strip()]
+        words = [(int(a) / 16000, int(b) / 16000) for a, b, _ in rows]
+        text = u.audio.with_suffix(".txt").read_text().split(maxsplit=2)[2].strip()
+        data.append((load_audio(u.audio), words, text, model_of[u.speaker]))
+    print(f"{len(data)} utterances of {args.corpus}; fold models {args.folds_dir}")
+    print(f"{'pause':>6s}  {'word edges':>10s}  {'MAE':>8s}  {'within 20 ms':>12s}  {'off > 50 ms':>11s}")
+    for pause in args.pauses:
+        errors, left_out = [], 0
+        for samples, words, text, model in data:
+            k = len(words) // 2
+            shifted = [(s + (pause if i >= k else 0.0), e + (pause if i >= k else 0.0)) for i, (s, e) in enumerate(words)]
+            y = with_pause(samples, int(round(words[k][0] * 16000)), pause)
+            aligned = [iv for iv in dict(align_words(y, text, model, sr=16000).tiers)["words"] if iv.label]
+            if len(aligned) != len(shifted):
+                left_out += 1
+                continue
+            for iv, (s, e) in zip(aligned, shifted):
+                errors += [abs(iv.start_s - s) * 1000, abs(iv.end_s - e) * 1000]
+        e = np.array(errors)
+        print(f"{pause:5.1f}s  {len(e):10d}  {e.mean():5.1f} ms  {np.mean(e <= 20) * 100:10.1f} %  "
+              f"{np.mean(e > 50) * 100:9.1f} %" + (f"  ({left_out} left out)" if left_out else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()
