@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Long pauses between words: each utterance with seconds of its own room tone put between two of its words.
+"""Long pauses between words: each utterance with seconds of its own room tone put between two of its words,
+aligned from its words and from its phones.
 
 A speaker who stops to think, a reader who breathes between phrases: the pause inside an
 utterance can last seconds. Each utterance of the TIMIT sample gets ``--pauses`` seconds of its
@@ -7,9 +8,12 @@ own first 50 ms (tiled, every other copy reversed) inserted where its middle wor
 ``.wrd`` times), is aligned from its ``.txt`` words by the speaker-fold model that never heard its
 speaker (``--folds-dir``, ``python -m benchmarks.alignment.eval_alignment_cv --save-models DIR``),
 and both edges of every word are scored against the hand labels shifted by the pause (the words
-paired in order; an utterance whose word count differs is left out and counted).
+paired in order; an utterance whose word count differs is left out and counted). Its ``.phn`` phones,
+with a ``pau`` written where the pause is, are aligned too, and every phone start but the first is
+scored.
 
     python -m benchmarks.words.eval_inner_pauses --folds-dir runs/folds-n1 [--pauses 0 0.5 2 5] [--every 4]
+        [--no-pause-cut]
 """
 
 from __future__ import annotations
@@ -37,11 +41,20 @@ def main(argv=None):
     p.add_argument("--folds-dir", type=Path, required=True, help="speaker-fold models (held out)")
     p.add_argument("--pauses", type=float, nargs="*", default=[0.0, 0.5, 2.0, 5.0], help="seconds inserted")
     p.add_argument("--every", type=int, default=1, help="every K-th utterance")
+    p.add_argument("--no-pause-cut", action="store_true",
+                   help="align the pauses whole, as 0.26.1 did (no middle cut out)")
     args = p.parse_args(argv)
+
+    if args.no_pause_cut:
+        import aligner.alignment.decoding.silent_edges as silent_edges
+
+        silent_edges.inner_silences_cut = lambda *a, **k: None  # noqa: E731 - every caller reads it here
 
     from aligner.alignment.pipeline import align_words
     from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances
+    from aligner.io.transcripts import read_phn
+    from aligner.phones.sets import get_phone_set
     from benchmarks.alignment.folds import fold_models
 
     warnings.simplefilter("ignore", RepairedAudioWarning)  # the sample's SPHERE files, repaired on reading
@@ -53,24 +66,33 @@ def main(argv=None):
         rows = [line.split(maxsplit=2) for line in u.audio.with_suffix(".wrd").read_text().splitlines() if line.strip()]
         words = [(int(a) / 16000, int(b) / 16000) for a, b, _ in rows]
         text = u.audio.with_suffix(".txt").read_text().split(maxsplit=2)[2].strip()
-        data.append((load_audio(u.audio), words, text, model_of[u.speaker]))
+        starts, _, labels = read_phn(u.transcript)
+        data.append((load_audio(u.audio), words, text, model_of[u.speaker], np.asarray(starts) / 16000, list(labels)))
     print(f"{len(data)} utterances of {args.corpus}; fold models {args.folds_dir}")
-    print(f"{'pause':>6s}  {'word edges':>10s}  {'MAE':>8s}  {'within 20 ms':>12s}  {'off > 50 ms':>11s}")
+    pset = get_phone_set("timit61")
+    print(f"{'pause':>6s}  {'word edges':>10s}  {'MAE':>8s}  {'within 20 ms':>12s}  {'off > 50 ms':>11s}"
+          f"  {'phones: within 20 ms':>20s}  {'mean':>7s}")
     for pause in args.pauses:
-        errors, left_out = [], 0
-        for samples, words, text, model in data:
+        errors, phone_errors, left_out = [], [], 0
+        for samples, words, text, model, phone_starts, labels in data:
             k = len(words) // 2
             shifted = [(s + (pause if i >= k else 0.0), e + (pause if i >= k else 0.0)) for i, (s, e) in enumerate(words)]
             y = with_pause(samples, int(round(words[k][0] * 16000)), pause)
+            j = int(np.searchsorted(phone_starts, words[k][0] - 1e-9))  # the first phone after the pause
+            symbols = labels[:j] + (["pau"] if pause > 0 else []) + labels[j:]
+            ref = np.concatenate([phone_starts[:j], [words[k][0]] if pause > 0 else [], phone_starts[j:] + pause])
+            got = np.array([iv.start_s for iv in model.align(y, symbols, pset)])
+            phone_errors += list(np.abs(got[1:] - ref[1:]) * 1000)
             aligned = [iv for iv in dict(align_words(y, text, model, sr=16000).tiers)["words"] if iv.label]
             if len(aligned) != len(shifted):
                 left_out += 1
                 continue
             for iv, (s, e) in zip(aligned, shifted):
                 errors += [abs(iv.start_s - s) * 1000, abs(iv.end_s - e) * 1000]
-        e = np.array(errors)
+        e, pe = np.array(errors), np.array(phone_errors)
         print(f"{pause:5.1f}s  {len(e):10d}  {e.mean():5.1f} ms  {np.mean(e <= 20) * 100:10.1f} %  "
-              f"{np.mean(e > 50) * 100:9.1f} %" + (f"  ({left_out} left out)" if left_out else ""), flush=True)
+              f"{np.mean(e > 50) * 100:9.1f} %  {np.mean(pe <= 20) * 100:18.2f} %  {pe.mean():5.1f} ms"
+              + (f"  ({left_out} left out)" if left_out else ""), flush=True)
 
 
 if __name__ == "__main__":

@@ -240,3 +240,53 @@ def test_seconds_of_noisy_silence_around_a_recording_are_cut_by_their_energy(tim
     got = np.array([iv.start_s for iv in model.align(noisy, list(labels), get_phone_set("timit61"))])
     within = np.abs(got[1:] - (np.asarray(starts[1:]) / 16000 + 3.0)) <= 0.02
     assert within.mean() >= 0.8
+
+
+@pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
+def test_seconds_of_pause_between_words_leave_the_words_where_they_were(timit_dir):
+    """A TIMIT recording with 3 s of its own room tone put before its middle word, aligned from its
+    words: the pause's middle is cut out before aligning and the words land where they do in the
+    recording itself (3 s later after the pause); a pause between words may last at most 0.88 s in
+    the word graph, and aligned whole the words before it spread into it."""
+    from aligner.alignment.pipeline import align_words
+    from aligner.io.audio import load_audio
+
+    wav = timit_dir / "dr1-fvmh0" / "sa1.wav"
+    y = load_audio(wav)
+    rows = [line.split(maxsplit=2) for line in wav.with_suffix(".wrd").read_text().splitlines() if line.strip()]
+    k = len(rows) // 2
+    at = int(rows[k][0])
+    tone = np.resize(np.concatenate([y[:800], y[799::-1]]), 3 * 16000).astype(np.float32)
+    text = wav.with_suffix(".txt").read_text().split(maxsplit=2)[2]
+
+    def starts(samples):
+        return np.array([iv.start_s for iv in dict(align_words(samples, text, sr=16000).tiers)["words"] if iv.label])
+
+    tight = starts(y)
+    paused = starts(np.concatenate([y[:at], tone, y[at:]]))
+    expected = tight + np.where(np.arange(len(tight)) >= k, 3.0, 0.0)
+    assert len(paused) == len(tight) and np.abs(paused - expected).max() < 0.05
+
+
+@pytest.mark.filterwarnings("ignore::aligner.io.audio.RepairedAudioWarning")
+def test_a_pause_of_seconds_written_in_a_phone_transcript_is_aligned(timit_dir):
+    """The same recording from its phones, a ``pau`` written where 3 s of its room tone were put: the
+    phones land where they do in the recording itself (a pause lasts at most 0.88 s in the decoder;
+    aligned whole, the phones before it spread into it)."""
+    from aligner.alignment.pipeline import load_model
+    from aligner.io.audio import load_audio
+    from aligner.io.transcripts import read_phn
+    from aligner.phones.sets import get_phone_set
+
+    wav = timit_dir / "dr1-fvmh0" / "sa1.wav"
+    y = load_audio(wav)
+    starts, _, labels = read_phn(wav.with_suffix(".phn"))
+    j = len(labels) // 2
+    at = int(starts[j])
+    tone = np.resize(np.concatenate([y[:800], y[799::-1]]), 3 * 16000).astype(np.float32)
+    model, pset = load_model(None), get_phone_set("timit61")
+    tight = np.array([iv.start_s for iv in model.align(y, list(labels), pset)])
+    paused = np.array([iv.start_s for iv in model.align(np.concatenate([y[:at], tone, y[at:]]),
+                                                        list(labels[:j]) + ["pau"] + list(labels[j:]), pset)])
+    expected = np.concatenate([tight[:j], [at / 16000], tight[j:] + 3.0])
+    assert np.abs(paused[1:] - expected[1:]).max() < 0.05

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from aligner.alignment.decoding.silent_edges import (_frame_levels_db, cut_frames, energy_speech_span, narrowed,
                                                      silence_posteriors, speech_span)
@@ -80,3 +81,23 @@ def test_a_cut_keeps_what_both_the_classifier_and_the_energies_keep():
     assert narrowed(None, None) is None
     assert narrowed((10, 200), (300, 600)) == (10, 200)  # nothing in common: the classifier's
     assert narrowed((10, 340), (300, 600)) == (10, 340)  # 40 frames in common, fewer than two margins
+
+
+def test_long_pauses_inside_lose_their_middles_and_times_map_back():
+    from aligner.alignment.decoding.silent_edges import INNER_KEEP_FRAMES, InnerCut, inner_silences
+
+    p = np.zeros(400)
+    p[:50] = 1.0  # a silent edge: the edges' cut's business, not this one's
+    p[100:130] = 1.0  # a short pause: kept whole
+    p[200:320] = 1.0  # a long pause: its middle goes
+    k = INNER_KEEP_FRAMES
+    assert inner_silences(p) == [(200 + k, 320 - k)]
+    p[200:200 + 2 * k + 19] = 1.0
+    p[200 + 2 * k + 19:320] = 0.0
+    assert inner_silences(p) == []  # one frame short of a cut
+    cut = InnerCut([(0, 230), (290, 400)])
+    assert cut.original_time(1.0) == 1.0 and cut.original_time(2.5) == pytest.approx(3.1)
+    assert cut.original_time(2.3) == pytest.approx(2.9)  # a time at the cut: the range after it
+    samples = np.arange(400 * 160 + 240, dtype=np.float32)
+    joined = cut.samples(samples)
+    assert len(joined) == len(samples) - 60 * 160 and joined[230 * 160] == samples[290 * 160]

@@ -17,6 +17,7 @@ import numpy as np
 
 from aligner.alignment.conditions import REVERB_ROUTING_MIN_SECONDS, check_gates, level_statistics, posterior_entropy
 from aligner.alignment.decoding.refinement import BoundaryRefiner
+from aligner.alignment.decoding.silent_edges import align_reviewed_pauses_cut
 from aligner.features.band import check_band, through_band
 from aligner.features.denoise import DenoiseSettings, denoised_samples, is_noisy
 from aligner.features.dereverb import DereverbSettings, dereverberated_samples, is_reverberant
@@ -660,9 +661,9 @@ class AlignmentModel:
         self.check_transcript_fits(n_frames(len(samples)), symbols, phone_set, split_stops, name)  # before features
         model, scores, frames, own = self.scored_keeping_own(None, samples)
         result = self._align_cut(model, scores, samples, symbols, phone_set, name, split_stops, review)
-        if result is None:
-            result = model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE,
-                                          name=name, split_stops=split_stops, review=review)
+        if result is None:  # the middles of long pauses cut out first, where there are
+            result = align_reviewed_pauses_cut(self, model, scores, frames, samples, symbols, phone_set, name,
+                                               split_stops, review)
         if on_scored is not None:
             on_scored(frames, model, scores, own)
         return result
@@ -730,8 +731,8 @@ class AlignmentModel:
             return None
         first, piece, model, scores, frames = found
         try:
-            intervals, conf, match = model.align_reviewed(frames, scores, symbols, phone_set, len(piece) / SAMPLE_RATE,
-                                                          name=name, split_stops=split_stops, review=review)
+            intervals, conf, match = align_reviewed_pauses_cut(self, model, scores, frames, piece, symbols, phone_set,
+                                                               name, split_stops, review)
         except AlignmentError:
             return None  # the phones do not fit the cut: the whole recording, as before
         offset = first * FRAME_SHIFT / SAMPLE_RATE

@@ -567,6 +567,7 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
     default; it reads the G2P's IPA phones as they are (no mapping), or the IPA (X-SAMPA)
     pronunciations of ``dictionary``, and aligns the view of the words' phones.
     """
+    from aligner.alignment.decoding.silent_edges import inner_silences_cut
     from aligner.alignment.decoding.words import DEFAULT_RULES, align_words_scored
     from aligner.errors import TranscriptError
     from aligner.frames import n_frames
@@ -651,6 +652,18 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
         found = dm.silent_edges_cut(decoder, scores, cut)
         if found is not None:  # long silent edges: the words aligned in the cut to their speech
             first, piece, piece_decoder, piece_scores, piece_frames = found
+        else:
+            first, piece, piece_decoder, piece_scores, piece_frames = 0, cut, decoder, scores, frames
+        inner = inner_silences_cut(dm, piece_decoder, piece_scores, piece)
+        if inner is not None:  # long pauses between words: aligned with their middles cut out
+            spliced, inner_decoder, inner_scores, inner_frames = inner
+            try:
+                result = align_words_scored(inner_decoder, inner_frames, inner_scores, labels, prons,
+                                            spliced.duration_s, **settings)
+                result = result.mapped(spliced.original_time).shifted(first * FRAME_SHIFT / SAMPLE_RATE)
+            except AlignmentError:
+                result = None  # the words do not fit: without the pauses' cut, as before
+        if result is None and found is not None:
             try:
                 result = align_words_scored(piece_decoder, piece_frames, piece_scores, labels, prons,
                                             len(piece) / SAMPLE_RATE, **settings)

@@ -17,6 +17,14 @@ recording of mostly silence), and where noise over the whole recording makes it 
 the noise of the edges (it then cuts too little, or nothing). Recordings cut tightly already are
 aligned once, as before.
 
+A recording aligned from words may also hold long pauses between its words (a speaker who stops
+to think, a reader between paragraphs). The word graph's pause between words lasts at most its
+statistics' longest (``pau``'s, 0.88 s), so a longer one pushed its silence into the words beside
+it. Such a pause (:data:`INNER_KEEP_FRAMES` frames either side and :data:`MIN_INNER_CUT_FRAMES`
+more: 0.8 s or longer, found by the classifier's silence posteriors or the frame energies, and
+cut again after scoring again) loses its middle before aligning (:func:`inner_silences_cut`), and
+the times are mapped back (:class:`InnerCut`); the pause then spans what was cut.
+
 Times are in frames of 10 ms (:mod:`aligner.frames`) unless a name says seconds.
 """
 
@@ -26,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from aligner.features.numeric import _pairwise_sum
-from aligner.frames import FRAME_SHIFT, WINDOW, n_frames
+from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, WINDOW, n_frames
 
 #: frames of silence kept on either side of the speech found (a tight cut's edge silence)
 MARGIN_FRAMES = 30
@@ -142,3 +150,131 @@ def narrowed(cut: tuple | None, by_energy: tuple | None, margin: int = MARGIN_FR
         return by_energy if cut is None else cut
     a, b = max(cut[0], by_energy[0]), min(cut[1], by_energy[1])
     return (a, b) if b - a > 2 * margin else cut
+
+
+# -------------------------------------------------------------------------------------------
+# long pauses inside a recording aligned from words
+# -------------------------------------------------------------------------------------------
+
+#: frames of a long pause kept either side of its cut: the pause the word graph then aligns lasts
+#: ``2 * INNER_KEEP_FRAMES`` frames, within a pause's longest (``pau``'s, 88 frames)
+INNER_KEEP_FRAMES = 30
+#: a pause inside a recording is cut only where this many frames or more would go
+MIN_INNER_CUT_FRAMES = 20
+
+
+def quiet_frames(samples: np.ndarray, T: int, fraction: float = ENERGY_SPEECH_FRACTION,
+                 min_range_db: float = MIN_ENERGY_RANGE_DB) -> np.ndarray:
+    """(T,) 1.0 where a frame of ``samples`` (25 ms every 10 ms) lies below ``fraction`` of the way
+    from the quiet level (10th percentile of the frames' dB) to the loud one (95th), else 0.0; all
+    0.0 where the two lie less than ``min_range_db`` apart (:func:`energy_speech_span`'s levels)."""
+    out = np.zeros(T)
+    n = n_frames(len(samples)) if len(samples) >= WINDOW else 0
+    if n < 1:
+        return out
+    db = np.empty(n)
+    _frame_levels_db(np.ascontiguousarray(samples, np.float32), db)
+    k_quiet, k_loud = int(0.10 * (n - 1)), int(0.95 * (n - 1))
+    quiet, loud = np.partition(db, (k_quiet, k_loud))[[k_quiet, k_loud]]
+    if loud - quiet >= min_range_db:
+        m = min(n, T)
+        out[:m] = db[:m] <= quiet + fraction * (loud - quiet)
+    return out
+
+
+def inner_silences(p_silence: np.ndarray, keep: int = INNER_KEEP_FRAMES, min_cut: int = MIN_INNER_CUT_FRAMES,
+                   threshold: float = SILENCE_POSTERIOR) -> list:
+    """``[(a, b)]``: the frames ``a .. b - 1`` to cut out of each run of silent frames (posterior of
+    silence ``p_silence`` (T,) at least ``threshold``) that lies between speech on both sides and
+    is longer than ``2 * keep + min_cut`` frames: all of it but ``keep`` frames at either end."""
+    silent = np.asarray(p_silence) >= threshold
+    edges = np.diff(np.concatenate([[0], silent.astype(np.int8), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    return [(int(s) + keep, int(e) - keep) for s, e in zip(starts, ends)
+            if s > 0 and e < len(silent) and e - s >= 2 * keep + min_cut]
+
+
+class InnerCut:
+    """A recording with the middle of its long pauses cut out: ``kept`` [(first, end)] frame ranges
+    of the recording, in order, and the times (seconds) a time of the cut recording maps back to;
+    ``duration_s``: the cut recording's, once its samples are made."""
+
+    def __init__(self, kept: list):
+        self.kept = kept
+        self.duration_s = 0.0
+        lengths = np.array([b - a for a, b in kept])
+        self.cut_starts_s = np.concatenate([[0], np.cumsum(lengths)[:-1]]) * FRAME_SHIFT / SAMPLE_RATE
+        self.shifts_s = np.array([a for a, _ in kept]) * FRAME_SHIFT / SAMPLE_RATE - self.cut_starts_s
+
+    def samples(self, samples: np.ndarray) -> np.ndarray:
+        """The cut recording's samples (the last range to the recording's end)."""
+        parts = [samples[a * FRAME_SHIFT:b * FRAME_SHIFT] for a, b in self.kept[:-1]]
+        return np.concatenate(parts + [samples[self.kept[-1][0] * FRAME_SHIFT:]])
+
+    def original_time(self, t: float) -> float:
+        """The recording's time (seconds) of time ``t`` of the cut recording: a time at a cut
+        belongs to the range after it."""
+        k = int(np.searchsorted(self.cut_starts_s, t, side="right")) - 1
+        return float(t + self.shifts_s[max(k, 0)])
+
+
+def inner_silences_cut(view, model, scores: np.ndarray, samples: np.ndarray) -> tuple | None:
+    """``(cut, decoder, scores, frames)``: ``samples`` (n,) held in memory with the middle of their
+    long pauses cut out (:func:`inner_silences` of the frames ``model``'s ``scores`` (T, C) or the
+    frame energies (:func:`quiet_frames`) take for silence), an
+    :class:`InnerCut`, scored again by ``view`` (an :class:`~aligner.alignment.model.AlignmentModel`)
+    and cut again while that finds more (at most :data:`MAX_CUTS` times: a recording that is mostly
+    pause is standardised unlike the training speech, and its classifier hears speech in the
+    pause until it is cut); None where there is no such pause, where ``view``'s pauses last any
+    length (``pauses_unpaced``) or the samples are read from their file."""
+    if getattr(view, "pauses_unpaced", False) or not isinstance(samples, np.ndarray):
+        return None
+    T = len(scores)
+    kept_frames = np.arange(T)  # the recording's frame of each frame of the cut recording
+    found = None
+    spliced_samples = samples
+    for _ in range(MAX_CUTS):
+        clf = model.classifier
+        p_silence = silence_posteriors(scores, clf.log_prior if clf.prior_division else None,
+                                       model.inventory.silence_index)
+        cuts = inner_silences(np.maximum(p_silence, quiet_frames(spliced_samples, len(p_silence))))
+        if not cuts:
+            break
+        keep = np.ones(len(kept_frames), bool)
+        for a, b in cuts:
+            keep[a:b] = False
+        kept_frames = kept_frames[keep]
+        breaks = np.flatnonzero(np.diff(kept_frames) > 1) + 1
+        firsts, lasts = kept_frames[np.r_[0, breaks]], kept_frames[np.r_[breaks - 1, len(kept_frames) - 1]]
+        cut = InnerCut([(int(a), int(b) + 1) for a, b in zip(firsts, lasts)])
+        cut.kept[-1] = (cut.kept[-1][0], T)  # to the recording's end
+        spliced_samples = cut.samples(samples)
+        cut.duration_s = len(spliced_samples) / SAMPLE_RATE
+        model, scores, frames = view.scored(None, spliced_samples)
+        kept_frames = kept_frames[:len(scores)] if len(scores) <= len(kept_frames) else np.concatenate(
+            [kept_frames, kept_frames[-1] + 1 + np.arange(len(scores) - len(kept_frames))])
+        found = (cut, model, scores, frames)
+    return found
+
+
+def align_reviewed_pauses_cut(view, model, scores: np.ndarray, frames: np.ndarray, samples: np.ndarray, symbols: list,
+                              phone_set, name: str, split_stops, review: bool) -> tuple:
+    """``model.align_reviewed`` of a recording's ``samples`` (n,) (its ``frames`` and ``scores``), with
+    the middles of its long pauses cut out first where it has them (:func:`inner_silences_cut`,
+    ``view`` scoring the cut recording) and the times mapped back; of the whole recording where it
+    has none or the phones do not fit the cut."""
+    from aligner.errors import AlignmentError
+
+    inner = inner_silences_cut(view, model, scores, samples)
+    if inner is not None:
+        cut, cut_model, cut_scores, cut_frames = inner
+        try:
+            intervals, conf, match = cut_model.align_reviewed(cut_frames, cut_scores, symbols, phone_set,
+                                                              cut.duration_s, name=name, split_stops=split_stops,
+                                                              review=review)
+            return [iv._replace(start_s=cut.original_time(iv.start_s), end_s=cut.original_time(iv.end_s))
+                    for iv in intervals], conf, match
+        except AlignmentError:
+            pass  # the phones do not fit the cut: the whole recording
+    return model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE, name=name,
+                                split_stops=split_stops, review=review)

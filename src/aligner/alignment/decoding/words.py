@@ -130,6 +130,14 @@ class WordAlignment:
         return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations),
                              self.word_confidences, self.phone_confidences, self.transcript_match)
 
+    def mapped(self, time_of) -> "WordAlignment":
+        """The same alignment with every time ``t`` (seconds) moved to ``time_of(t)`` (a monotone
+        map: a recording whose long pauses were cut, placed back in it)."""
+        def move(ivs):
+            return [Interval(time_of(s), time_of(e), lab) for s, e, lab in ivs]
+        return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations),
+                             self.word_confidences, self.phone_confidences, self.transcript_match)
+
 
 #: connected-speech variants the decoder may choose besides each dictionary pronunciation
 #: (TIMIT's narrow transcriptions show all three): ``flap``: T or D between a vowel and an
