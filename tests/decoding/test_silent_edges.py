@@ -95,9 +95,10 @@ def test_long_pauses_inside_lose_their_middles_and_times_map_back():
     p[200:200 + 2 * k + 19] = 1.0
     p[200 + 2 * k + 19:320] = 0.0
     assert inner_silences(p) == []  # one frame short of a cut
-    cut = InnerCut([(0, 230), (290, 400)])
+    samples = np.arange(400 * 160 + 240, dtype=np.float32)
+    cut = InnerCut([(0, 230), (290, 400)], len(samples))
     assert cut.original_time(1.0) == 1.0 and cut.original_time(2.5) == pytest.approx(3.1)
     assert cut.original_time(2.3) == pytest.approx(2.9)  # a time at the cut: the range after it
-    samples = np.arange(400 * 160 + 240, dtype=np.float32)
     joined = cut.samples(samples)
     assert len(joined) == len(samples) - 60 * 160 and joined[230 * 160] == samples[290 * 160]
+    assert cut.duration_s == pytest.approx(len(joined) / 16000)

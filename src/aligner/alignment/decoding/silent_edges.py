@@ -94,6 +94,14 @@ def energy_speech_span(samples: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
     quiet level (10th percentile of the frames' dB, nearest rank) by ``fraction`` of the way to
     the loud level (95th); None when the two levels lie less than ``min_range_db`` apart (noise as loud as the
     speech: nothing to tell by level) or the recording is shorter than a frame."""
+    quiet = _quiet_by_level(samples, fraction, min_range_db)
+    return None if quiet is None else speech_span(np.where(quiet, 1.0, 0.0), min_run, 0.5)
+
+
+def _quiet_by_level(samples: np.ndarray, fraction: float, min_range_db: float) -> np.ndarray | None:
+    """(T,) bool: the frames of ``samples`` (25 ms every 10 ms) no louder than ``fraction`` of the
+    way from the quiet level (10th percentile of the frames' dB, nearest rank) to the loud one
+    (95th); None when the two lie less than ``min_range_db`` apart or there is no frame."""
     samples = np.asarray(samples)
     T = n_frames(len(samples)) if len(samples) >= WINDOW else 0
     if T < 1:
@@ -104,8 +112,7 @@ def energy_speech_span(samples: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
     quiet, loud = np.partition(db, (k_quiet, k_loud))[[k_quiet, k_loud]]
     if loud - quiet < min_range_db:
         return None
-    level = quiet + fraction * (loud - quiet)
-    return speech_span(np.where(db > level, 0.0, 1.0), min_run, 0.5)
+    return db <= quiet + fraction * (loud - quiet)
 
 
 @njit(cache=True, nogil=True)
@@ -166,19 +173,13 @@ MIN_INNER_CUT_FRAMES = 20
 def quiet_frames(samples: np.ndarray, T: int, fraction: float = ENERGY_SPEECH_FRACTION,
                  min_range_db: float = MIN_ENERGY_RANGE_DB) -> np.ndarray:
     """(T,) 1.0 where a frame of ``samples`` (25 ms every 10 ms) lies below ``fraction`` of the way
-    from the quiet level (10th percentile of the frames' dB) to the loud one (95th), else 0.0; all
-    0.0 where the two lie less than ``min_range_db`` apart (:func:`energy_speech_span`'s levels)."""
+    from the quiet level to the loud one, else 0.0 (:func:`energy_speech_span`'s levels); all 0.0
+    where the two lie less than ``min_range_db`` apart."""
     out = np.zeros(T)
-    n = n_frames(len(samples)) if len(samples) >= WINDOW else 0
-    if n < 1:
-        return out
-    db = np.empty(n)
-    _frame_levels_db(np.ascontiguousarray(samples, np.float32), db)
-    k_quiet, k_loud = int(0.10 * (n - 1)), int(0.95 * (n - 1))
-    quiet, loud = np.partition(db, (k_quiet, k_loud))[[k_quiet, k_loud]]
-    if loud - quiet >= min_range_db:
-        m = min(n, T)
-        out[:m] = db[:m] <= quiet + fraction * (loud - quiet)
+    quiet = _quiet_by_level(samples, fraction, min_range_db)
+    if quiet is not None:
+        m = min(len(quiet), T)
+        out[:m] = quiet[:m]
     return out
 
 
@@ -195,16 +196,16 @@ def inner_silences(p_silence: np.ndarray, keep: int = INNER_KEEP_FRAMES, min_cut
 
 
 class InnerCut:
-    """A recording with the middle of its long pauses cut out: ``kept`` [(first, end)] frame ranges
-    of the recording, in order, and the times (seconds) a time of the cut recording maps back to;
-    ``duration_s``: the cut recording's, once its samples are made."""
+    """A recording of ``n_samples`` samples with the middle of its long pauses cut out: ``kept``
+    [(first, end)] frame ranges of the recording, in order (the last to its end), the times (seconds)
+    a time of the cut recording maps back to, and ``duration_s``, the cut recording's."""
 
-    def __init__(self, kept: list):
+    def __init__(self, kept: list, n_samples: int):
         self.kept = kept
-        self.duration_s = 0.0
         lengths = np.array([b - a for a, b in kept])
         self.cut_starts_s = np.concatenate([[0], np.cumsum(lengths)[:-1]]) * FRAME_SHIFT / SAMPLE_RATE
         self.shifts_s = np.array([a for a, _ in kept]) * FRAME_SHIFT / SAMPLE_RATE - self.cut_starts_s
+        self.duration_s = n_samples / SAMPLE_RATE - self.shifts_s[-1]
 
     def samples(self, samples: np.ndarray) -> np.ndarray:
         """The cut recording's samples (the last range to the recording's end)."""
@@ -246,10 +247,9 @@ def inner_silences_cut(view, model, scores: np.ndarray, samples: np.ndarray) -> 
         kept_frames = kept_frames[keep]
         breaks = np.flatnonzero(np.diff(kept_frames) > 1) + 1
         firsts, lasts = kept_frames[np.r_[0, breaks]], kept_frames[np.r_[breaks - 1, len(kept_frames) - 1]]
-        cut = InnerCut([(int(a), int(b) + 1) for a, b in zip(firsts, lasts)])
-        cut.kept[-1] = (cut.kept[-1][0], T)  # to the recording's end
+        ends = np.append(lasts[:-1] + 1, T)  # the last range to the recording's end
+        cut = InnerCut([(int(a), int(b)) for a, b in zip(firsts, ends)], len(samples))
         spliced_samples = cut.samples(samples)
-        cut.duration_s = len(spliced_samples) / SAMPLE_RATE
         model, scores, frames = view.scored(None, spliced_samples)
         kept_frames = kept_frames[:len(scores)] if len(scores) <= len(kept_frames) else np.concatenate(
             [kept_frames, kept_frames[-1] + 1 + np.arange(len(scores) - len(kept_frames))])
