@@ -7,7 +7,8 @@ Built from the VoxAngeles recordings (their hand-audited phone times shifted, no
 * **sessions**: each language's recordings joined end to end, in order (repeated until the session
   lasts ``--minutes``), one IPA transcript with the pause between two words written once (``sil``,
   the empty intervals of the references: one word's trailing silence and the next one's leading
-  silence make one pause of about half a second);
+  silence make one pause of about half a second); with ``--pauses``, also sessions with that many
+  seconds of room tone more between two words (a speaker who waits between the words of a list);
 * **padded edges**: each recording with ``--pads`` seconds of its own leading silence (tiled,
   every other copy reversed) added at both ends; with ``--edge zeros``, digital silence instead,
   which reading a recording replaces by its room tone (:mod:`aligner.io.room_tone`;
@@ -19,7 +20,7 @@ The shipped model was trained on all 40 languages: pass a fold model (``eval_lan
 them under ``OUT/universal``) and its held-out languages (``--fold``) for held-out figures.
 
     python -m benchmarks.languages.eval_long_sessions [--model DIR --fold K] [--minutes 2] [--pads 1 3]
-        [--edge zeros [--no-room-tone]]
+        [--edge zeros [--no-room-tone]] [--pauses 1 2]
 """
 
 from __future__ import annotations
@@ -41,13 +42,21 @@ def _aligned_starts(model, samples: np.ndarray, symbols: list, name: str) -> np.
     return np.array([iv.start_s for iv, extra in zip(intervals, added) if not extra])
 
 
-def session(recordings: list, seconds: float) -> tuple:
+def session(recordings: list, seconds: float, pause: float = 0.0) -> tuple:
     """``(samples, symbols, reference starts (s))`` of ``recordings`` [(samples, starts, symbols)]
-    joined in order, repeated until ``seconds`` long; two silences in a row become one."""
+    joined in order, repeated until ``seconds`` long; two silences in a row become one. ``pause``:
+    seconds of each recording's own leading silence (:func:`room_tone`) put before it (but the
+    first), a longer pause between two words."""
     parts, symbols, starts, offset, i = [], [], [], 0, 0
     while offset < seconds * 16000:
         samples, ref, labels = recordings[i % len(recordings)]
         i += 1
+        if parts and pause > 0:
+            if symbols[-1] != "sil":  # the pause starts where the last word ends
+                symbols.append("sil")
+                starts.append(offset / 16000)
+            parts.append(room_tone(samples, ref, labels, int(round(pause * 16000))))
+            offset += len(parts[-1])
         for label, t in zip(labels, ref):
             if symbols and label == "sil" and symbols[-1] == "sil":
                 continue
@@ -58,6 +67,13 @@ def session(recordings: list, seconds: float) -> tuple:
     return np.concatenate(parts), symbols, np.array(starts)
 
 
+def room_tone(samples: np.ndarray, ref: np.ndarray, labels: list, n: int) -> np.ndarray:
+    """``n`` samples of a recording's own leading silence (its first 50 ms when the reference starts
+    with a phone), tiled, every other copy reversed."""
+    lead = samples[:max(int(ref[1] * 16000) - 160, 800)] if labels[0] == "sil" and len(ref) > 1 else samples[:800]
+    return np.resize(np.concatenate([lead, lead[::-1]]), n).astype(np.float32)
+
+
 def padded(samples: np.ndarray, ref: np.ndarray, labels: list, seconds: float, zeros: bool = False) -> tuple:
     """``(samples, symbols, reference starts)`` with ``seconds`` of the recording's own leading
     silence (its first 50 ms when the reference starts with a phone) tiled onto both ends, or of
@@ -65,9 +81,7 @@ def padded(samples: np.ndarray, ref: np.ndarray, labels: list, seconds: float, z
     n = int(round(seconds * 16000))
     if n == 0:
         return samples, labels, ref
-    lead = samples[:max(int(ref[1] * 16000) - 160, 800)] if labels[0] == "sil" and len(ref) > 1 else samples[:800]
-    edge = (np.zeros(n, np.float32) if zeros
-            else np.resize(np.concatenate([lead, lead[::-1]]), n).astype(np.float32))
+    edge = np.zeros(n, np.float32) if zeros else room_tone(samples, ref, labels, n)
     if labels[0] == "sil":
         starts = np.concatenate([[0.0], ref[1:] + seconds])
         symbols = list(labels)
@@ -84,6 +98,8 @@ def main(argv=None):
     p.add_argument("--model", default=None, help="universal model directory [the shipped one]")
     p.add_argument("--fold", default=None, help="language folds to use, comma-separated [every 5th language]")
     p.add_argument("--minutes", type=float, default=2.0, help="length of each session")
+    p.add_argument("--pauses", type=float, nargs="*", default=[],
+                   help="also sessions with this many seconds of room tone between their words")
     p.add_argument("--pads", type=float, nargs="*", default=[1.0, 3.0], help="seconds of silence added at each end")
     p.add_argument("--pad-files", type=int, default=10, help="recordings per language padded")
     p.add_argument("--edge", choices=("room", "zeros"), default="room",
@@ -127,6 +143,9 @@ def main(argv=None):
     print(f"{'':36s} {'within 20 ms':>8s} {'mean':>10s} {'bounds':>6s} {'speed':>7s} (one process)")
     scored("alone", [(lang, y, sym, ref) for lang in langs for y, ref, sym in data[lang]])
     scored(f"sessions of {args.minutes:g} min", [(lang, *session(data[lang], 60 * args.minutes)) for lang in langs])
+    for pause in args.pauses:
+        scored(f"sessions, {pause:g} s more between words",
+               [(lang, *session(data[lang], 60 * args.minutes, pause)) for lang in langs])
     for pad in args.pads:
         scored(f"alone, {pad:g} s of silence at each end",
                [(lang, *padded(y, ref, sym, pad, args.edge == "zeros")) for lang in langs for y, ref, sym in data[lang][:args.pad_files]])

@@ -7,6 +7,8 @@ recordings of ``--minutes`` each, written as a 16-bit WAV and a TIMIT-61 phone l
 * ``aligner align REC.wav REC.phones`` runs in its own process pinned to one core (``taskset
   -c 0`` when available, one BLAS/numba thread), start-up included; wall time and that
   process's peak resident memory (``os.wait4``);
+* with ``--pause S``, S seconds of each utterance's own room tone lie between the utterances (a
+  speaker who stops between sentences; the joined ``h#`` of either side covers it);
 * its boundaries are scored against the joined ``.phn`` references: % within 20 ms and mean
   absolute error over every boundary except the first of each utterance (a join, absent when
   the utterances are aligned alone), next to the same figure for the same utterances aligned
@@ -22,6 +24,7 @@ the exact DP (identical boundaries, accuracy).
 ``--no-fuse``, in the same way: wall time and peak memory.
 
     python -m benchmarks.speed.bench_long_recordings [--minutes 1 2 10 60] [--model DIR] [--shared] [--vowels]
+        [--pause S]
 """
 
 from __future__ import annotations
@@ -57,13 +60,24 @@ def _load(wavs):
     return out
 
 
-def _joined(utts, minutes: float):
-    """Samples, phone labels, reference starts (s), mask of scored boundaries, utterance counts."""
+def room_tone(x: np.ndarray, seconds: float) -> np.ndarray:
+    """``seconds`` of an utterance's own first 50 ms (tiled, every other copy reversed), float32."""
+    lead = x[:800]
+    return np.resize(np.concatenate([lead, lead[::-1]]), int(round(seconds * 16000))).astype(np.float32)
+
+
+def _joined(utts, minutes: float, pause: float = 0.0):
+    """Samples, phone labels, reference starts (s), mask of scored boundaries, utterance counts;
+    ``pause`` seconds of each utterance's own room tone (:func:`room_tone`) before every utterance but
+    the first."""
     xs, labels, starts, scored, counts = [], [], [], [], np.zeros(len(utts), int)
     offset, i = 0, 0
     while offset < minutes * 60 * 16000:
         x, s, lab = utts[i % len(utts)]
         counts[i % len(utts)] += 1
+        if i and pause > 0:
+            xs.append(room_tone(x, pause))
+            offset += len(xs[-1])
         xs.append(x)
         labels += lab
         starts.append(s + offset / 16000.0)
@@ -128,6 +142,8 @@ def main(argv=None) -> int:
                     help="also run the exact DP on recordings up to this many minutes (default: %(default)s)")
     ap.add_argument("--model", default=None, help="model directory (default: the shipped model)")
     ap.add_argument("--shared", action="store_true", help="also force the chunked path on each shared utterance")
+    ap.add_argument("--pause", type=float, default=0.0,
+                    help="seconds of room tone between the joined utterances (default: %(default)s)")
     ap.add_argument("--vowels", action="store_true",
                     help="also time aligner vowels on each recording (its phones, fused and --no-fuse)")
     args = ap.parse_args(argv)
@@ -150,7 +166,8 @@ def main(argv=None) -> int:
     for x, s, lab in utts:
         hyp = model.align(x, lab, pset)
         alone.append(np.abs(np.array([iv.start_s for iv in hyp])[1:] - s[1:]))
-    print(f"{len(utts)} utterances from {args.data}; model {args.model or 'shipped'}")
+    print(f"{len(utts)} utterances from {args.data}; model {args.model or 'shipped'}"
+          + (f"; {args.pause:g} s of room tone between them" if args.pause else ""))
 
     if args.shared:
         budget = LR.EXACT_DP_BUDGET_CELLS
@@ -180,7 +197,7 @@ def main(argv=None) -> int:
         for minutes in args.minutes:
             import soundfile as sf
 
-            x, labels, ref, mask, counts = _joined(utts, minutes)
+            x, labels, ref, mask, counts = _joined(utts, minutes, args.pause)
             wav, phones, out = tmp / "rec.wav", tmp / "rec.phones", tmp / "rec.TextGrid"
             sf.write(wav, np.clip(np.round(x * 32768), -32768, 32767).astype(np.int16), 16000, subtype="PCM_16")
             phones.write_text(" ".join(labels) + "\n", encoding="utf-8")

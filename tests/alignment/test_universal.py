@@ -304,7 +304,8 @@ def test_align_reads_ipa_and_writes_the_users_symbols(universal, tmp_path):
 def test_a_session_with_long_pauses_and_edges_is_aligned(universal):
     """Three words of the synthetic corpus joined with 4 s of quiet between them and 6 s at either end, their
     pauses written once: aligned, every phone in order within the recording (0.21.0 refused it: its silences
-    could last 3 s at most, and the words' phones 0.6 s)."""
+    could last 3 s at most, and the words' phones 0.6 s); the pauses' middles are cut out first (0.27.1: the
+    classifier hears speech in seconds of pause)."""
     import soundfile as sf
 
     from aligner.alignment.universal import UniversalModel
@@ -326,6 +327,13 @@ def test_a_session_with_long_pauses_and_edges_is_aligned(universal):
     got = np.array([iv.start_s for iv in intervals])
     assert len(got) == len(symbols) and got[0] == 0.0 and np.all(np.diff(got) > 0)
     assert intervals[-1].end_s == pytest.approx(t, abs=0.02)
+    from aligner.alignment.decoding.silent_edges import INNER_KEEP_FRAMES, inner_silences_cut
+
+    decoder, scores, _ = view.scored(None, np.concatenate(pieces))
+    cut = inner_silences_cut(view, decoder, scores, np.concatenate(pieces))[0]  # the pauses' middles go
+    assert len(cut.kept) == 3
+    gone_s = len(np.concatenate(pieces)) / 16000 - cut.duration_s
+    assert 2 * (4.0 - 2 * INNER_KEEP_FRAMES / 100) - 0.5 < gone_s < 8.0  # with the words' own edge silences
     with pytest.raises(AlignerError, match="far too long"):  # the old limit of 300 frames
         view.durations.max_frames[view.inventory.silence_index] = 300
         view.durations.final_max_frames[view.inventory.silence_index] = 300

@@ -384,3 +384,55 @@ def test_the_first_pass_keeps_as_many_states_as_its_back_pointer_budget_allows()
     assert LR.FIRST_PASS_WINDOW < hour < LR.FIRST_PASS_MAX_WINDOW
     assert hour * frames_per_hour // 8 <= LR.FIRST_PASS_BACKPOINTER_BYTES  # within the budget
     assert LR.first_pass_window(3 * frames_per_hour) == LR.FIRST_PASS_WINDOW  # never narrower
+
+
+@needs_timit
+def test_a_long_pause_in_a_file_read_on_demand_is_cut_as_in_memory(tmp_path, monkeypatch):
+    """Two utterances with 3 s of room tone between them, aligned from their words from the file
+    read on demand (FileSamples): the pause's middle is cut out as for the samples in memory (the
+    same word times), and no word takes the pause."""
+    import soundfile as sf
+
+    wavs = _utterances(2)
+    xs = [pipeline._samples(w, None, None)[0] for w in wavs]
+    tone = np.resize(np.concatenate([xs[1][:800], xs[1][:800][::-1]]), 3 * 16000).astype(np.float32)
+    samples = np.concatenate([xs[0], tone, xs[1]])
+    path = tmp_path / "paused.wav"
+    sf.write(path, np.round(samples * 32767).astype(np.int16), 16000, subtype="PCM_16")
+    text = " ".join(w.with_suffix(".txt").read_text().split(maxsplit=2)[2] for w in wavs)
+    in_memory = dict(api.align_words(pipeline._samples(path, None, None)[0], text, sr=16000).tiers)["words"]
+    monkeypatch.setattr(pipeline, "STREAM_SECONDS", 1.0)
+    from aligner.io import audio
+
+    opened = []
+    original = audio.file_samples
+    monkeypatch.setattr(audio, "file_samples", lambda *a, **k: opened.append(1) or original(*a, **k))
+    streamed = dict(api.align_words(path, text).tiers)["words"]
+    assert opened, "the recording was not read on demand"
+    assert [w.label for w in streamed] == [w.label for w in in_memory]
+    np.testing.assert_allclose([w.start_s for w in streamed], [w.start_s for w in in_memory], atol=0.011)
+    pause_start, pause_end = len(xs[0]) / 16000, (len(xs[0]) + len(tone)) / 16000
+    assert not any(w.label and w.start_s < pause_end - 0.5 and w.end_s > pause_start + 0.5 for w in streamed)
+
+
+@needs_timit
+def test_a_cut_of_a_few_percent_is_aligned_from_the_first_scorings_rows(monkeypatch):
+    """Sixteen utterances with 1.5 s of room tone in the middle: the cut takes under RESCORE_MIN_FRACTION
+    of the frames, so the cut recording's frames and scores are the first scoring's rows (not scored
+    again); with the fraction set to 0 the cut is scored again, and the same pause is cut."""
+    import aligner.alignment.decoding.silent_edges as S
+
+    xs = [pipeline._samples(w, None, None)[0] for w in _utterances(16)]
+    tone = np.resize(np.concatenate([xs[8][:800], xs[8][:800][::-1]]), 24000).astype(np.float32)
+    samples = np.concatenate(xs[:8] + [tone] + xs[8:])
+    model = api.load_model(None)
+    decoder, scores, frames = model.scored(None, samples)
+    cut, _, cut_scores, cut_frames = S.inner_silences_cut(model, decoder, scores, samples, frames)
+    kept = np.concatenate([np.arange(a, b) for a, b in cut.kept[:-1]] + [np.arange(cut.kept[-1][0], len(frames))])
+    assert len(frames) - len(kept) < S.RESCORE_MIN_FRACTION * len(frames)
+    np.testing.assert_array_equal(cut_frames, frames[kept])
+    np.testing.assert_array_equal(cut_scores, scores[kept])
+    monkeypatch.setattr(S, "RESCORE_MIN_FRACTION", 0.0)
+    again, _, rescored, refeatured = S.inner_silences_cut(model, decoder, scores, samples, frames)
+    assert again.kept == cut.kept and len(refeatured) == len(kept)
+    assert not np.array_equal(refeatured, frames[kept])  # standardised over the cut recording

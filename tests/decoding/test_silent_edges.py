@@ -99,6 +99,62 @@ def test_long_pauses_inside_lose_their_middles_and_times_map_back():
     cut = InnerCut([(0, 230), (290, 400)], len(samples))
     assert cut.original_time(1.0) == 1.0 and cut.original_time(2.5) == pytest.approx(3.1)
     assert cut.original_time(2.3) == pytest.approx(2.9)  # a time at the cut: the range after it
+    times = [0.0, 1.0, 2.299, 2.3, 2.5, 3.9]
+    assert cut.original_times(times).tolist() == [cut.original_time(t) for t in times]
     joined = cut.samples(samples)
     assert len(joined) == len(samples) - 60 * 160 and joined[230 * 160] == samples[290 * 160]
     assert cut.duration_s == pytest.approx(len(joined) / 16000)
+
+
+def test_a_cut_of_samples_read_on_demand_reads_what_the_array_cut_holds():
+    """InnerCut of a recording read by slices (a SampleReader) reads, slice by slice, the samples the
+    cut of the same samples in memory holds; samples_between reads a part the same way."""
+    from aligner.alignment.decoding.silent_edges import InnerCut
+    from aligner.io.audio import SampleReader, SplicedSamples, samples_between
+
+    class Reader(SampleReader):
+        def __init__(self, x):
+            self.x, self.n = x, len(x)
+
+        def _read(self, start, stop):
+            return self.x[start:stop].copy()
+
+    samples = np.random.default_rng(3).standard_normal(400 * 160 + 240).astype(np.float32)
+    cut = InnerCut([(0, 230), (290, 330), (370, 400)], len(samples))
+    joined, lazy = cut.samples(samples), cut.samples(Reader(samples))
+    assert isinstance(lazy, SplicedSamples) and len(lazy) == len(joined)
+    for a, b in [(0, len(joined)), (230 * 160 - 7, 230 * 160 + 5), (0, 0), (100, 30000), (len(joined) - 3, len(joined))]:
+        np.testing.assert_array_equal(lazy[a:b], joined[a:b])
+    assert lazy[230 * 160] == samples[290 * 160] and lazy[-1] == samples[-1]
+    part = samples_between(Reader(samples), 1000, 10 ** 9)
+    np.testing.assert_array_equal(part[:], samples[1000:])
+    assert samples_between(samples, 5, 9).base is samples  # an array: a view, nothing read
+    with pytest.raises(ValueError, match="do not lie in order"):
+        SplicedSamples(samples, [(0, len(samples) + 1)])
+
+
+def test_frame_levels_of_samples_read_on_demand_equal_the_arrays(monkeypatch):
+    """The quiet frames of a recording read by slices, block by block, are those of its array."""
+    import aligner.alignment.decoding.silent_edges as S
+
+    rng = np.random.default_rng(4)
+    samples = (0.001 * rng.standard_normal(16000 * 6)).astype(np.float32)
+    samples[16000:40000] += np.sin(np.arange(24000) * 0.3).astype(np.float32) * 0.3
+    samples[60000:80000] += np.sin(np.arange(20000) * 0.2).astype(np.float32) * 0.3
+    monkeypatch.setattr(S, "LEVEL_BLOCK_FRAMES", 77)  # blocks that end anywhere
+    whole = S.quiet_frames(samples, n_frames(len(samples)))
+    lazy = S.quiet_frames(_Reader(samples), n_frames(len(samples)))
+    assert whole.sum() > 100 and np.array_equal(whole, lazy)
+
+
+class _Reader:
+    """A recording read by slices only (len and slicing), as FileSamples is read."""
+
+    def __init__(self, x):
+        self.x = x
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, index):
+        return self.x[index].copy()

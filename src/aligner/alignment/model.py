@@ -25,6 +25,7 @@ from aligner.features.frame_classifier import FrameClassifier
 from aligner.errors import AlignmentError, ModelError
 from aligner.features.mfcc import mfcc_features
 from aligner.frames import FRAME_SHIFT, SAMPLE_RATE, WINDOW, n_frames, phone_start_times
+from aligner.io.audio import samples_between
 from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_number
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
@@ -673,8 +674,7 @@ class AlignmentModel:
         """``(first frame, piece, its decoder, its scores, its frames)``: ``samples`` (n,) cut to the
         speech and some silence around it, where the recording has long silent edges, and scored
         again (``piece``: ``samples[first * FRAME_SHIFT:]`` up to the cut's last frame); None when
-        there is nothing to cut, when this model does not cut (:attr:`crops_silent_edges`) or
-        ``samples`` are not held in memory (a long recording read from its file), or when
+        there is nothing to cut, when this model does not cut (:attr:`crops_silent_edges`), or when
         ``accept()`` (asked once a first cut is found, before any scoring again) says no.
 
         ``model``'s ``scores`` (T, C) of the whole recording find the speech
@@ -692,7 +692,7 @@ class AlignmentModel:
                                                              MIN_SPEECH_FRAMES, cut_frames, energy_speech_span,
                                                              narrowed, silence_posteriors, speech_span)
 
-        if not self.crops_silent_edges or not isinstance(samples, np.ndarray):
+        if not self.crops_silent_edges:
             return None
         first, piece, frames = 0, samples, None
         for k in range(MAX_CUTS):
@@ -706,7 +706,8 @@ class AlignmentModel:
             if cut is None or (k == 0 and accept is not None and not accept()):
                 break
             first += cut[0]
-            piece = samples[first * FRAME_SHIFT:(first + cut[1] - cut[0] - 1) * FRAME_SHIFT + WINDOW]
+            piece = samples_between(samples, first * FRAME_SHIFT,
+                                    (first + cut[1] - cut[0] - 1) * FRAME_SHIFT + WINDOW)
             model, scores, frames = self.scored(None, piece)
         return None if frames is None else (first, piece, model, scores, frames)
 

@@ -654,13 +654,13 @@ def align_words(audio, transcript, model=None, dictionary=None, oov: str = "g2p"
             first, piece, piece_decoder, piece_scores, piece_frames = found
         else:
             first, piece, piece_decoder, piece_scores, piece_frames = 0, cut, decoder, scores, frames
-        inner = inner_silences_cut(dm, piece_decoder, piece_scores, piece)
+        inner = inner_silences_cut(dm, piece_decoder, piece_scores, piece, piece_frames)
         if inner is not None:  # long pauses between words: aligned with their middles cut out
             spliced, inner_decoder, inner_scores, inner_frames = inner
             try:
                 result = align_words_scored(inner_decoder, inner_frames, inner_scores, labels, prons,
                                             spliced.duration_s, **settings)
-                result = result.mapped(spliced.original_time).shifted(first * FRAME_SHIFT / SAMPLE_RATE)
+                result = result.mapped(spliced.original_times).shifted(first * FRAME_SHIFT / SAMPLE_RATE)
             except AlignmentError:
                 result = None  # the words do not fit: without the pauses' cut, as before
         if result is None and found is not None:

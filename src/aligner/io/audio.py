@@ -305,6 +305,45 @@ class BlockFilteredSamples(SampleReader):
         return self[0:self.n] if isinstance(self.source, np.ndarray) and self.one_block else self
 
 
+class SplicedSamples(SampleReader):
+    """The samples of ``source`` (an array-like read by slices, such as a :class:`FileSamples`)
+    in ``ranges`` [(start, stop)] (samples, in order, not overlapping), joined end to end and read
+    on demand: a recording with stretches left out, held in memory no more than its source is."""
+
+    def __init__(self, source, ranges: list):
+        self.source = source
+        self.ranges = [(int(a), int(b)) for a, b in ranges]
+        lengths = np.array([b - a for a, b in self.ranges], np.int64)
+        if len(lengths) == 0 or np.any(lengths < 0) or self.ranges[-1][1] > len(source) or self.ranges[0][0] < 0:
+            raise ValueError(f"ranges {ranges} do not lie in order within the source's {len(source)} samples")
+        self.firsts = np.concatenate([[0], np.cumsum(lengths)])  # where each range starts in the joined samples
+        self.n = int(self.firsts[-1])
+
+    def _read(self, start: int, stop: int) -> np.ndarray:
+        parts = []
+        k = int(np.searchsorted(self.firsts, start, side="right")) - 1
+        while start < stop and k < len(self.ranges):
+            a, b = self.ranges[k]
+            lo = a + start - int(self.firsts[k])
+            hi = min(b, lo + stop - start)
+            parts.append(np.asarray(self.source[lo:hi], np.float32))
+            start += hi - lo
+            k += 1
+        if len(parts) == 1:
+            return parts[0]
+        return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+
+def samples_between(samples, start: int, stop: int):
+    """Samples ``start .. stop`` (clipped to the recording) of ``samples`` (n,): a slice of an array,
+    or a :class:`SplicedSamples` that reads them on demand from a recording read so (a
+    :class:`FileSamples`), so a long recording's part is not loaded whole."""
+    stop = min(int(stop), len(samples))
+    if isinstance(samples, np.ndarray):
+        return samples[start:stop]
+    return SplicedSamples(samples, [(start, max(start, stop))])
+
+
 class FileSamples(SampleReader):
     """A long recording's samples read from its file on demand: float32 mono at 16 kHz, full
     scale +-1, the mean (DC) removed as :func:`load_audio` removes it, without holding the

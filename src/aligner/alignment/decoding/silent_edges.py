@@ -23,7 +23,12 @@ statistics' longest (``pau``'s, 0.88 s), so a longer one pushed its silence into
 it. Such a pause (:data:`INNER_KEEP_FRAMES` frames either side and :data:`MIN_INNER_CUT_FRAMES`
 more: 0.8 s or longer, found by the classifier's silence posteriors or the frame energies, and
 cut again after scoring again) loses its middle before aligning (:func:`inner_silences_cut`), and
-the times are mapped back (:class:`InnerCut`); the pause then spans what was cut.
+the times are mapped back (:class:`InnerCut`); the pause then spans what was cut. The cut recording is
+scored again, unless the cut takes less than :data:`RESCORE_MIN_FRACTION` of its frames (an hour with
+a few pauses): then it is aligned from the rows of the first scoring. A recording read from its file
+on demand is cut by reading its kept ranges (:class:`~aligner.io.audio.SplicedSamples`). A universal
+model's view, whose pauses may last any length, gets the same cut: in a session of words with
+seconds between them its classifier, like any, hears speech in the pauses until they are cut.
 
 Times are in frames of 10 ms (:mod:`aligner.frames`) unless a name says seconds.
 """
@@ -56,17 +61,30 @@ MIN_ENERGY_RANGE_DB = 12.0
 #: at least (a second: the energies miss weak speech at the edges, which a tight cut's edge silence
 #: must not lose)
 ENERGY_MIN_CUT_FRAMES = 100
+#: a first cut of long pauses that takes less than this fraction of a recording's frames is aligned
+#: from the rows of the recording's own frames and scores, not scored again
+RESCORE_MIN_FRACTION = 0.05
+#: frames whose silence posteriors are computed at a time (float64 copies of their scores)
+POSTERIOR_BLOCK_FRAMES = 20_000
+#: frames whose levels are computed from one read of a recording read on demand (about 6 MB of
+#: samples at most)
+LEVEL_BLOCK_FRAMES = 10_000
 
 
 def silence_posteriors(scores: np.ndarray, log_prior: np.ndarray | None, silence: int) -> np.ndarray:
     """(T,) float64 posterior of class ``silence`` in each frame from a classifier's (T, C) ``scores``
-    (log posteriors, or log scaled likelihoods when ``log_prior`` (C,) was subtracted from them)."""
-    post = np.asarray(scores, np.float64)
-    if log_prior is not None:
-        post = post + np.asarray(log_prior, np.float64)
-    post = post - post.max(axis=1, keepdims=True)
-    np.exp(post, out=post)
-    return post[:, silence] / post.sum(axis=1)
+    (log posteriors, or log scaled likelihoods when ``log_prior`` (C,) was subtracted from them),
+    :data:`POSTERIOR_BLOCK_FRAMES` frames at a time (a long recording's scores are not copied whole)."""
+    out = np.empty(len(scores))
+    prior = None if log_prior is None else np.asarray(log_prior, np.float64)
+    for a in range(0, len(scores), POSTERIOR_BLOCK_FRAMES):
+        post = np.array(scores[a:a + POSTERIOR_BLOCK_FRAMES], np.float64)
+        if prior is not None:
+            post += prior
+        post -= post.max(axis=1, keepdims=True)
+        np.exp(post, out=post)
+        out[a:a + POSTERIOR_BLOCK_FRAMES] = post[:, silence] / post.sum(axis=1)
+    return out
 
 
 def speech_span(p_silence: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
@@ -99,15 +117,21 @@ def energy_speech_span(samples: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
 
 
 def _quiet_by_level(samples: np.ndarray, fraction: float, min_range_db: float) -> np.ndarray | None:
-    """(T,) bool: the frames of ``samples`` (25 ms every 10 ms) no louder than ``fraction`` of the
+    """(T,) bool: the frames of ``samples`` (n,) (an array, or samples read on demand by slices, such as
+    a :class:`~aligner.io.audio.FileSamples`: :data:`LEVEL_BLOCK_FRAMES` frames at a time) (25 ms every 10 ms) no louder than ``fraction`` of the
     way from the quiet level (10th percentile of the frames' dB, nearest rank) to the loud one
     (95th); None when the two lie less than ``min_range_db`` apart or there is no frame."""
-    samples = np.asarray(samples)
     T = n_frames(len(samples)) if len(samples) >= WINDOW else 0
     if T < 1:
         return None
     db = np.empty(T)
-    _frame_levels_db(np.ascontiguousarray(samples, np.float32), db)
+    if isinstance(samples, np.ndarray):
+        _frame_levels_db(np.ascontiguousarray(samples, np.float32), db)
+    else:  # read on demand (a long recording from its file): block by block, memory bounded
+        for a in range(0, T, LEVEL_BLOCK_FRAMES):
+            b = min(T, a + LEVEL_BLOCK_FRAMES)
+            block = np.asarray(samples[a * FRAME_SHIFT:(b - 1) * FRAME_SHIFT + WINDOW], np.float32)
+            _frame_levels_db(np.ascontiguousarray(block), db[a:b])
     k_quiet, k_loud = int(0.10 * (T - 1)), int(0.95 * (T - 1))  # nearest-rank percentiles
     quiet, loud = np.partition(db, (k_quiet, k_loud))[[k_quiet, k_loud]]
     if loud - quiet < min_range_db:
@@ -189,6 +213,8 @@ def inner_silences(p_silence: np.ndarray, keep: int = INNER_KEEP_FRAMES, min_cut
     silence ``p_silence`` (T,) at least ``threshold``) that lies between speech on both sides and
     is longer than ``2 * keep + min_cut`` frames: all of it but ``keep`` frames at either end."""
     silent = np.asarray(p_silence) >= threshold
+    if np.count_nonzero(silent) < 2 * keep + min_cut:  # too few silent frames for one such run
+        return []
     edges = np.diff(np.concatenate([[0], silent.astype(np.int8), [0]]))
     starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     return [(int(s) + keep, int(e) - keep) for s, e in zip(starts, ends)
@@ -207,10 +233,17 @@ class InnerCut:
         self.shifts_s = np.array([a for a, _ in kept]) * FRAME_SHIFT / SAMPLE_RATE - self.cut_starts_s
         self.duration_s = n_samples / SAMPLE_RATE - self.shifts_s[-1]
 
-    def samples(self, samples: np.ndarray) -> np.ndarray:
-        """The cut recording's samples (the last range to the recording's end)."""
-        parts = [samples[a * FRAME_SHIFT:b * FRAME_SHIFT] for a, b in self.kept[:-1]]
-        return np.concatenate(parts + [samples[self.kept[-1][0] * FRAME_SHIFT:]])
+    def samples(self, samples):
+        """The cut recording's samples (the last range to the recording's end): an array of
+        ``samples`` (n,) held in memory, or a :class:`~aligner.io.audio.SplicedSamples` of a
+        recording read on demand (such as a :class:`~aligner.io.audio.FileSamples`)."""
+        ranges = [(a * FRAME_SHIFT, b * FRAME_SHIFT) for a, b in self.kept[:-1]]
+        ranges.append((self.kept[-1][0] * FRAME_SHIFT, len(samples)))
+        if isinstance(samples, np.ndarray):
+            return np.concatenate([samples[a:b] for a, b in ranges])
+        from aligner.io.audio import SplicedSamples
+
+        return SplicedSamples(samples, ranges)
 
     def original_time(self, t: float) -> float:
         """The recording's time (seconds) of time ``t`` of the cut recording: a time at a cut
@@ -218,19 +251,34 @@ class InnerCut:
         k = int(np.searchsorted(self.cut_starts_s, t, side="right")) - 1
         return float(t + self.shifts_s[max(k, 0)])
 
+    def original_times(self, times) -> np.ndarray:
+        """:meth:`original_time` of each of ``times`` (seconds of the cut recording), (n,) float64."""
+        times = np.asarray(times, np.float64)
+        k = np.maximum(np.searchsorted(self.cut_starts_s, times, side="right") - 1, 0)
+        return times + self.shifts_s[k]
 
-def inner_silences_cut(view, model, scores: np.ndarray, samples: np.ndarray) -> tuple | None:
-    """``(cut, decoder, scores, frames)``: ``samples`` (n,) held in memory with the middle of their
+
+def inner_silences_cut(view, model, scores: np.ndarray, samples: np.ndarray, frames: np.ndarray | None = None
+                       ) -> tuple | None:
+    """``(cut, decoder, scores, frames)``: ``samples`` (n,) with the middle of their
     long pauses cut out (:func:`inner_silences` of the frames ``model``'s ``scores`` (T, C) or the
     frame energies (:func:`quiet_frames`) take for silence), an
     :class:`InnerCut`, scored again by ``view`` (an :class:`~aligner.alignment.model.AlignmentModel`)
     and cut again while that finds more (at most :data:`MAX_CUTS` times: a recording that is mostly
     pause is standardised unlike the training speech, and its classifier hears speech in the
-    pause until it is cut); None where there is no such pause, where ``view``'s pauses last any
-    length (``pauses_unpaced``) or the samples are read from their file."""
-    if getattr(view, "pauses_unpaced", False) or not isinstance(samples, np.ndarray):
-        return None
+    pause until it is cut); None where there is no such pause. ``view``'s pauses may last any length
+    (``pauses_unpaced``, a universal model's view) and are cut all the same: its classifier hears
+    speech in seconds of pause as any does. ``samples`` read on demand (a long recording read from its file,
+    :class:`~aligner.io.audio.FileSamples`) stay there: the cut recording is read from them
+    (:class:`~aligner.io.audio.SplicedSamples`).
+
+    Where the first cut takes less than :data:`RESCORE_MIN_FRACTION` of the recording's frames and
+    its ``frames`` (T, 42) are given, the cut recording is not scored again: its frames and scores
+    are the rows of the kept frames (the recording's statistics hardly change, and an hour with a
+    few pauses is not scored twice)."""
     T = len(scores)
+    if T < 2 * INNER_KEEP_FRAMES + MIN_INNER_CUT_FRAMES + 2:  # no room for a pause with speech on both sides
+        return None
     kept_frames = np.arange(T)  # the recording's frame of each frame of the cut recording
     found = None
     spliced_samples = samples
@@ -244,17 +292,27 @@ def inner_silences_cut(view, model, scores: np.ndarray, samples: np.ndarray) -> 
         keep = np.ones(len(kept_frames), bool)
         for a, b in cuts:
             keep[a:b] = False
+        if found is None and frames is not None and np.count_nonzero(~keep) < RESCORE_MIN_FRACTION * T:
+            rows = np.flatnonzero(keep)
+            cut = _inner_cut(rows, T, len(samples))
+            return cut, model, np.ascontiguousarray(scores[rows]), np.ascontiguousarray(frames[rows])
         kept_frames = kept_frames[keep]
-        breaks = np.flatnonzero(np.diff(kept_frames) > 1) + 1
-        firsts, lasts = kept_frames[np.r_[0, breaks]], kept_frames[np.r_[breaks - 1, len(kept_frames) - 1]]
-        ends = np.append(lasts[:-1] + 1, T)  # the last range to the recording's end
-        cut = InnerCut([(int(a), int(b)) for a, b in zip(firsts, ends)], len(samples))
+        cut = _inner_cut(kept_frames, T, len(samples))
         spliced_samples = cut.samples(samples)
         model, scores, frames = view.scored(None, spliced_samples)
         kept_frames = kept_frames[:len(scores)] if len(scores) <= len(kept_frames) else np.concatenate(
             [kept_frames, kept_frames[-1] + 1 + np.arange(len(scores) - len(kept_frames))])
         found = (cut, model, scores, frames)
     return found
+
+
+def _inner_cut(kept_frames: np.ndarray, T: int, n_samples: int) -> InnerCut:
+    """The :class:`InnerCut` of a recording of ``T`` frames and ``n_samples`` samples that keeps the
+    frames ``kept_frames`` (increasing; the last range runs to the recording's end)."""
+    breaks = np.flatnonzero(np.diff(kept_frames) > 1) + 1
+    firsts, lasts = kept_frames[np.r_[0, breaks]], kept_frames[np.r_[breaks - 1, len(kept_frames) - 1]]
+    ends = np.append(lasts[:-1] + 1, T)
+    return InnerCut([(int(a), int(b)) for a, b in zip(firsts, ends)], n_samples)
 
 
 def align_reviewed_pauses_cut(view, model, scores: np.ndarray, frames: np.ndarray, samples: np.ndarray, symbols: list,
@@ -265,15 +323,16 @@ def align_reviewed_pauses_cut(view, model, scores: np.ndarray, frames: np.ndarra
     has none or the phones do not fit the cut."""
     from aligner.errors import AlignmentError
 
-    inner = inner_silences_cut(view, model, scores, samples)
+    inner = inner_silences_cut(view, model, scores, samples, frames)
     if inner is not None:
         cut, cut_model, cut_scores, cut_frames = inner
         try:
             intervals, conf, match = cut_model.align_reviewed(cut_frames, cut_scores, symbols, phone_set,
                                                               cut.duration_s, name=name, split_stops=split_stops,
                                                               review=review)
-            return [iv._replace(start_s=cut.original_time(iv.start_s), end_s=cut.original_time(iv.end_s))
-                    for iv in intervals], conf, match
+            starts = cut.original_times([iv.start_s for iv in intervals]).tolist()
+            ends = cut.original_times([iv.end_s for iv in intervals]).tolist()
+            return [iv._replace(start_s=a, end_s=b) for iv, a, b in zip(intervals, starts, ends)], conf, match
         except AlignmentError:
             pass  # the phones do not fit the cut: the whole recording
     return model.align_reviewed(frames, scores, symbols, phone_set, len(samples) / SAMPLE_RATE, name=name,

@@ -130,11 +130,13 @@ class WordAlignment:
         return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations),
                              self.word_confidences, self.phone_confidences, self.transcript_match)
 
-    def mapped(self, time_of) -> "WordAlignment":
-        """The same alignment with every time ``t`` (seconds) moved to ``time_of(t)`` (a monotone
-        map: a recording whose long pauses were cut, placed back in it)."""
+    def mapped(self, times_of) -> "WordAlignment":
+        """The same alignment with its times (seconds) moved by ``times_of`` (a monotone map of an
+        array of times to an array: a recording whose long pauses were cut, placed back in it)."""
         def move(ivs):
-            return [Interval(time_of(s), time_of(e), lab) for s, e, lab in ivs]
+            starts = np.asarray(times_of([iv[0] for iv in ivs]), np.float64).tolist()
+            ends = np.asarray(times_of([iv[1] for iv in ivs]), np.float64).tolist()
+            return [Interval(s, e, iv[2]) for iv, s, e in zip(ivs, starts, ends)]
         return WordAlignment(move(self.words), move(self.phones), list(self.pronunciations),
                              self.word_confidences, self.phone_confidences, self.transcript_match)
 
