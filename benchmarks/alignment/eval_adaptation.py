@@ -43,7 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
-from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model, choose_warps, corpus_decoder
+from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model, corpus_decoder
+from aligner.alignment.adaptation.warps import choose_warps
 from aligner.alignment.evaluation.words import score_word_alignments
 from aligner.io.audio import RepairedAudioWarning, load_audio
 from aligner.io.corpus import find_utterances
@@ -248,8 +249,9 @@ def word_rows(model, utts: list[dict], warps: dict | None = None, via_api: bool 
             decoder, frames, scores = _frames_scores(model, dict(u, samples=samples), warps)
             res = align_words_scored(decoder, frames, scores, labels, prons, len(samples) / 16000.0, name=u["name"])
             words, phones = res.words, res.phones
-        rows.append([[list(iv) for iv in read_wrd(u["wrd"])], [list(iv) for iv in words],
-                     [list(iv) for iv in reference_phones(u["phn"])], [list(iv) for iv in phones]])
+        rows.append([_shifted([list(iv) for iv in read_wrd(u["wrd"])], u.get("pause")), [list(iv) for iv in words],
+                     _shifted([list(iv) for iv in reference_phones(u["phn"])], u.get("pause")),
+                     [list(iv) for iv in phones]])
     return rows
 
 
@@ -272,16 +274,24 @@ def base_mode(mode: str) -> str:
     return mode.split("@")[0]
 
 
+#: ``words@pauseN``: N seconds of each recording's own first 50 ms (tiled, every other copy reversed) put
+#: where its middle word starts (a speaker who stops to think), the word references shifted
+PAUSE_CONDITIONS = {"pause1": 1.0, "pause2": 2.0, "pause5": 5.0}
+
+
 def check_mode(mode: str) -> str:
     """argparse type: one of :data:`MODES`, optionally ``@CONDITION`` of
     :data:`benchmarks.alignment.eval_degraded.CONDITIONS` (the test speakers' recordings degraded, adapted
-    on and scored as degraded copies)."""
+    on and scored as degraded copies), or ``words@`` one of :data:`PAUSE_CONDITIONS`."""
     from benchmarks.alignment.eval_degraded import CONDITIONS
 
     base, _, cond = mode.partition("@")
+    if base == "words" and cond in PAUSE_CONDITIONS:
+        return mode
     if base not in MODES or (cond and cond not in CONDITIONS):
         raise argparse.ArgumentTypeError(f"{mode!r}: a mode is one of {', '.join(MODES)}, optionally "
-                                         f"@CONDITION ({', '.join(CONDITIONS)})")
+                                         f"@CONDITION ({', '.join(CONDITIONS)}), or words@ "
+                                         f"{', '.join(PAUSE_CONDITIONS)}")
     return mode
 
 
@@ -295,7 +305,25 @@ def degraded(utts: list[dict], mode: str) -> list[dict]:
     cond = mode.partition("@")[2]
     if not cond:
         return utts
+    if cond in PAUSE_CONDITIONS:
+        from aligner.alignment.evaluation.words import read_wrd
+        from benchmarks.words.eval_inner_pauses import with_pause
+
+        out = []
+        for u in utts:
+            words = read_wrd(u["wrd"])
+            at = words[len(words) // 2].start_s
+            seconds = PAUSE_CONDITIONS[cond]
+            out.append(dict(u, samples=with_pause(u["samples"], int(round(at * 16000)), seconds),
+                            pause=(at, seconds)))
+        return out
     return [dict(u, samples=degrade(u["samples"], cond, zlib.crc32(u["name"].encode()))) for u in utts]
+
+
+def _shifted(intervals: list, pause: tuple | None) -> list:
+    """``[[start, end, label], ...]`` of ``intervals``, those from ``pause[0]`` (s) on later by ``pause[1]`` s."""
+    at, seconds = pause if pause else (np.inf, 0.0)
+    return [[a + seconds if a >= at - 1e-9 else a, b + seconds if b > at + 1e-9 else b, c] for a, b, c in intervals]
 
 
 def figures(mode: str, rows: list) -> dict:

@@ -330,3 +330,29 @@ def test_phones_lengthened_before_a_pause_stay_out_of_the_duration_statistics():
     assert ad._within_utterance(np.array([5, sil]), sil).tolist() == [False, True]
     assert ad._within_utterance(np.array([5]), sil).tolist() == [False]
     assert ad._within_utterance(np.array([], np.int64), sil).tolist() == []
+
+
+def test_a_recording_with_a_long_pause_is_decoded_with_its_middle_cut(timit):
+    """A words recording with 2.5 s of its own room tone before its middle word: the adaptation's
+    decode cuts the pause's middle out of its frames and scores (as aligning does) and maps the
+    frames and times back; no word's phones take the pause, and the pause's silence spans the cut."""
+    from aligner.alignment.decoding.silent_edges import INNER_KEEP_FRAMES, pauses_cut_rows
+
+    model, _, full = timit
+    rec = speaker_recordings(DATA, 1, "words")[0]
+    samples = rec.samples
+    at = len(samples) // 2
+    tone = np.resize(np.concatenate([samples[:800], samples[:800][::-1]]), 40000).astype(np.float32)
+    paused = dataclasses.replace(rec, samples=np.concatenate([samples[:at], tone, samples[at:]]))
+    frames = ad.frames_of(paused, 1.0, full)
+    scores = full.classifier.scores(frames)
+    rows, cut = pauses_cut_rows(full, scores, len(paused.samples))
+    assert len(frames) - len(rows) >= 250 - 2 * INNER_KEEP_FRAMES  # the added pause, less what is kept
+    classes, symbols, y, starts, _, _, compare_s = ad.decode_recording(
+        full, paused, frames, scores, ad._prons(paused, None, full))
+    assert y[0] == 0 and np.all(np.diff(y) > 0) and y[-1] < len(frames)
+    removed = np.setdiff1d(np.arange(len(frames)), rows)
+    k = np.searchsorted(y, removed[0], side="right") - 1  # the phone holding the cut frames
+    assert classes[k] == full.inventory.silence_index
+    assert k + 1 == len(y) or y[k + 1] > removed[-1]  # the whole cut inside that silence
+    assert removed[0] - y[k] >= INNER_KEEP_FRAMES - 5

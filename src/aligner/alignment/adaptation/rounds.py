@@ -44,7 +44,8 @@ sums). :class:`InProcessRounds` runs one batch in this process (the default);
 :func:`aligner.alignment.adaptation.corpus.adapt_recordings` runs batches on worker processes or on
 Dask. A recording that fails is left out of the round, with the reason, and the round goes on.
 
-Per-speaker vocal-tract-length normalisation is separate: :func:`choose_warps` picks, per
+Per-speaker vocal-tract-length normalisation is separate:
+:func:`~aligner.alignment.adaptation.warps.choose_warps` picks, per
 speaker, the MFCC frequency warp whose alignments score highest under the model; the warps then
 go to :func:`adapt_model` and must be used again when the adapted model aligns those speakers.
 
@@ -312,8 +313,34 @@ def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, 
     the word starts (words). ``prons``: ``(labels, pronunciations)`` of a words recording.
     ``choices``: a list, extended (words only) by each word's ``(word key, alternative keys,
     chosen alternative key)`` (:func:`~aligner.alignment.adaptation.pronunciations.chosen_alternatives`).
+
+    A recording with long pauses (the classifier's silence posteriors,
+    :func:`~aligner.alignment.decoding.silent_edges.pauses_cut_rows`) is aligned with their middles
+    cut out of its frames and scores, as aligning it cuts them, and its frames and times mapped back
+    (the pause spans what was cut); where the transcript does not fit the cut, whole.
     """
-    duration_s = rec.duration_s
+    from aligner.alignment.decoding.silent_edges import pauses_cut_rows
+
+    found = pauses_cut_rows(model, scores, int(round(rec.duration_s * SAMPLE_RATE)))
+    if found is not None:
+        rows, cut = found
+        chosen: list = []
+        try:
+            classes, symbols, y, starts, conf, match, compare_s = _decode_recording(
+                model, rec, frames[rows], scores[rows], cut.duration_s, prons, chosen, level)
+        except AlignmentError:
+            pass  # the transcript does not fit the cut: the whole recording
+        else:
+            if choices is not None:
+                choices.extend(chosen)
+            return (classes, symbols, rows[np.asarray(y)], cut.original_times(starts), conf, match,
+                    cut.original_times(compare_s))
+    return _decode_recording(model, rec, frames, scores, rec.duration_s, prons, choices, level)
+
+
+def _decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, scores: np.ndarray,
+                      duration_s: float, prons: tuple | None, choices: list | None, level: str) -> tuple:
+    """:func:`decode_recording` of frames (T, 42) and scores (T, C) lasting ``duration_s`` seconds."""
     if rec.kind == "phones":
         symbols, classes = _phone_sequence(rec, model)
         y, starts = model.decode_phones(frames, scores, classes, symbols, duration_s, rec.name)
@@ -339,57 +366,6 @@ def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, 
     symbols = [graph.labels[n] for n in nodes]
     conf, match = model.review(frames, scores, classes, symbols, y, starts)
     return classes, symbols, y, starts, conf, match, starts[path.word_start >= 0]
-
-
-def alignment_value(model: AlignmentModel, rec: Recording, frames: np.ndarray, prons: tuple | None = None) -> float:
-    """The decoder's objective ``w . phi(x, y_hat)`` (per phone, as the DP maximises it) of ``rec``
-    aligned from MFCC frames (T, 42): how well the model explains the audio."""
-    scores = model.classifier.scores(frames)
-    if rec.kind == "phones":
-        from aligner.alignment.decoding.task import AlignmentTask
-
-        symbols, classes = _phone_sequence(rec, model)
-        y, _ = model.decode_phones(frames, scores, classes, symbols, rec.duration_s, rec.name)
-        x = model.make_input(frames, classes, scores, name=rec.name, symbols=symbols)
-        return float(AlignmentTask().score(x, y, model.weights))
-    from aligner.alignment.decoding.graph_task import GraphAlignmentTask
-    from aligner.alignment.decoding.words import PHONE_BONUS, decode_word_graph
-
-    _, _, x, path, _ = decode_word_graph(model, frames, scores, prons[1], rec.duration_s, rec.name, refine=False)
-    return float(GraphAlignmentTask(phone_bonus=PHONE_BONUS).score(x, path, model.weights))
-
-
-#: vocal-tract-length warps tried per speaker by :func:`choose_warps`
-WARP_GRID = (0.84, 0.88, 0.92, 0.96, 1.0, 1.04, 1.08, 1.12, 1.16)
-
-
-def choose_warps(model: AlignmentModel, recordings: Sequence[Recording], grid: Sequence[float] = WARP_GRID,
-                 dictionary=None) -> dict:
-    """``{speaker: (warp, {warp: mean objective})}``: per speaker, the frequency warp of the MFCC
-    front end (:func:`~aligner.features.mfcc.mfcc_features` ``warp``) whose alignments of the
-    speaker's recordings have the highest mean :func:`alignment_value`; recordings that do not
-    align at some warp are left out of that speaker's comparison."""
-    check_recordings(recordings)
-    by_speaker: dict = {}
-    for rec in recordings:
-        by_speaker.setdefault(rec.speaker, []).append(rec)
-    out = {}
-    for speaker, recs in by_speaker.items():
-        prons = [None if r.kind == "phones" else _prons(r, dictionary, model) for r in recs]
-        values = {}
-        for warp in grid:
-            v = []
-            for r, p in zip(recs, prons):
-                try:
-                    v.append(alignment_value(model, r, frames_of(r, warp, model), p))
-                except AlignmentError:
-                    v.append(np.nan)
-            values[float(warp)] = v
-        ok = ~np.any(np.isnan(np.array(list(values.values()))), axis=0)
-        means = {w: float(np.mean(np.asarray(v)[ok])) if ok.any() else float("nan") for w, v in values.items()}
-        best = max(means, key=lambda w: -np.inf if np.isnan(means[w]) else means[w])
-        out[speaker] = (best, means)
-    return out
 
 
 def _prons(rec: Recording, dictionary=None, model: AlignmentModel | None = None) -> tuple:
@@ -602,7 +578,7 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     ``file_progress``: optional ``callable(round, done, total)`` called once per recording of
     each round (a progress bar); ``on_round``: optional ``callable(round, model, report)``
     given each round's new model. ``warps``: ``{speaker: warp}`` of the MFCC front end
-    (:func:`choose_warps`; the adapted model then expects the same warps when it aligns those
+    (:func:`~aligner.alignment.adaptation.warps.choose_warps`; the adapted model then expects the same warps when it aligns those
     speakers: ``mfcc_features(samples, warp=...)`` and its ``align_scored``).
 
     ``runner``: where each round's recordings are aligned and its statistics summed, a

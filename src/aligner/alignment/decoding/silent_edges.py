@@ -306,6 +306,27 @@ def inner_silences_cut(view, model, scores: np.ndarray, samples: np.ndarray, fra
     return found
 
 
+def pauses_cut_rows(model, scores: np.ndarray, n_samples: int) -> tuple | None:
+    """``(rows (T',) int, cut)``: the frames of a recording of ``n_samples`` samples kept when its long
+    pauses lose their middles, found by ``model``'s classifier ``scores`` (T, C) alone (the silence
+    posteriors, :func:`inner_silences`), and the :class:`InnerCut`; None where there is no such pause.
+    For aligning the rows of frames and scores already computed, without the samples (a corpus
+    aligned by ``aligner adapt``, whose frames are kept between rounds)."""
+    T = len(scores)
+    if T < 2 * INNER_KEEP_FRAMES + MIN_INNER_CUT_FRAMES + 2:
+        return None
+    clf = model.classifier
+    cuts = inner_silences(silence_posteriors(scores, clf.log_prior if clf.prior_division else None,
+                                             model.inventory.silence_index))
+    if not cuts:
+        return None
+    keep = np.ones(T, bool)
+    for a, b in cuts:
+        keep[a:b] = False
+    rows = np.flatnonzero(keep)
+    return rows, _inner_cut(rows, T, n_samples)
+
+
 def _inner_cut(kept_frames: np.ndarray, T: int, n_samples: int) -> InnerCut:
     """The :class:`InnerCut` of a recording of ``T`` frames and ``n_samples`` samples that keeps the
     frames ``kept_frames`` (increasing; the last range runs to the recording's end)."""
