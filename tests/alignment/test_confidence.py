@@ -505,3 +505,40 @@ def test_the_shipped_model_reviews_its_alignments():
     arpa = "sil sh iy hh ae d y er d aa r k s uw t sil".split()
     intervals, conf, _ = model.align_with_review(x, arpa, get_phone_set("arpabet"))
     assert len(conf) == len(arpa)
+
+
+def test_a_recording_checked_in_stretches_is_not_flagged_by_its_worst_one():
+    """recording_match: one probability is itself; many give the CHECK_BLOCK_QUANTILE quantile of their
+    logits, so one poor stretch in twenty does not flag the recording, and a poor third does."""
+    from aligner.alignment.review.confidence import CHECK_BLOCK_QUANTILE, recording_match
+
+    assert recording_match([0.3]) == pytest.approx(0.3)
+    good = [0.9] * 19
+    assert recording_match(good + [1e-6]) == pytest.approx(0.9)
+    assert recording_match(good[:13] + [1e-6] * 7) < 1e-5
+    logits = np.linspace(-3, 3, 11)
+    p = 1 / (1 + np.exp(-logits))
+    assert recording_match(p) == pytest.approx(1 / (1 + np.exp(-np.quantile(logits, CHECK_BLOCK_QUANTILE))))
+
+
+@needs_timit
+def test_minutes_of_speech_with_their_transcript_are_not_flagged_and_another_transcript_is():
+    """Forty of the sample's utterances joined (two minutes) with their sentences: not flagged by the
+    shipped model's check, which flagged every such recording when it checked it whole; with
+    forty other sentences: flagged."""
+    import warnings
+
+    from aligner import api
+    from aligner.io.audio import load_audio
+    from aligner.io.corpus import find_utterances
+
+    utts = find_utterances(TIMIT)
+    texts = [u.audio.with_suffix(".txt").read_text().split(maxsplit=2)[2].strip() for u in utts]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        samples = np.concatenate([load_audio(u.audio) for u in utts[:40]])
+    model = api.load_model(None)
+    right = api.align_words(samples, " ".join(texts[:40]), model, sr=16000)
+    wrong = api.align_words(samples, " ".join(texts[40:80]), model, sr=16000)
+    assert not model.utterance_check.flags_probability(right.transcript_match)
+    assert model.utterance_check.flags_probability(wrong.transcript_match)

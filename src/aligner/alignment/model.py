@@ -37,6 +37,11 @@ from aligner.alignment.decoding.task import (FEATURE_NAMES, AlignmentInput, Alig
 REVIEW_BLOCK_FRAMES = 60_000
 REVIEW_BLOCK_PHONES = 2000
 REVIEW_OVERLAP_PHONES = 20
+#: a recording of this many phones or more has its transcript checked in stretches of about
+#: CHECK_BLOCK_PHONES phones, the size of the check's training utterances
+#: (:func:`~aligner.alignment.review.confidence.recording_match`); a shorter one whole
+CHECK_WHOLE_MAX_PHONES = 160
+CHECK_BLOCK_PHONES = 40
 #: longest phone the decoder considers by default (frames; 10 ms each), except silence
 MAX_PHONE_FRAMES = 60
 #: longest silence the decoder considers (frames)
@@ -609,7 +614,8 @@ class AlignmentModel:
         (:mod:`aligner.alignment.review.confidence`.) A recording longer than
         :data:`REVIEW_BLOCK_FRAMES` is reviewed in blocks of :data:`REVIEW_BLOCK_PHONES` phones
         (each with :data:`REVIEW_OVERLAP_PHONES` more on either side, on its own frames: memory
-        stays bounded); its transcript match is then the lowest block's."""
+        stays bounded). Its transcript is checked in stretches of phones (:data:`CHECK_BLOCK_PHONES`,
+        :meth:`recording_match`) from :data:`CHECK_WHOLE_MAX_PHONES` phones on."""
         if self.confidence is None:
             return None, None
         from aligner.alignment.review.confidence import boundary_confidences, utterance_evidence
@@ -622,7 +628,7 @@ class AlignmentModel:
             spans = [(a, min(K, a + REVIEW_BLOCK_PHONES), max(0, a - REVIEW_OVERLAP_PHONES),
                       min(K, a + REVIEW_BLOCK_PHONES + REVIEW_OVERLAP_PHONES))
                      for a in range(0, K, REVIEW_BLOCK_PHONES)]
-        conf, matches = np.empty(K), []
+        conf = np.empty(K)
         for keep_lo, keep_hi, lo, hi in spans:
             f_lo, f_hi = int(y[lo]), int(y[hi]) if hi < K else T
             part_y, part_s = y[lo:hi] - f_lo, starts_s[lo:hi] - f_lo * FRAME_SHIFT / SAMPLE_RATE
@@ -630,12 +636,27 @@ class AlignmentModel:
             part = boundary_confidences(self, frames[f_lo:f_hi], scores[f_lo:f_hi], classes[lo:hi], part_y, part_s,
                                         self.confidence, part_sym)
             conf[keep_lo:keep_hi] = part[keep_lo - lo:keep_hi - lo]
-            if self.utterance_check is not None:
-                evidence = utterance_evidence(self, frames[f_lo:f_hi], scores[f_lo:f_hi], classes[lo:hi], part_y,
-                                              part, part_sym)
-                matches.append(float(self.utterance_check.score(evidence[None, :])[0]))
         conf[0] = 1.0
-        return conf, (min(matches) if matches else None)
+        if self.utterance_check is None:
+            return conf, None
+        # past a few utterances' worth of phones, stretches of the size the check was fitted on
+        n_blocks = K // CHECK_BLOCK_PHONES if K >= CHECK_WHOLE_MAX_PHONES else 1
+        edges = np.linspace(0, K, n_blocks + 1).round().astype(np.int64)
+        matches = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            f_lo, f_hi = int(y[lo]), int(y[hi]) if hi < K else T
+            evidence = utterance_evidence(self, frames[f_lo:f_hi], scores[f_lo:f_hi], classes[lo:hi], y[lo:hi] - f_lo,
+                                          conf[lo:hi], None if symbols is None else symbols[lo:hi])
+            matches.append(float(self.utterance_check.score(evidence[None, :])[0]))
+        return conf, self.recording_match(matches)
+
+    @staticmethod
+    def recording_match(matches) -> float:
+        """P(transcript matches) of a recording from those of its stretches (n,): not its worst one's, which
+        falls with the length (:func:`~aligner.alignment.review.confidence.recording_match`)."""
+        from aligner.alignment.review.confidence import recording_match
+
+        return recording_match(matches)
 
     def align(self, samples: np.ndarray, symbols: list, phone_set: PhoneSet,
               name: str = "<utterance>", split_stops: bool | None = None) -> list:

@@ -375,7 +375,7 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
 
     matches: list = []
     out = _join_chunks(decode_chunk, len(labels), CHUNK_WORDS, CHUNK_OVERLAP_WORDS)
-    out.transcript_match = min(matches) if matches else None
+    out.transcript_match = model.recording_match(matches) if matches else None
     return out
 
 

@@ -431,6 +431,22 @@ def utterance_evidence(model, frames: np.ndarray, scores: np.ndarray, classes: n
                      np.mean(np.abs(z)), worst_run, worst_phones, worst_window])
 
 
+#: a recording checked in stretches (:func:`recording_match`) has the match logit of this quantile of theirs
+CHECK_BLOCK_QUANTILE = 0.25
+
+
+def recording_match(probabilities) -> float:
+    """P(transcript matches) of a recording checked in stretches of about an utterance's size, from
+    theirs (n,): the :data:`CHECK_BLOCK_QUANTILE` quantile of their logits, so that a long recording
+    is not flagged by its single worst stretch (the check's evidence holds worst runs, which fall with
+    the length) while a transcript wrong over a quarter of its stretches or more still is."""
+    p = np.clip(np.asarray(probabilities, np.float64), 1e-300, 1.0 - 1e-16)
+    if p.size == 1:
+        return float(p[0])
+    logit = float(np.quantile(np.log(p) - np.log1p(-p), CHECK_BLOCK_QUANTILE))
+    return float(_sigmoid(np.array([logit]))[0])
+
+
 class UtteranceCheck:
     """Flags an utterance whose transcript does not match its audio.
 
