@@ -711,16 +711,14 @@ class AlignmentModel:
         alone (:meth:`transcript_scores`), as in a view of the transcript's phones."""
         from aligner.alignment.decoding.silent_edges import (ENERGY_MIN_CUT_FRAMES, MARGIN_FRAMES, MAX_CUTS,
                                                              MIN_SPEECH_FRAMES, cut_frames, energy_speech_span,
-                                                             narrowed, silence_posteriors, speech_span)
+                                                             model_silence_posteriors, narrowed, speech_span)
 
         if not self.crops_silent_edges:
             return None
         first, piece, frames = 0, samples, None
         for k in range(MAX_CUTS):
-            clf = model.classifier
             heard = scores if classes is None else model.transcript_scores(scores, classes)
-            p_silence = silence_posteriors(heard, clf.log_prior if clf.prior_division else None,
-                                           model.inventory.silence_index)
+            p_silence = model_silence_posteriors(model, heard)
             cut = cut_frames(speech_span(p_silence), len(scores))
             if len(scores) > ENERGY_MIN_CUT_FRAMES + MARGIN_FRAMES + MIN_SPEECH_FRAMES:
                 cut = narrowed(cut, cut_frames(energy_speech_span(piece), len(scores), min_cut=ENERGY_MIN_CUT_FRAMES))

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from aligner.features.dereverb import JsonSettings, _frames, _window, istft, stft
+from aligner.features.dereverb import JsonSettings, _window, istft, stft
 from aligner.features.numeric import _pairwise_sum
 from aligner.frames import SAMPLE_RATE
 from aligner.io.audio import BlockFilteredSamples

@@ -87,6 +87,13 @@ def silence_posteriors(scores: np.ndarray, log_prior: np.ndarray | None, silence
     return out
 
 
+def model_silence_posteriors(model, scores: np.ndarray) -> np.ndarray:
+    """(T,) :func:`silence_posteriors` of ``model``'s classifier ``scores`` (T, C): its prior added back
+    where it divides by it, its inventory's silence class."""
+    clf = model.classifier
+    return silence_posteriors(scores, clf.log_prior if clf.prior_division else None, model.inventory.silence_index)
+
+
 def speech_span(p_silence: np.ndarray, min_run: int = MIN_SPEECH_FRAMES,
                 threshold: float = SILENCE_POSTERIOR) -> tuple | None:
     """``(first, end)`` frames of the speech in a recording whose frames have the silence posteriors
@@ -192,6 +199,8 @@ def narrowed(cut: tuple | None, by_energy: tuple | None, margin: int = MARGIN_FR
 INNER_KEEP_FRAMES = 30
 #: a pause inside a recording is cut only where this many frames or more would go
 MIN_INNER_CUT_FRAMES = 20
+#: a recording shorter than this (frames) has no room for such a pause with speech on both sides
+MIN_PAUSED_FRAMES = 2 * INNER_KEEP_FRAMES + MIN_INNER_CUT_FRAMES + 2
 
 
 def quiet_frames(samples: np.ndarray, T: int, fraction: float = ENERGY_SPEECH_FRACTION,
@@ -245,14 +254,9 @@ class InnerCut:
 
         return SplicedSamples(samples, ranges)
 
-    def original_time(self, t: float) -> float:
-        """The recording's time (seconds) of time ``t`` of the cut recording: a time at a cut
-        belongs to the range after it."""
-        k = int(np.searchsorted(self.cut_starts_s, t, side="right")) - 1
-        return float(t + self.shifts_s[max(k, 0)])
-
     def original_times(self, times) -> np.ndarray:
-        """:meth:`original_time` of each of ``times`` (seconds of the cut recording), (n,) float64."""
+        """The recording's times (seconds) (n,) float64 of ``times`` (n,) of the cut recording: a time
+        at a cut belongs to the range after it."""
         times = np.asarray(times, np.float64)
         k = np.maximum(np.searchsorted(self.cut_starts_s, times, side="right") - 1, 0)
         return times + self.shifts_s[k]
@@ -277,21 +281,17 @@ def inner_silences_cut(view, model, scores: np.ndarray, samples: np.ndarray, fra
     are the rows of the kept frames (the recording's statistics hardly change, and an hour with a
     few pauses is not scored twice)."""
     T = len(scores)
-    if T < 2 * INNER_KEEP_FRAMES + MIN_INNER_CUT_FRAMES + 2:  # no room for a pause with speech on both sides
+    if T < MIN_PAUSED_FRAMES:
         return None
     kept_frames = np.arange(T)  # the recording's frame of each frame of the cut recording
     found = None
     spliced_samples = samples
     for _ in range(MAX_CUTS):
-        clf = model.classifier
-        p_silence = silence_posteriors(scores, clf.log_prior if clf.prior_division else None,
-                                       model.inventory.silence_index)
+        p_silence = model_silence_posteriors(model, scores)
         cuts = inner_silences(np.maximum(p_silence, quiet_frames(spliced_samples, len(p_silence))))
         if not cuts:
             break
-        keep = np.ones(len(kept_frames), bool)
-        for a, b in cuts:
-            keep[a:b] = False
+        keep = _kept(cuts, len(kept_frames))
         if found is None and frames is not None and np.count_nonzero(~keep) < RESCORE_MIN_FRACTION * T:
             rows = np.flatnonzero(keep)
             cut = _inner_cut(rows, T, len(samples))
@@ -313,18 +313,19 @@ def pauses_cut_rows(model, scores: np.ndarray, n_samples: int) -> tuple | None:
     For aligning the rows of frames and scores already computed, without the samples (a corpus
     aligned by ``aligner adapt``, whose frames are kept between rounds)."""
     T = len(scores)
-    if T < 2 * INNER_KEEP_FRAMES + MIN_INNER_CUT_FRAMES + 2:
-        return None
-    clf = model.classifier
-    cuts = inner_silences(silence_posteriors(scores, clf.log_prior if clf.prior_division else None,
-                                             model.inventory.silence_index))
+    cuts = inner_silences(model_silence_posteriors(model, scores)) if T >= MIN_PAUSED_FRAMES else []
     if not cuts:
         return None
+    rows = np.flatnonzero(_kept(cuts, T))
+    return rows, _inner_cut(rows, T, n_samples)
+
+
+def _kept(cuts: list, T: int) -> np.ndarray:
+    """(T,) bool: the frames of a recording of ``T`` frames outside the ``cuts`` [(a, b)]."""
     keep = np.ones(T, bool)
     for a, b in cuts:
         keep[a:b] = False
-    rows = np.flatnonzero(keep)
-    return rows, _inner_cut(rows, T, n_samples)
+    return keep
 
 
 def _inner_cut(kept_frames: np.ndarray, T: int, n_samples: int) -> InnerCut:
