@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
+from aligner.alignment.adaptation.edges import edges_cut_recordings
 from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model, corpus_decoder
 from aligner.alignment.adaptation.warps import choose_warps
 from aligner.alignment.evaluation.words import score_word_alignments
@@ -277,21 +278,24 @@ def base_mode(mode: str) -> str:
 #: ``words@pauseN``: N seconds of each recording's own first 50 ms (tiled, every other copy reversed) put
 #: where its middle word starts (a speaker who stops to think), the word references shifted
 PAUSE_CONDITIONS = {"pause1": 1.0, "pause2": 2.0, "pause5": 5.0}
+#: ``words@edgesN``: N seconds of each recording's own first 50 ms (tiled, every other copy reversed) at
+#: both ends (a lab prompt, a generous cut: ``benchmarks.alignment.eval_silent_edges``), the references shifted
+EDGE_CONDITIONS = {"edges1": 1.0, "edges3": 3.0}
 
 
 def check_mode(mode: str) -> str:
     """argparse type: one of :data:`MODES`, optionally ``@CONDITION`` of
     :data:`benchmarks.alignment.eval_degraded.CONDITIONS` (the test speakers' recordings degraded, adapted
-    on and scored as degraded copies), or ``words@`` one of :data:`PAUSE_CONDITIONS`."""
+    on and scored as degraded copies), or ``words@`` one of :data:`PAUSE_CONDITIONS` or :data:`EDGE_CONDITIONS`."""
     from benchmarks.alignment.eval_degraded import CONDITIONS
 
     base, _, cond = mode.partition("@")
-    if base == "words" and cond in PAUSE_CONDITIONS:
+    if base == "words" and (cond in PAUSE_CONDITIONS or cond in EDGE_CONDITIONS):
         return mode
     if base not in MODES or (cond and cond not in CONDITIONS):
         raise argparse.ArgumentTypeError(f"{mode!r}: a mode is one of {', '.join(MODES)}, optionally "
                                          f"@CONDITION ({', '.join(CONDITIONS)}), or words@ "
-                                         f"{', '.join(PAUSE_CONDITIONS)}")
+                                         f"{', '.join([*PAUSE_CONDITIONS, *EDGE_CONDITIONS])}")
     return mode
 
 
@@ -317,6 +321,11 @@ def degraded(utts: list[dict], mode: str) -> list[dict]:
             out.append(dict(u, samples=with_pause(u["samples"], int(round(at * 16000)), seconds),
                             pause=(at, seconds)))
         return out
+    if cond in EDGE_CONDITIONS:
+        from benchmarks.alignment.eval_silent_edges import padded
+
+        seconds = EDGE_CONDITIONS[cond]
+        return [dict(u, samples=padded(u["samples"], seconds), pause=(0.0, seconds)) for u in utts]
     return [dict(u, samples=degrade(u["samples"], cond, zlib.crc32(u["name"].encode()))) for u in utts]
 
 
@@ -375,6 +384,7 @@ def run_fold(mode: str, k: int, model, test_speakers: list, utts: list[dict], se
     else:
         out["by_round"]["0"] = {"rows": score(model, score_on), "report": None}
         base_path.write_text(json.dumps(out["by_round"]["0"]))
+    recordings = edges_cut_recordings(model, recordings)[0]  # as aligner adapt cuts them (adapt_corpus)
     adapted_base, share = corpus_decoder(model, recordings)
     if model.condition_expert is not None:
         out["expert_share"], out["expert_adapted"] = share, adapted_base is not model

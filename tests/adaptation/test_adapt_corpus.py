@@ -296,3 +296,34 @@ def test_adapting_reads_phones_with_the_edge_silences_aligning_adds(tmp_path):
     (corpus / "demo.phones").write_text("D AA1 T\n")
     recordings, failed, _ = read_recordings(corpus, kind="phones", model=model)
     assert not failed and list(recordings[0].transcript) == ["sil", "D", "AA1", "T", "sil"]
+
+
+@needs_timit
+def test_long_silent_edges_are_cut_before_adapting(tmp_path):
+    """A corpus whose recordings hold 3 s of their own room tone at both ends (a lab prompt): each is
+    cut to its speech before the first round, as aligning it cuts, so none is left out as not
+    matching its words (before, every one was, and adapting stopped), and the condition gates judge
+    the speech, not the room tone. The report and the bundle say how many were cut."""
+    import numpy as np
+    import soundfile as sf
+    from click.testing import CliRunner
+
+    from aligner.io.audio import load_audio
+
+    corpus = tmp_path / "c" / "dr1-fvmh0"
+    corpus.mkdir(parents=True)
+    for wav in sorted((TIMIT / "dr1-fvmh0").glob("*.wav"))[:4]:
+        samples = load_audio(wav)
+        tone = np.resize(np.concatenate([samples[:800], samples[:800][::-1]]), 48000)
+        sf.write(corpus / wav.name, np.concatenate([tone, samples, tone]), 16000, subtype="PCM_16")
+        shutil.copy(wav.with_suffix(".txt"), corpus / wav.with_suffix(".txt").name)
+    messages = []
+    report = api.adapt(tmp_path / "c", tmp_path / "adapted", rounds=1, message=messages.append)
+    assert report.edges_cut == 4 and report.recordings == 4
+    assert report.rounds[0].files_used == 4 and not report.rounds[0].files_left_out
+    assert messages[0].startswith("0% of the audio looks degraded")
+    adapted = json.loads((tmp_path / "adapted" / "manifest.json").read_text())["training"]["adapted"]
+    assert adapted["edges_cut"] == 4
+    result = CliRunner().invoke(main, ["adapt", str(tmp_path / "c"), str(tmp_path / "again"), "--rounds", "1"])
+    assert result.exit_code == 0, result.output
+    assert "4 cut to their speech (long silent edges)" in result.output

@@ -356,3 +356,43 @@ def test_a_recording_with_a_long_pause_is_decoded_with_its_middle_cut(timit):
     assert classes[k] == full.inventory.silence_index
     assert k + 1 == len(y) or y[k + 1] > removed[-1]  # the whole cut inside that silence
     assert removed[0] - y[k] >= INNER_KEEP_FRAMES - 5
+
+
+def test_long_silent_edges_are_cut_before_adapting(timit):
+    """A words and a phones recording with 3 s of their own room tone at both ends are cut to their
+    speech before adapting (as aligning them cuts), the file's range kept in ``source``; a
+    recording with reference times and an unpadded one stay whole; the cut recording is used."""
+    from aligner.alignment.adaptation.edges import edges_cut_recordings
+    from aligner.alignment.decoding.silent_edges import MARGIN_FRAMES
+    from aligner.frames import FRAME_SHIFT
+    from aligner.io.transcripts import read_phn
+
+    _, recs, full = timit
+    words = speaker_recordings(DATA, 1, "words")[0]
+
+    def padded(rec, seconds=3.0):
+        s = rec.samples
+        tone = np.resize(np.concatenate([s[:800], s[:800][::-1]]), int(seconds * 16000)).astype(np.float32)
+        return dataclasses.replace(rec, samples=np.concatenate([tone, s, tone]),
+                                   source=("file.wav", 100, 100 + len(s) + 2 * len(tone)))
+
+    pw, pp = padded(words), padded(recs[0])
+    referenced = dataclasses.replace(pp, reference=[(0.0, pp.duration_s, "h#")])
+    prons = [ad._prons(pw, None, full), None, None, None]
+    out, n_cut = edges_cut_recordings(full, [pw, pp, referenced, recs[0]], prons)
+    assert n_cut == 2 and out[2] is referenced and out[3] is recs[0]
+    folder = sorted(p for p in DATA.iterdir() if p.is_dir())[0]
+    for before, after, original in ((pw, out[0], words), (pp, out[1], recs[0])):
+        cut_s = (len(before.samples) - len(after.samples)) / 16000
+        assert 4.0 < cut_s < 7.0  # most of the 6 s added (and some of the recording's own edge silence)
+        first = after.source[1] - before.source[1]
+        assert first % FRAME_SHIFT == 0 and first >= 40000
+        np.testing.assert_array_equal(after.samples, before.samples[first:first + len(after.samples)])
+        assert after.source[2] - after.source[1] == len(after.samples)
+        starts, ends, _ = read_phn(folder / f"{original.name}.phn")
+        speech = (48000 + starts[1], 48000 + ends[-2])  # the first to the last phone between the h#s
+        assert first <= speech[0] - MARGIN_FRAMES * FRAME_SHIFT // 2
+        assert first + len(after.samples) >= speech[1] + MARGIN_FRAMES * FRAME_SHIFT // 2
+    _, reports = ad.adapt_model(full, [out[0]], rounds=1, settings=ad.AdaptSettings(
+        classifier_prior=None, durations_prior=100.0))
+    assert reports[0].files_used == 1

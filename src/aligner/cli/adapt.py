@@ -136,7 +136,8 @@ def adapt(corpus_dir, model_out, model, kind, dictionary, oov, references, langu
         return f"{count} {word}{'' if count == 1 else 's'}"
 
     echo(f"adapted on {n(report.recordings, 'recording')} of {n(report.speakers, 'speaker')} "
-         f"({report.audio_seconds:.1f} s, {report.references} with reference alignments), "
+         f"({report.audio_seconds:.1f} s, {report.references} with reference alignments"
+         f"{f', {report.edges_cut} cut to their speech (long silent edges)' if report.edges_cut else ''}), "
          f"{n(len(report.rounds), 'round')} in {report.seconds:.1f} s; wrote {report.model_dir}")
     if report.alignment is not None:
         a = report.alignment

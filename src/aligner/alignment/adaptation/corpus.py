@@ -68,6 +68,8 @@ class AdaptReport:
     rounds: list = field(default_factory=list)  #: :class:`~aligner.alignment.adaptation.rounds.RoundReport` per round
     recordings: int = 0  #: recordings (TextGrid intervals count one each) given to the adaptation
     references: int = 0  #: of those, with hand-aligned reference phones
+    #: of those, cut to their speech before the first round (long silent edges: :mod:`~aligner.alignment.adaptation.edges`)
+    edges_cut: int = 0
     speakers: int = 0
     audio_seconds: float = 0.0
     failed: list = field(default_factory=list)  #: (path, message): recordings that could not be read
@@ -570,8 +572,13 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                          references=sum(r.reference is not None for r in recordings),
                          speakers=len({r.speaker for r in recordings}))
 
+    from aligner.alignment.adaptation.edges import edges_cut_recordings
     from aligner.alignment.adaptation.rounds import corpus_decoder
 
+    # before the condition gates pick the classifier to adapt: seconds of room tone are not the corpus's speech
+    recordings, report.edges_cut = edges_cut_recordings(
+        base, recordings, None, dictionary, None if progress is None else (
+            lambda done, total: progress("silent edges", done, total)))
     decoder, expert_share = corpus_decoder(base, recordings)
     use_expert = decoder is not base
     multi_condition = use_expert and decoder is base.condition_expert
@@ -647,7 +654,7 @@ def adapt_corpus(corpus_dir, model_out, model=None, dictionary=None, oov: str = 
                              or isinstance(model, (AlignmentModel, UniversalModel)) else model, base, base_dir),
         "corpus": str(corpus_dir.resolve()), "recordings": report.recordings, "references": report.references,
         "speakers": report.speakers, "audio_seconds": round(seconds, 3), "rounds": len(reports),
-        "round_reports": [r.to_dict() for r in reports], "failed": len(failed),
+        "round_reports": [r.to_dict() for r in reports], "failed": len(failed), "edges_cut": report.edges_cut,
     }
     if expert_share:
         adapted.training["adapted"]["condition_expert"] = {

@@ -586,6 +586,10 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     :class:`InProcessRounds` (the default: this process);
     :func:`aligner.alignment.adaptation.corpus.adapt_recordings` runs them on worker processes or on
     Dask, with the same model to the rounding of the sums' order.
+
+    Recordings with long silent edges are adapted on whole: cut them first, as aligning them
+    cuts them (:func:`~aligner.alignment.adaptation.edges.edges_cut_recordings`, which
+    :func:`~aligner.alignment.adaptation.corpus.adapt_corpus` calls).
     """
     from aligner.alignment.pipeline import load_model
 
