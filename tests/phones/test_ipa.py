@@ -74,6 +74,19 @@ def test_a_modifier_letter_alone_is_the_sound_it_stands_for():
         read_ipa("ː")  # length alone is no sound
 
 
+def test_a_superscript_letter_before_a_letter_is_an_onset_part():
+    """Pre-stopped fricatives (``ᵗs``, ``ᵈz``, ``ᵏx``) read as the letters' two parts, the stop first (as the
+    untied ``ts``); the pre-marks that set a feature (``ⁿd``, ``ʰt``) stay one part."""
+    for pre, plain in (("ᵗs", "ts"), ("ᵈz", "dz"), ("ᵏx", "kx"), ("ᵖf", "pf")):
+        seg = read_ipa(pre)
+        assert seg.symbol == pre and len(seg.parts) == 2, pre
+        assert np.array_equal(seg.parts[0], read_ipa(plain[0]).parts[0]), pre
+        assert np.array_equal(seg.parts[1], read_ipa(plain[1]).parts[0]), pre
+    assert len(read_ipa("ⁿd").parts) == 1 and len(read_ipa("ʰt").parts) == 1
+    with pytest.raises(IpaError, match="starts with the mark"):
+        read_ipa("ᵗ")  # a superscript letter alone (not a modifier the transcriptions use as a phone)
+
+
 def test_diacritics_length_and_tie_bars_are_features():
     assert read_ipa("ʃʲ").feature("back") == -1 and read_ipa("ʃʲ").feature("hi") == 1
     assert read_ipa("kʷ").feature("round") == 1 and read_ipa("k").feature("round") == -1

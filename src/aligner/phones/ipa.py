@@ -235,6 +235,14 @@ def _is_mark(ch: str) -> bool:
             or (unicodedata.category(ch) in ("Lm", "Sk") and ch not in PRE_MARKS and ch not in _EXTRA_LETTERS))
 
 
+def _superscript_base(ch: str) -> str | None:
+    """The letter a superscript modifier letter ``ch`` writes small (``ᵗ`` -> ``t``), or None."""
+    decomposition = unicodedata.decomposition(ch)
+    if not decomposition.startswith("<super> "):
+        return None
+    return chr(int(decomposition.split()[1], 16))
+
+
 def _parse(nfd: str, symbol: str) -> tuple[list, bool]:
     """The parts (a list of (24,) int8 arrays) and the tone flag of an NFD IPA string."""
     bases, longest = _bases(), _longest_base()
@@ -258,6 +266,10 @@ def _parse(nfd: str, symbol: str) -> tuple[list, bool]:
                 break
         if match is None and ch in PRE_MARKS and not parts and i + 1 < n:
             pending.update(PRE_MARKS[ch])
+            i += 1
+            continue
+        if match is None and not parts and i + 1 < n and _superscript_base(ch) in bases:
+            parts.append(bases[_superscript_base(ch)].copy())  # pre-stopped ``ᵗs``, ``ᵈz``: an onset part
             i += 1
             continue
         if match is None and _is_mark(ch):
