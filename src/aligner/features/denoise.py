@@ -25,6 +25,7 @@ Units: samples at 16 kHz (:data:`aligner.frames.SAMPLE_RATE`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numba import njit
@@ -175,14 +176,10 @@ def denoised_samples(samples, settings: DenoiseSettings):
     return DenoisedSamples(samples, settings).filtered()
 
 
-_GATE_WINDOW: list = []
-
-
+@lru_cache(maxsize=1)
 def _gate_window() -> np.ndarray:
-    """The gate's (GATE_FFT_SIZE,) float32 periodic Hann window, computed once."""
-    if not _GATE_WINDOW:
-        _GATE_WINDOW.append(np.ascontiguousarray(_window(GATE_FFT_SIZE), np.float32))
-    return _GATE_WINDOW[0]
+    """The gate's (GATE_FFT_SIZE,) float32 periodic Hann window, computed once (not to be written to)."""
+    return np.ascontiguousarray(_window(GATE_FFT_SIZE), np.float32)
 
 
 def _windowed_energies(x: np.ndarray, window: np.ndarray, hop: int, frames: slice) -> np.ndarray:
