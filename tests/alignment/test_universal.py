@@ -340,6 +340,51 @@ def test_a_session_with_long_pauses_and_edges_is_aligned(universal):
         view.align(np.concatenate(pieces), symbols, view.phone_set)
 
 
+def test_a_pause_between_words_is_decoded_as_two_silences_and_written_as_one(universal, monkeypatch):
+    """A view decodes each silence between two phones as two silences in a row (the end of one word's
+    recording and the start of the next's, as the model heard silences in training) and writes it as
+    one interval with the transcript's label; edge silences and silences already in a row stay as
+    written; where the extra silences do not fit, the pause is decoded as one."""
+    import soundfile as sf
+
+    from aligner.alignment import pipeline
+    from aligner.alignment.universal import UniversalModel
+    from aligner.io.transcripts import read_reference_phones
+
+    owner = pipeline.pauses_as_two_silences(["sil", "a", "sil", "b", "", "sil", "c", "sil"])
+    assert owner.tolist() == [0, 1, 2, 2, 3, 4, 5, 6, 7]  # "" and "sil" in a row: no pause doubled there
+    assert pipeline.pauses_as_two_silences(["sil", "a", "b", "sil"]) is None
+
+    corpus, path = universal
+    rng = np.random.default_rng(5)
+    pieces, symbols = [], []
+    for k in range(2):
+        samples, _ = sf.read(corpus / "xaa" / f"xaa-{k}.wav", dtype="float32")
+        _, _, labels = read_reference_phones(corpus / "xaa" / f"xaa-{k}.TextGrid")
+        symbols += [label for label in labels if label.strip()] + ["sil"]
+        pieces += [samples, (0.01 * rng.standard_normal(8000)).astype(np.float32)]
+    audio = np.concatenate(pieces)
+    model = UniversalModel.load(path)
+    decoded = []
+    real = pipeline._decode_recording
+    monkeypatch.setattr(pipeline, "_decode_recording", lambda m, a, syms, *rest: decoded.append(list(syms)) or real(
+        m, a, syms, *rest))
+    intervals, _, _ = pipeline.align_ipa_phones(model, audio, symbols, "ipa", sr=16000, review=False)
+    pause = symbols.index("sil")
+    assert decoded[-1][pause + 1] == "sil" and len(decoded[-1]) == len(symbols) + 2  # the pause twice; an edge added
+    assert [iv.label for iv in intervals[1:-1]] == symbols[:-1] and len(intervals) == len(symbols) + 1
+    assert all(a.end_s == b.start_s for a, b in zip(intervals, intervals[1:]))
+
+    def no_room(m, a, syms, *rest):
+        if len(syms) > len(symbols) + 1:
+            raise pipeline.AlignmentError("too many phones")
+        return real(m, a, syms, *rest)
+
+    monkeypatch.setattr(pipeline, "_decode_recording", no_room)
+    again, _, _ = pipeline.align_ipa_phones(model, audio, symbols, "ipa", sr=16000, review=False)
+    assert [iv.label for iv in again] == [iv.label for iv in intervals]
+
+
 def test_a_word_with_seconds_of_silence_around_it_aligns_as_its_tight_cut(universal):
     """A word of the synthetic corpus with 3 s of quiet added at either end: the view finds its
     speech, cuts the recording there (scoring the cut again) and aligns the cut, so the word's
