@@ -396,3 +396,18 @@ def test_long_silent_edges_are_cut_before_adapting(timit):
     _, reports = ad.adapt_model(full, [out[0]], rounds=1, settings=ad.AdaptSettings(
         classifier_prior=None, durations_prior=100.0))
     assert reports[0].files_used == 1
+
+
+def test_a_recording_the_edges_cut_cannot_read_is_left_whole(timit):
+    """A phones recording with a symbol no phone set reads, and a words one whose words cannot be looked
+    up: the edges' cut leaves them whole (the rounds leave them out and say why), and cuts the others."""
+    from aligner.alignment.adaptation.edges import edges_cut_recordings
+
+    _, recs, full = timit
+    s = recs[0].samples
+    tone = np.resize(np.concatenate([s[:800], s[:800][::-1]]), 48000).astype(np.float32)
+    padded = dataclasses.replace(recs[0], samples=np.concatenate([tone, s, tone]))
+    bad_phones = dataclasses.replace(padded, transcript=["h#", "zzz", "h#"])
+    bad_words = ad.Recording(padded.samples, "", name="no words", kind="words")
+    out, n_cut = edges_cut_recordings(full, [bad_phones, bad_words, padded])
+    assert n_cut == 1 and out[0] is bad_phones and out[1] is bad_words and len(out[2].samples) < len(padded.samples)

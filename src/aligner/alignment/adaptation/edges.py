@@ -19,6 +19,7 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from aligner.errors import AlignerError
 from aligner.frames import FRAME_SHIFT
 
 #: a recording shorter than this (frames) has no edge long enough to cut: a cut needs 20 frames
@@ -39,19 +40,31 @@ def edges_cut_recordings(model, recordings: Sequence, prons_of: Optional[Sequenc
     words one always (its word graph has optional edge silences). A view of a universal model hears
     silence among the recording's own phones (:meth:`~aligner.alignment.model.AlignmentModel.transcript_scores`).
     ``progress``: optional ``callable(done, total)``."""
-    from aligner.alignment.adaptation.rounds import _prons
-
     if prons_of is None:
-        prons_of = [None if r.kind == "phones" else _prons(r, dictionary, model) for r in recordings]
+        prons_of = [None if r.kind == "phones" else _prons_or_none(r, dictionary, model) for r in recordings]
     out, n_cut = [], 0
     for i, (rec, prons) in enumerate(zip(recordings, prons_of)):
-        cut = _edges_cut(model, rec, prons)
+        try:
+            cut = _edges_cut(model, rec, prons)
+        except (AlignerError, ValueError, KeyError):  # an unknown symbol, words that cannot be read
+            cut = None  # left whole: the rounds leave it out and say why, as they do any file they cannot align
         if cut is not None:
             n_cut += 1
         out.append(rec if cut is None else cut)
         if progress:
             progress(i + 1, len(recordings))
     return out, n_cut
+
+
+def _prons_or_none(rec, dictionary, model):
+    """A words recording's ``(labels, pronunciations)``, or None where its words cannot be read (the
+    rounds say why)."""
+    from aligner.alignment.adaptation.rounds import _prons
+
+    try:
+        return _prons(rec, dictionary, model)
+    except (AlignerError, ValueError, KeyError):
+        return None
 
 
 def _edges_cut(model, rec, prons):
@@ -68,6 +81,8 @@ def _edges_cut(model, rec, prons):
         classes = _phone_sequence(rec, model)[1]
         if not (classes[0] == model.inventory.silence_index == classes[-1]):
             return None
+    elif prons is None:
+        return None
     elif model.always_scored is not None:
         from aligner.alignment.decoding.words import word_graph
 
@@ -83,4 +98,3 @@ def _edges_cut(model, rec, prons):
         path, a, _ = source
         source = (path, a + first * FRAME_SHIFT, a + first * FRAME_SHIFT + len(piece))
     return replace(rec, samples=piece if rec.samples is not None else None, source=source)
-
