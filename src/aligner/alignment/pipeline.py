@@ -375,28 +375,29 @@ def align_ipa_phones(m, audio, phones, code: str = "ipa", name: str | None = Non
     """``(intervals, confidences or None, transcript match or None)`` of a recording and its
     phones in IPA or X-SAMPA (``code``; :func:`read_ipa_transcript`), a silence added at either
     end where the transcript has none (:func:`with_edge_silences`). A universal model ``m``
-    aligns the view of exactly these phones, each pause between two phones decoded as two silences
-    (:func:`pauses_as_two_silences`); an English or own-phone model their closest
-    phones (:func:`closest_model_phones`). The intervals carry the transcript's own symbols
-    (an added or empty silence an empty label)."""
+    aligns the view of exactly these phones; an English or own-phone model their closest
+    phones (:func:`closest_model_phones`). A view (:attr:`AlignmentModel.pauses_unpaced`: a universal
+    model's, or one adapted to a language) decodes each pause between two phones as two silences
+    (:func:`pauses_as_two_silences`). The intervals carry the transcript's own symbols (an added or
+    empty silence an empty label)."""
     symbols, labels, source = read_ipa_transcript(phones, code)
     symbols, labels, _ = with_edge_silences(symbols, labels)
     if isinstance(m, UniversalModel):
         decoder = m.view(symbols, code, source)
         decoded, pset = symbols, decoder.phone_set
-        owner = pauses_as_two_silences(symbols)
-        if owner is not None:
-            try:
-                intervals, conf, match = _decode_recording(decoder, audio, [symbols[i] for i in owner], pset, name,
-                                                           split_stops, sr, review, on_scored)
-            except AlignmentError:
-                pass  # no room for the extra silences: each pause as one
-            else:
-                intervals, conf = _pauses_merged(intervals, conf, owner)
-                return [iv._replace(label=lab) for iv, lab in zip(intervals, labels)], conf, match
     else:
         decoder = m
         decoded, pset = closest_model_phones(m, symbols, code)
+    owner = pauses_as_two_silences(symbols) if decoder.pauses_unpaced else None
+    if owner is not None:  # a universal model's view, or one adapted to a language
+        try:
+            intervals, conf, match = _decode_recording(decoder, audio, [decoded[i] for i in owner], pset, name,
+                                                       split_stops, sr, review, on_scored)
+        except AlignmentError:
+            pass  # no room for the extra silences: each pause as one
+        else:
+            intervals, conf = _pauses_merged(intervals, conf, owner)
+            return [iv._replace(label=lab) for iv, lab in zip(intervals, labels)], conf, match
     intervals, conf, match = _decode_recording(decoder, audio, decoded, pset, name, split_stops, sr, review,
                                                on_scored)
     return [iv._replace(label=lab) for iv, lab in zip(intervals, labels)], conf, match
