@@ -411,3 +411,18 @@ def test_a_recording_the_edges_cut_cannot_read_is_left_whole(timit):
     bad_words = ad.Recording(padded.samples, "", name="no words", kind="words")
     out, n_cut = edges_cut_recordings(full, [bad_phones, bad_words, padded])
     assert n_cut == 1 and out[0] is bad_phones and out[1] is bad_words and len(out[2].samples) < len(padded.samples)
+
+
+def test_a_views_pause_is_decoded_as_two_silences_while_adapting(timit):
+    """A view (``pauses_unpaced``) adapting on a phones recording with a pause decodes the pause as
+    two silences, as aligning it does (:func:`aligner.alignment.pipeline.align_ipa_phones`); the
+    English model decodes its transcript as written."""
+    _, recs, full = timit
+    rec = dataclasses.replace(recs[0], transcript=["h#", "ah", "pau", "b", "h#"])
+    symbols, classes = ad._phone_sequence(rec, full)
+    assert "pau" in symbols and symbols.count("pau") == 1
+    view = dataclasses.replace(full, pauses_unpaced=True)
+    doubled, classes2 = ad._phone_sequence(rec, view)
+    assert doubled.count("pau") == 2 and len(classes2) == len(classes) + 1
+    i = doubled.index("pau")
+    assert doubled[i + 1] == "pau" and classes2[i] == classes2[i + 1] == full.inventory.silence_index

@@ -294,13 +294,18 @@ def transcript_phone_set(model: AlignmentModel, name: str, symbols, source: str 
 def _phone_sequence(rec: Recording, model: AlignmentModel) -> tuple[list, np.ndarray]:
     """``(internal symbols, classes (K,) of the model's inventory)`` the phones path decodes for
     ``rec`` (stops split into closure + release for standard phone sets without closures, as
-    ``aligner align`` does; never for a model's own phones)."""
+    ``aligner align`` does; never for a model's own phones; a view's pauses between two phones as
+    two silences, as :func:`~aligner.alignment.pipeline.align_ipa_phones` decodes them)."""
     symbols = list(rec.transcript)
     pset = transcript_phone_set(model, rec.phone_set, symbols, rec.name)
     if should_split_stops(pset, None):
         expanded = expand_stop_closures(symbols, pset)
         return list(expanded.symbols), np.asarray(expanded.classes, np.int64)
-    return symbols, np.asarray(pset.class_indices(symbols), np.int64)
+    classes = np.asarray(pset.class_indices(symbols), np.int64)
+    from aligner.alignment.pipeline import pauses_as_two_silences
+
+    owner = pauses_as_two_silences(symbols) if model.pauses_unpaced else None
+    return (symbols, classes) if owner is None else ([symbols[i] for i in owner], classes[owner])
 
 
 def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, scores: np.ndarray,
