@@ -85,6 +85,8 @@ def test_a_superscript_letter_before_a_letter_is_an_onset_part():
     assert len(read_ipa("ⁿd").parts) == 1 and len(read_ipa("ʰt").parts) == 1
     with pytest.raises(IpaError, match="starts with the mark"):
         read_ipa("ᵗ")  # a superscript letter alone (not a modifier the transcriptions use as a phone)
+    with pytest.raises(IpaError, match="tone letter '˥'.*as in 'a˥'"):
+        read_ipa("˥")  # a tone letter written apart from its vowel: the message says where it goes
 
 
 def test_diacritics_length_and_tie_bars_are_features():

@@ -296,7 +296,8 @@ def _parse(nfd: str, symbol: str) -> tuple[list, bool]:
         feats = bases[match].copy()
         if match in "˥˦˧˨˩":  # a tone letter after a vowel: a mark of it
             if not parts:
-                raise IpaError(f"phone {symbol!r} starts with the tone letter {match!r}")
+                raise IpaError(f"phone {symbol!r} starts with the tone letter {match!r}: a tone letter marks the "
+                               f"vowel or sonorant before it; write it there, with no space (as in 'a{match}')")
             tone = True
             for name, value in DIACRITICS[match].items():
                 parts[-1][_F[name]] = value
