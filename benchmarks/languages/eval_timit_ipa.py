@@ -6,8 +6,7 @@ For each of 4 speaker folds of the TIMIT sample (:func:`aligner.io.corpus.speake
 VoxAngeles languages and the other 9 speakers read as IPA
 (:func:`~benchmarks.languages.corpus.timit_ipa_intervals`: a stop with its closure one phone), and
 the 3 held-out speakers' utterances are aligned from their IPA phones; every boundary but the first
-of that IPA reading is scored (aligned as ``aligner align --phone-set ipa`` aligns it; ``--path view``: by the
-view itself, as before 0.28.0). Models are saved under ``OUT/universal-timit/fold<k>[-TAG]`` and reused when
+of that IPA reading is scored. Models are saved under ``OUT/universal-timit/fold<k>[-TAG]`` and reused when
 there; their frame scorers under ``OUT/scorers`` (as ``eval_languages_cv`` keeps them), so that designs
 differing only after the scorers (``--settings``, ``--tag``) train in a minute.
 
@@ -33,16 +32,11 @@ def main(argv=None):
     p.add_argument("--folds", type=int, default=4)
     p.add_argument("--settings", default="{}", help="UniversalSettings fields, JSON")
     p.add_argument("--tag", default="")
-    p.add_argument("--path", choices=("pipeline", "view"), default="pipeline",
-                   help="pipeline: as aligner align --phone-set ipa aligns (align_ipa_phones: each pause between "
-                        "two phones decoded as two silences since 0.28.0); view: the view's own align (the "
-                        "figures before 0.28.0)")
     args = p.parse_args(argv)
 
     import warnings
 
     from aligner.alignment.evaluation.phones import score_alignments
-    from aligner.alignment.pipeline import align_ipa_phones
     from aligner.alignment.universal import UniversalModel
     from aligner.alignment.universal_training import UniversalSettings, train_universal_model
     from aligner.io.audio import RepairedAudioWarning, load_audio
@@ -80,11 +74,8 @@ def main(argv=None):
                 warnings.simplefilter("ignore", RepairedAudioWarning)
                 samples = load_audio(utt.audio)
             t0 = time.perf_counter()
-            if args.path == "view":
-                view = model.view(symbols)
-                hyp = view.align(samples, symbols, view.phone_set)
-            else:
-                hyp = align_ipa_phones(model, samples, symbols, "ipa", sr=16000, review=False)[0]
+            view = model.view(symbols)
+            hyp = view.align(samples, symbols, view.phone_set)
             seconds += time.perf_counter() - t0
             audio_s += len(samples) / 16000
             pairs.append((np.array([a for a, _, _ in intervals]), np.array([iv.start_s for iv in hyp])))

@@ -334,26 +334,26 @@ def test_a_session_with_long_pauses_and_edges_is_aligned(universal):
     assert len(cut.kept) == 3
     gone_s = len(np.concatenate(pieces)) / 16000 - cut.duration_s
     assert 2 * (4.0 - 2 * INNER_KEEP_FRAMES / 100) - 0.5 < gone_s < 8.0  # with the words' own edge silences
-    with pytest.raises(AlignerError, match="far too long"):  # the old limit of 300 frames
-        view.durations.max_frames[view.inventory.silence_index] = 300
-        view.durations.final_max_frames[view.inventory.silence_index] = 300
+    # the old limit, 300 frames a silence, refused it; a pause now decodes as two silences (0.28.0), so each
+    # half limited to 150 frames is that limit for the whole pause
+    with pytest.raises(AlignerError, match="far too long"):
+        view.durations.max_frames[view.inventory.silence_index] = 150
+        view.durations.final_max_frames[view.inventory.silence_index] = 150
         view.align(np.concatenate(pieces), symbols, view.phone_set)
 
 
-def test_a_pause_between_words_is_decoded_as_two_silences_and_written_as_one(universal, monkeypatch):
+def test_a_pause_between_words_is_decoded_as_two_silences_and_written_as_one(universal):
     """A view decodes each silence between two phones as two silences in a row (the end of one word's
     recording and the start of the next's, as the model heard silences in training) and writes it as
     one interval with the transcript's label; edge silences and silences already in a row stay as
-    written; where the extra silences do not fit, the pause is decoded as one."""
+    written; where the frames have no room for the extra silences, the pause is decoded as one; the
+    English model decodes its pauses as written."""
     import soundfile as sf
 
-    from aligner.alignment import pipeline
+    from aligner.alignment.decoding.stop_closures import pauses_as_two_silences
+    from aligner.alignment.pipeline import align_ipa_phones
     from aligner.alignment.universal import UniversalModel
     from aligner.io.transcripts import read_reference_phones
-
-    owner = pipeline.pauses_as_two_silences(["sil", "a", "sil", "b", "", "sil", "c", "sil"])
-    assert owner.tolist() == [0, 1, 2, 2, 3, 4, 5, 6, 7]  # "" and "sil" in a row: no pause doubled there
-    assert pipeline.pauses_as_two_silences(["sil", "a", "b", "sil"]) is None
 
     corpus, path = universal
     rng = np.random.default_rng(5)
@@ -365,24 +365,23 @@ def test_a_pause_between_words_is_decoded_as_two_silences_and_written_as_one(uni
         pieces += [samples, (0.01 * rng.standard_normal(8000)).astype(np.float32)]
     audio = np.concatenate(pieces)
     model = UniversalModel.load(path)
-    decoded = []
-    real = pipeline._decode_recording
-    monkeypatch.setattr(pipeline, "_decode_recording", lambda m, a, syms, *rest: decoded.append(list(syms)) or real(
-        m, a, syms, *rest))
-    intervals, _, _ = pipeline.align_ipa_phones(model, audio, symbols, "ipa", sr=16000, review=False)
-    pause = symbols.index("sil")
-    assert decoded[-1][pause + 1] == "sil" and len(decoded[-1]) == len(symbols) + 2  # the pause twice; an edge added
+    view = model.view(["sil"] + symbols)
+    pause = symbols.index("sil") + 1  # in the transcript with its leading silence
+    phones = ["sil"] + symbols
+    doubled = pauses_as_two_silences(phones, view.phone_set)
+    assert doubled.owner.tolist() == sorted(list(range(len(phones))) + [pause])
+    assert pauses_as_two_silences(phones[:pause] + ["sil"] + phones[pause:], view.phone_set) is None  # in a row
+    assert pauses_as_two_silences(phones[:pause] + phones[pause + 1:], view.phone_set) is None  # edges only
+    expanded, internal, _ = view._decoding_sequence(phones, view.phone_set, None, len(audio) // 160)
+    assert expanded is not None and internal[pause] == internal[pause + 1] == "sil" and len(internal) == len(phones) + 1
+    assert view._decoding_sequence(phones, view.phone_set, None, len(phones))[0] is None  # no room: one silence
+
+    intervals, _, _ = align_ipa_phones(model, audio, symbols, "ipa", sr=16000, review=False)
     assert [iv.label for iv in intervals[1:-1]] == symbols[:-1] and len(intervals) == len(symbols) + 1
     assert all(a.end_s == b.start_s for a, b in zip(intervals, intervals[1:]))
-
-    def no_room(m, a, syms, *rest):
-        if len(syms) > len(symbols) + 1:
-            raise pipeline.AlignmentError("too many phones")
-        return real(m, a, syms, *rest)
-
-    monkeypatch.setattr(pipeline, "_decode_recording", no_room)
-    again, _, _ = pipeline.align_ipa_phones(model, audio, symbols, "ipa", sr=16000, review=False)
-    assert [iv.label for iv in again] == [iv.label for iv in intervals]
+    english = UniversalModel.load(path).view(phones)
+    english.pauses_unpaced = False  # a model whose pauses keep their statistics (the English model's)
+    assert english._decoding_sequence(phones, english.phone_set, None, len(audio) // 160)[0] is None
 
 
 def test_a_word_with_seconds_of_silence_around_it_aligns_as_its_tight_cut(universal):

@@ -29,7 +29,8 @@ from aligner.io.audio import samples_between
 from aligner.io.textgrids import Interval
 from aligner.io.bundles import ALIGNMENT_KIND, load_bundle, save_bundle, whole_number
 from aligner.phones.sets import CLASSES39, TIMIT39_INVENTORY, PhoneInventory, PhoneSet, model_phone_set
-from aligner.alignment.decoding.stop_closures import expand_stop_closures, merge_stop_closures, should_split_stops
+from aligner.alignment.decoding.stop_closures import (expand_stop_closures, merge_stop_closures,
+                                                     pauses_as_two_silences, should_split_stops)
 from aligner.alignment.decoding.task import (FEATURE_NAMES, AlignmentInput, AlignmentTask, check_fits, decode_banded,
                                    dp_cells, make_alignment_input, phrase_final_lengthened, with_durations)
 
@@ -801,13 +802,16 @@ class AlignmentModel:
 
     def _decoding_sequence(self, symbols: list, phone_set: PhoneSet, split_stops: bool | None,
                            n_frames_: int) -> tuple:
-        """``(expanded or None, internal symbols, classes (K,))`` the DP decodes for ``symbols``
-        over ``n_frames_`` frames (stops split into closure + release as :meth:`align_scored` says)."""
+        """``(expanded or None, internal symbols, classes (K,))`` the DP decodes for ``symbols`` over
+        ``n_frames_`` frames (stops as :meth:`align_scored` says; a view's :func:`pauses_as_two_silences`)."""
         expanded = None
         if should_split_stops(phone_set, split_stops):
             expanded = expand_stop_closures(symbols, phone_set)
             if split_stops is None and len(expanded.symbols) * self.min_frames > n_frames_:
                 expanded = None
+        elif self.pauses_unpaced:
+            expanded = pauses_as_two_silences(symbols, phone_set)
+            expanded = None if expanded is None or len(expanded.symbols) * self.min_frames > n_frames_ else expanded
         if expanded is not None:
             return expanded, expanded.symbols, expanded.classes
         return None, list(symbols), phone_set.class_indices(symbols)

@@ -376,10 +376,8 @@ def align_ipa_phones(m, audio, phones, code: str = "ipa", name: str | None = Non
     phones in IPA or X-SAMPA (``code``; :func:`read_ipa_transcript`), a silence added at either
     end where the transcript has none (:func:`with_edge_silences`). A universal model ``m``
     aligns the view of exactly these phones; an English or own-phone model their closest
-    phones (:func:`closest_model_phones`). A view (:attr:`AlignmentModel.pauses_unpaced`: a universal
-    model's, or one adapted to a language) decodes each pause between two phones as two silences
-    (:func:`pauses_as_two_silences`). The intervals carry the transcript's own symbols (an added or
-    empty silence an empty label)."""
+    phones (:func:`closest_model_phones`). The intervals carry the transcript's own symbols
+    (an added or empty silence an empty label)."""
     symbols, labels, source = read_ipa_transcript(phones, code)
     symbols, labels, _ = with_edge_silences(symbols, labels)
     if isinstance(m, UniversalModel):
@@ -388,52 +386,9 @@ def align_ipa_phones(m, audio, phones, code: str = "ipa", name: str | None = Non
     else:
         decoder = m
         decoded, pset = closest_model_phones(m, symbols, code)
-    owner = pauses_as_two_silences(symbols) if decoder.pauses_unpaced else None
-    if owner is not None:  # a universal model's view, or one adapted to a language
-        try:
-            intervals, conf, match = _decode_recording(decoder, audio, [decoded[i] for i in owner], pset, name,
-                                                       split_stops, sr, review, on_scored)
-        except AlignmentError:
-            pass  # no room for the extra silences: each pause as one
-        else:
-            intervals, conf = _pauses_merged(intervals, conf, owner)
-            return [iv._replace(label=lab) for iv, lab in zip(intervals, labels)], conf, match
     intervals, conf, match = _decode_recording(decoder, audio, decoded, pset, name, split_stops, sr, review,
                                                on_scored)
     return [iv._replace(label=lab) for iv, lab in zip(intervals, labels)], conf, match
-
-
-def pauses_as_two_silences(symbols: list) -> np.ndarray | None:
-    """(K',) the transcript position each phone of the decoded transcript stands for, where each
-    silence between two phones (a pause between words) is decoded as two silences in a row; None
-    where ``symbols`` (K, edge silences included) hold no such pause.
-
-    The universal model learned its silences from recordings of a word or a few, each with a
-    silence before and after it: a pause between two words of a session is the end of one such
-    recording and the start of the next. Decoded as one silence, the pause's agreement is a mean
-    over twice the frames, each of its frames weighs half against the phones beside it, and the
-    words reached into the pause (docs/results.md, sessions)."""
-    from aligner.phones.ipa import is_silence_symbol
-
-    silent = np.array([is_silence_symbol(s) for s in symbols], bool)
-    pauses = np.flatnonzero(silent[1:-1] & ~silent[:-2] & ~silent[2:]) + 1
-    if not len(pauses):
-        return None
-    return np.sort(np.concatenate([np.arange(len(symbols)), pauses]))
-
-
-def _pauses_merged(intervals: list, conf, owner: np.ndarray) -> tuple:
-    """``(intervals, confidences)`` of the transcript from those of its decoding with each pause as two
-    silences (:func:`pauses_as_two_silences`): a pause's two intervals joined into one, its start's
-    confidence the first's."""
-    keep = np.r_[True, owner[1:] != owner[:-1]]
-    merged = []
-    for i in range(len(intervals)):
-        if keep[i]:
-            merged.append(intervals[i])
-        else:
-            merged[-1] = merged[-1]._replace(end_s=intervals[i].end_s)
-    return merged, None if conf is None else np.asarray(conf)[keep]
 
 
 @lru_cache(maxsize=4)

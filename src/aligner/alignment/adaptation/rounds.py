@@ -69,7 +69,7 @@ from typing import Sequence
 import numpy as np
 
 from aligner.alignment.model import AlignmentModel, DurationStats, duration_key
-from aligner.alignment.decoding.stop_closures import expand_stop_closures, should_split_stops
+from aligner.alignment.decoding.stop_closures import expand_stop_closures, pauses_as_two_silences, should_split_stops
 from aligner.errors import AlignerError, AlignmentError
 from aligner.alignment.adaptation.output_layer import (  # noqa: F401  (re-exported: adapt_corpus, tests)
     OutputLayerStats, refit_output_layer, whitening, with_output_layer)
@@ -295,17 +295,16 @@ def _phone_sequence(rec: Recording, model: AlignmentModel) -> tuple[list, np.nda
     """``(internal symbols, classes (K,) of the model's inventory)`` the phones path decodes for
     ``rec`` (stops split into closure + release for standard phone sets without closures, as
     ``aligner align`` does; never for a model's own phones; a view's pauses between two phones as
-    two silences, as :func:`~aligner.alignment.pipeline.align_ipa_phones` decodes them)."""
+    two silences, as aligning it decodes them)."""
     symbols = list(rec.transcript)
     pset = transcript_phone_set(model, rec.phone_set, symbols, rec.name)
     if should_split_stops(pset, None):
         expanded = expand_stop_closures(symbols, pset)
         return list(expanded.symbols), np.asarray(expanded.classes, np.int64)
-    classes = np.asarray(pset.class_indices(symbols), np.int64)
-    from aligner.alignment.pipeline import pauses_as_two_silences
-
-    owner = pauses_as_two_silences(symbols) if model.pauses_unpaced else None
-    return (symbols, classes) if owner is None else ([symbols[i] for i in owner], classes[owner])
+    doubled = pauses_as_two_silences(symbols, pset) if model.pauses_unpaced else None
+    if doubled is not None:
+        return list(doubled.symbols), doubled.classes
+    return symbols, np.asarray(pset.class_indices(symbols), np.int64)
 
 
 def decode_recording(model: AlignmentModel, rec: Recording, frames: np.ndarray, scores: np.ndarray,
@@ -583,8 +582,9 @@ def _adapt_model(base, recordings: Sequence[Recording], rounds: int = 1,
     ``file_progress``: optional ``callable(round, done, total)`` called once per recording of
     each round (a progress bar); ``on_round``: optional ``callable(round, model, report)``
     given each round's new model. ``warps``: ``{speaker: warp}`` of the MFCC front end
-    (:func:`~aligner.alignment.adaptation.warps.choose_warps`; the adapted model then expects the same warps when it aligns those
-    speakers: ``mfcc_features(samples, warp=...)`` and its ``align_scored``).
+    (:func:`~aligner.alignment.adaptation.warps.choose_warps`; the adapted model then expects the
+    same warps when it aligns those speakers: ``mfcc_features(samples, warp=...)`` and its
+    ``align_scored``).
 
     ``runner``: where each round's recordings are aligned and its statistics summed, a
     ``callable(recordings, prons_of, warps)`` giving a context manager with the methods of

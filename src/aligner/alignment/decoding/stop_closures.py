@@ -16,6 +16,13 @@ start and carries the user's symbol (:func:`merge_stop_closures`), so the output
 the input symbols in input order.
 
 TIMIT-61 transcripts write their closures and are decoded as given.
+
+A universal model's view decodes each pause between two phones as two silences in a row
+(:func:`pauses_as_two_silences`), merged back the same way: the model learned its silences from
+recordings of a word each, with a silence before and after it, and a pause between two words of a
+session is one such recording's end and the next one's start. Decoded as one silence, the pause's
+agreement (a mean over its frames) spread over twice the frames, each of its frames weighed half
+against the phones beside it, and the words reached into the pause (docs/results.md, sessions).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ __all__ = [
     "should_split_stops",
     "expand_stop_closures",
     "merge_stop_closures",
+    "pauses_as_two_silences",
 ]
 
 #: Class-level stop/affricate symbol -> the TIMIT closure symbol that precedes it.
@@ -119,3 +127,15 @@ def merge_stop_closures(internal_starts_s: np.ndarray, expanded: ExpandedTranscr
     first[1:] = expanded.owner[1:] != expanded.owner[:-1]
     return starts[first]
 
+
+def pauses_as_two_silences(symbols: Sequence[str], phone_set: PhoneSet) -> ExpandedTranscript | None:
+    """``symbols`` (K, edge silences included) with each silence between two phones (a pause
+    between words) decoded as two silences in a row (module docstring), or None where they hold no
+    such pause. Every symbol must be in ``phone_set`` (KeyError otherwise)."""
+    classes = np.asarray(phone_set.class_indices(symbols), np.int64)
+    silent = classes == phone_set.inventory.silence_index
+    pauses = np.flatnonzero(silent[1:-1] & ~silent[:-2] & ~silent[2:]) + 1
+    if not len(pauses):
+        return None
+    owner = np.sort(np.concatenate([np.arange(len(symbols)), pauses]))
+    return ExpandedTranscript([symbols[i] for i in owner], classes[owner], owner, len(symbols))
