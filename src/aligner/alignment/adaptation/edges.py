@@ -19,13 +19,14 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
+from aligner.alignment.decoding.silent_edges import MARGIN_FRAMES, MIN_CUT_FRAMES, MIN_SPEECH_FRAMES
 from aligner.errors import AlignerError
-from aligner.frames import FRAME_SHIFT
+from aligner.frames import FRAME_SHIFT, n_frames
 
-#: a recording shorter than this (frames) has no edge long enough to cut: a cut needs 20 frames
-#: beyond the 30 of silence kept at an end, and some speech
+#: a recording shorter than this (frames) has no edge long enough to cut: a cut needs
+#: MIN_CUT_FRAMES frames beyond the MARGIN_FRAMES of silence kept at an end, and some speech
 #: (:mod:`aligner.alignment.decoding.silent_edges`)
-MIN_EDGES_CUT_FRAMES = 60
+MIN_EDGES_CUT_FRAMES = MARGIN_FRAMES + MIN_CUT_FRAMES + MIN_SPEECH_FRAMES
 
 
 def edges_cut_recordings(model, recordings: Sequence, prons_of: Optional[Sequence] = None, dictionary=None,
@@ -74,7 +75,7 @@ def _edges_cut(model, rec, prons):
     if rec.reference is not None or not model.crops_silent_edges:
         return None
     samples = rec.samples if rec.samples is not None else _source_samples(rec)
-    if len(samples) < MIN_EDGES_CUT_FRAMES * FRAME_SHIFT:
+    if n_frames(len(samples)) < MIN_EDGES_CUT_FRAMES:
         return None
     classes = None
     if rec.kind == "phones":
