@@ -268,8 +268,8 @@ def _parse(nfd: str, symbol: str) -> tuple[list, bool]:
             pending.update(PRE_MARKS[ch])
             i += 1
             continue
-        if match is None and not parts and i + 1 < n and _superscript_base(ch) in bases:
-            parts.append(bases[_superscript_base(ch)].copy())  # pre-stopped ``ᵗs``, ``ᵈz``: an onset part
+        if match is None and not parts and i + 1 < n and (onset := _superscript_base(ch)) in bases:
+            parts.append(bases[onset].copy())  # pre-stopped ``ᵗs``, ``ᵈz``: an onset part
             i += 1
             continue
         if match is None and _is_mark(ch):
