@@ -254,6 +254,28 @@ def test_an_hour_that_cannot_fit_its_transcript_is_refused_from_the_header(tmp_p
         api.align_words(path, "hello there")
 
 
+def test_a_small_wav_is_read_without_its_header_and_refused_alike(tmp_path, monkeypatch):
+    """A WAV too small to hold STREAM_SECONDS is read at once, its header never consulted; a
+    transcript too long for it is still refused in one line naming the file. A larger one is
+    checked from its header first."""
+    import soundfile as sf
+
+    from aligner.io import audio
+
+    path = tmp_path / "short.wav"
+    sf.write(path, (np.random.default_rng(0).standard_normal(8000) * 0.1).astype(np.float32), 16000,
+             subtype="PCM_16")
+    headers = []
+    original = audio.audio_duration
+    monkeypatch.setattr(audio, "audio_duration", lambda p: headers.append(p) or original(p))
+    with pytest.raises(AlignmentError, match=r"short.wav: 82 phones need at least 82 frames"):
+        api.align(path, "h# " + "aa b " * 40 + "h#")
+    assert not headers
+    monkeypatch.setattr(pipeline, "STREAM_SECONDS", path.stat().st_size / pipeline.WAV_LEAST_BYTES_PER_SECOND / 2)
+    with pytest.raises(AlignmentError, match=r"short.wav: 82 phones need at least 82 frames"):
+        api.align(path, "h# " + "aa b " * 40 + "h#")
+    assert headers
+
 @needs_timit
 def test_a_long_recording_is_reviewed_block_by_block(monkeypatch):
     """Confidences computed in blocks of phones (memory bounded) equal the one-pass values."""

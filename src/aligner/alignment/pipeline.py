@@ -4,7 +4,8 @@ What :mod:`aligner.api`'s single-file functions run: the shipped (or given) mode
 pronouncing dictionary, cached per process (:func:`load_model`, :func:`load_dictionary`); the
 audio read from a path or taken from memory at any rate (:func:`_samples`; a long file read on
 demand, :func:`_samples_any_length`); the transcript checked against the recording's length
-from the file's header before any sample is read; a phone transcript aligned by
+from the file's header before any sample is read (a small WAV, :func:`_small_wav`, is read at
+once and checked by the decoder); a phone transcript aligned by
 :meth:`~aligner.alignment.model.AlignmentModel.align_with_review`, a words transcript through
 the dictionary, the G2P and the pronunciation-graph decoder (:func:`align_words`); the result
 as an :class:`Alignment` (tiers, boundary confidences, the transcript check) and written by
@@ -77,10 +78,29 @@ def phone_code(phone_set) -> str:
 STREAM_SECONDS = 600.0
 
 
+#: bytes a second of audio takes at least in a WAV file (8 kbit/s: G.729's rate; 16-bit PCM at 8 kHz
+#: takes 16,000, 4-bit ADPCM 4,000)
+WAV_LEAST_BYTES_PER_SECOND = 1000
+
+
+def _small_wav(audio) -> bool:
+    """``audio`` is a path to a ``.wav`` file too small to hold :data:`STREAM_SECONDS` of audio
+    (:data:`WAV_LEAST_BYTES_PER_SECOND`): it is read whole, its header not consulted first (that
+    reading costs about as much as the samples of a file of a few seconds). False when the file
+    cannot be looked at (the reading says why)."""
+    path = os.fspath(audio) if isinstance(audio, (str, os.PathLike)) else None
+    if not isinstance(path, str) or not path.lower().endswith(".wav"):
+        return False
+    try:
+        return os.stat(audio).st_size <= STREAM_SECONDS * WAV_LEAST_BYTES_PER_SECOND
+    except (OSError, ValueError):
+        return False
+
+
 def _samples_any_length(audio, sr: int | None, name: str | None) -> tuple:
     """:func:`_samples`, except that a long 16 kHz recording given by path comes back as a
     :class:`~aligner.io.audio.FileSamples` (read on demand, not held in memory)."""
-    if isinstance(audio, (str, os.PathLike)):
+    if isinstance(audio, (str, os.PathLike)) and not _small_wav(audio):
         from aligner.io.audio import audio_duration, file_samples
 
         if audio_duration(audio) > STREAM_SECONDS:
@@ -103,8 +123,9 @@ def _samples(audio, sr: int | None, name: str | None) -> tuple[np.ndarray, str]:
 
 def _check_fits_header(m: AlignmentModel, audio, symbols, pset, split_stops, name: str) -> None:
     """For an audio path: refuse, from its header alone (no samples read), a phone transcript
-    that cannot fit the recording (too many phones, or too few to cover it)."""
-    if not isinstance(audio, (str, os.PathLike)):
+    that cannot fit the recording (too many phones, or too few to cover it). A small WAV
+    (:func:`_small_wav`) is read first and checked by the decoder, with the same message."""
+    if not isinstance(audio, (str, os.PathLike)) or _small_wav(audio):
         return
     from aligner.frames import n_frames
     from aligner.io.audio import audio_duration
