@@ -26,6 +26,26 @@ def test_first_pass_is_a_path_of_the_graph(seed):
     assert starts[0] == 0 and np.all(np.diff(starts) > 0) and starts[-1] < x.n_frames
 
 
+def test_first_pass_leaves_a_node_once_it_has_stayed_its_longest_length():
+    """With every length allowed (``max_len`` T) the first pass holds some node longer than the
+    input's own longest length on some of these inputs; with the input's own, never."""
+    import dataclasses
+
+    held_too_long = 0
+    for seed in range(20):
+        rng = np.random.default_rng(700 + seed)
+        x = toy_graph_input(rng, T=40, n_words=3)
+        nodes, starts = graph_viterbi(x)
+        if len(nodes):
+            assert x.graph.is_path(nodes)
+            assert np.all(np.diff(np.append(starts, x.n_frames)) <= x.max_len[nodes])
+        free = dataclasses.replace(x, max_len=np.full_like(x.max_len, x.n_frames))
+        nodes, starts = graph_viterbi(free)
+        if len(nodes):
+            held_too_long += int(np.any(np.diff(np.append(starts, x.n_frames)) > x.max_len[nodes]))
+    assert held_too_long > 0
+
+
 def test_first_pass_finds_a_planted_path():
     rng = np.random.default_rng(5)
     x, truth = planted_example(rng, T=80, n_words=4)

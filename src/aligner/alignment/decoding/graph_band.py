@@ -9,8 +9,12 @@ one phone sequence. :func:`decode_banded` decodes in two passes:
 1. **First pass** (:func:`graph_viterbi`): a frame-synchronous Viterbi over a hidden Markov
    model with one state per graph node and the graph's edges (emission: the classifier
    agreement ``A[t, p_n]``, the DP's dim 1; leaving node n costs ``log(1 / mu_n)``, staying
-   ``log(1 - 1 / mu_n)``, ``mu_n`` its mean duration in frames). It chooses a path, so it
-   places every word and every pause it takes. Time O(T (N + E)), back-pointers T x N.
+   ``log(1 - 1 / mu_n)``, ``mu_n`` its mean duration in frames; a node is left once the best
+   path into it has stayed its longest length ``max_len_n``, as in the phones' first pass of
+   :mod:`aligner.alignment.decoding.long_recordings`: without that limit, one phone whose
+   agreement tops the silence's in a pause, a universal view's stop among them, held a pause and
+   the next word, and the words after it were squeezed into the frames left). It chooses a path,
+   so it places every word and every pause it takes. Time O(T (N + E)), back-pointers T x N.
 2. **Second pass**: the exact graph DP with every node's start restricted to a band: the
    phones of word i (of every pronunciation) to within ``band`` frames of the first pass's
    span of word i and the pauses beside it, the pause between words i and i+1 to within
@@ -41,21 +45,26 @@ WORD_BAND_FRAMES = 40
 
 
 @njit(cache=True, nogil=True)
-def _graph_viterbi(cum_agree, classes, log_stay, log_leave, pred_ptr, pred_idx, is_start, is_final):
-    """Nodes (K,) and start frames (K,) of the best HMM path, or empty arrays if none."""
+def _graph_viterbi(cum_agree, classes, log_stay, log_leave, pred_ptr, pred_idx, is_start, is_final, max_len):
+    """Nodes (K,) and start frames (K,) of the best HMM path, or empty arrays if none. A node
+    whose best path has stayed ``max_len[n]`` frames in it may only be left (the length of that
+    path's segment is carried along)."""
     N = classes.shape[0]
     T = cum_agree.shape[1] - 1
     neg = -np.inf
     v = np.full(N, neg)
     nv = np.empty(N)
+    run = np.zeros(N, np.int64)  # frames the best path into each node has spent in it
+    nrun = np.zeros(N, np.int64)
     came = np.empty((T, N), np.int16)  # -1: stayed in n; j >= 0: entered from predecessor j
     for n in range(N):
         if is_start[n]:
             p = classes[n]
             v[n] = cum_agree[p, 1] - cum_agree[p, 0]
+            run[n] = 1
     for t in range(1, T):
         for n in range(N):
-            best = v[n] + log_stay[n] if v[n] > neg else neg
+            best = v[n] + log_stay[n] if v[n] > neg and run[n] < max_len[n] else neg
             arg = -1
             for i in range(pred_ptr[n], pred_ptr[n + 1]):
                 m = pred_idx[i]
@@ -65,12 +74,14 @@ def _graph_viterbi(cum_agree, classes, log_stay, log_leave, pred_ptr, pred_idx, 
                         best = cand
                         arg = i - pred_ptr[n]
             came[t, n] = arg
+            nrun[n] = run[n] + 1 if arg < 0 else 1
             if best > neg:
                 p = classes[n]
                 nv[n] = best + (cum_agree[p, t + 1] - cum_agree[p, t])
             else:
                 nv[n] = neg
         v, nv = nv, v
+        run, nrun = nrun, run
     n_best, v_best = -1, neg
     for n in range(N):
         if is_final[n] and v[n] > v_best:
@@ -105,7 +116,7 @@ def graph_viterbi(x: GraphAlignmentInput) -> tuple:
         log_stay = np.log1p(-1.0 / mu)
     log_leave = -np.log(mu)
     return _graph_viterbi(x.cum_agree, g.classes, log_stay, log_leave, g.pred_ptr, g.pred_idx,
-                          g.is_start, g.is_final)
+                          g.is_start, g.is_final, np.asarray(x.max_len, np.int64))
 
 
 def word_bands(x: GraphAlignmentInput, nodes: np.ndarray, starts: np.ndarray, band: int) -> tuple:
