@@ -1,8 +1,9 @@
 """Shared test fixtures: where the hand-labelled data lives, and skips when it is absent.
 
-The data (``../shared/data`` beside the checkout: the TIMIT sample and the AutoVowelDuration
-tutorial) is never committed. Tests that need it use the fixtures or markers below and are
-skipped, with the path in the reason, when it is not there (a user's fresh clone).
+The data (``../shared/data`` beside the checkout: the TIMIT sample, the AutoVowelDuration
+tutorial and the VoxAngeles languages) is never committed. Tests that need it use the fixtures or
+markers below and are skipped, with the path in the reason, when it is not there (a user's fresh
+clone).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 TIMIT = SHARED_DATA / "timit-sample"
 VOWEL_TUTORIAL = SHARED_DATA / "vowel-tutorial"
+VOXANGELES = SHARED_DATA / "voxangeles-train"
 
 needs_timit = pytest.mark.skipif(not TIMIT.is_dir(), reason=f"TIMIT sample not found at {TIMIT}")
+needs_voxangeles = pytest.mark.skipif(not VOXANGELES.is_dir(), reason=f"VoxAngeles data not found at {VOXANGELES}")
 needs_vowel_tutorial = pytest.mark.skipif(
     not VOWEL_TUTORIAL.is_dir(), reason=f"vowel tutorial data not found at {VOWEL_TUTORIAL}")
 

@@ -15,12 +15,16 @@ Built from the VoxAngeles recordings (their hand-audited phone times shifted, no
   ``--no-room-tone``: aligned as zeros).
 
 Every boundary but the first is scored, next to the same recordings aligned alone as they are; the
-speed is audio seconds per second of one process (start-up excluded).
+speed is audio seconds per second of one process (start-up excluded). ``--words``: the sessions are
+also aligned from words, as ``aligner align --phone-set ipa`` aligns a word list with an IPA
+pronouncing dictionary (each run of phones between two silences one word of the dictionary, the
+pauses left for the decoder to find), and both edges of every word are scored, from words and from
+the phones.
 The shipped model was trained on all 40 languages: pass a fold model (``eval_languages_cv`` saves
 them under ``OUT/universal``) and its held-out languages (``--fold``) for held-out figures.
 
     python -m benchmarks.languages.eval_long_sessions [--model DIR --fold K] [--minutes 2] [--pads 1 3]
-        [--edge zeros [--no-room-tone]] [--pauses 1 2]
+        [--edge zeros [--no-room-tone]] [--pauses 1 2] [--words]
 """
 
 from __future__ import annotations
@@ -40,6 +44,39 @@ def _aligned_starts(model, samples: np.ndarray, symbols: list, name: str) -> np.
     intervals, _, _ = align_ipa_phones(model, samples, symbols, "ipa", name=name, sr=16000, review=False)
     _, _, added = with_edge_silences(symbols, symbols)
     return np.array([iv.start_s for iv, extra in zip(intervals, added) if not extra])
+
+
+def word_runs(symbols: list, starts: np.ndarray, duration_s: float) -> tuple:
+    """``(words, spans)``: each run of phones between two silences of ``symbols`` as one word
+    (its phones), and its ``(start, end)`` seconds by ``starts`` (K,), the last ending at ``duration_s``."""
+    words, spans = [], []
+    for k, symbol in enumerate(symbols):
+        if symbol == "sil":
+            if spans and spans[-1][1] is None:
+                spans[-1][1] = float(starts[k])
+            continue
+        if k == 0 or symbols[k - 1] == "sil":
+            words.append([])
+            spans.append([float(starts[k]), None])
+        words[-1].append(symbol)
+    if spans and spans[-1][1] is None:
+        spans[-1][1] = duration_s
+    return words, np.array(spans, float).reshape(-1, 2)
+
+
+def align_words_session(model, samples: np.ndarray, words: list, name: str) -> np.ndarray:
+    """``(W, 2)`` start and end (s) of ``words`` (each a list of IPA phones) aligned from words:
+    each distinct phone sequence a word of an IPA pronouncing dictionary, the pauses found by the decoder."""
+    from aligner import api
+    from aligner.words.dictionary import PronouncingDictionary
+
+    token_of: dict = {}
+    for phones in words:
+        token_of.setdefault(" ".join(phones), f"w{len(token_of)}")
+    dictionary = PronouncingDictionary({token: [phones] for phones, token in token_of.items()}, name=name)
+    text = " ".join(token_of[" ".join(phones)] for phones in words)
+    result = api.align_words(samples, text, model, dictionary=dictionary, sr=16000, phone_set="ipa", name=name)
+    return np.array([(w.start_s, w.end_s) for w in dict(result.tiers)["words"] if w.label], float).reshape(-1, 2)
 
 
 def session(recordings: list, seconds: float, pause: float = 0.0) -> tuple:
@@ -104,6 +141,8 @@ def main(argv=None):
     p.add_argument("--pad-files", type=int, default=10, help="recordings per language padded")
     p.add_argument("--edge", choices=("room", "zeros"), default="room",
                    help="what is added: the recording's own leading silence, or digital silence")
+    p.add_argument("--words", action="store_true",
+                   help="also align the sessions from words (an IPA dictionary of their phone runs) and score word edges")
     p.add_argument("--no-room-tone", action="store_true",
                    help="align digital silence as it is (not read as the recording's room tone)")
     args = p.parse_args(argv)
@@ -139,6 +178,30 @@ def main(argv=None):
         print(f"{title:36s} {within} {audio / seconds:6.0f}x  {len(failed)} failed"
               f"{': ' + failed[0][:120] if failed else ''}", flush=True)
 
+    def scored_words(title, jobs):
+        from_words, from_phones, failed = [], [], []
+        for name, samples, symbols, ref in jobs:
+            duration = len(samples) / 16000
+            words, spans = word_runs(symbols, ref, duration)
+            try:
+                ours = align_words_session(model, samples, words, name)
+                phones = word_runs(symbols, _aligned_starts(model, samples, symbols, name), duration)[1]
+            except Exception as exc:  # noqa: BLE001 - counted and shown
+                failed.append(f"{name}: {exc}")
+                continue
+            if ours.shape != spans.shape:
+                failed.append(f"{name}: {len(ours)} words aligned for {len(spans)}")
+                continue
+            from_words.append(np.abs(ours - spans).ravel() * 1000)
+            from_phones.append(np.abs(phones - spans).ravel() * 1000)
+        row = ""
+        for label, errors in (("from words", from_words), ("from phones", from_phones)):
+            e = np.concatenate(errors) if errors else np.zeros(0)
+            row += f" {label} {100 * np.mean(e <= 20):6.2f} % {e.mean():7.1f} ms;" if len(e) else f" {label} -;"
+        n = sum(len(e) for e in from_words)
+        print(f"{title:36s}{row} {n} word edges, {len(failed)} failed{': ' + failed[0][:120] if failed else ''}",
+              flush=True)
+
     data = {lang: [(load_audio(w), *reference(g)) for w, g in language_files(lang)] for lang in langs}
     print(f"{'':36s} {'within 20 ms':>8s} {'mean':>10s} {'bounds':>6s} {'speed':>7s} (one process)")
     scored("alone", [(lang, y, sym, ref) for lang in langs for y, ref, sym in data[lang]])
@@ -146,6 +209,10 @@ def main(argv=None):
     for pause in args.pauses:
         scored(f"sessions, {pause:g} s more between words",
                [(lang, *session(data[lang], 60 * args.minutes, pause)) for lang in langs])
+    if args.words:
+        for pause in [0.0] + list(args.pauses):
+            scored_words(f"word edges, sessions{f', {pause:g} s more' if pause else ''}",
+                         [(lang, *session(data[lang], 60 * args.minutes, pause)) for lang in langs])
     for pad in args.pads:
         scored(f"alone, {pad:g} s of silence at each end",
                [(lang, *padded(y, ref, sym, pad, args.edge == "zeros")) for lang in langs for y, ref, sym in data[lang][:args.pad_files]])

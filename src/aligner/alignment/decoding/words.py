@@ -360,8 +360,11 @@ def align_words_scored(model, frames: np.ndarray, scores: np.ndarray, labels: Se
     classes = np.concatenate([seg.classes for seg in canonical])
     mean = np.concatenate([seg.mean for seg in canonical])
     check_fits(T, len(classes), max_frames, model.min_frames, name)
-    rough = first_pass_starts(scores, classes, mean, name=name)
-    first_phone = np.cumsum([0] + [len(seg) for seg in canonical[:-1]])
+    if getattr(model, "pauses_unpaced", False):
+        rough, first_phone = _first_pass_with_pauses(model, scores, canonical, name)
+    else:
+        rough = first_pass_starts(scores, classes, mean, name=name)
+        first_phone = np.cumsum([0] + [len(seg) for seg in canonical[:-1]])
     edges = np.append(rough[first_phone], T)
 
     def decode_chunk(w_lo, w_hi):
@@ -611,6 +614,31 @@ def _short_edges_on_grid(graph, path, starts_s: np.ndarray, T: int) -> np.ndarra
     if graph.is_pause[nodes[-1]] and graph.any_length[nodes[-1]] and T - starts[-1] < SHORT_EDGE_FRAMES:
         out[-1] = max(grid[-1], out[-2] + 0.001)
     return out
+
+
+def _first_pass_with_pauses(model, scores: np.ndarray, canonical: list, name: str) -> tuple:
+    """``(starts, first)``: the linear first pass of a long recording's words for a model whose
+    pauses may last any length (a universal view, :attr:`~aligner.alignment.model.AlignmentModel.pauses_unpaced`):
+    its first pronunciations ``canonical`` (graph segments) with a pause between every two words
+    (at least a frame, as long as the pause's longest), each phone within its longest length, so that
+    no phone holds a word list's pauses and the words beside them. ``starts``: (K,) frames of the
+    sequence's phones; ``first``: (W,) the index in it of each word's first phone."""
+    from aligner.alignment.decoding.long_recordings import first_pass_starts
+
+    pause = _pause(model, PAUSE_SYMBOL)
+    classes, mean, longest, first = [], [], [], []
+    for i, seg in enumerate(canonical):
+        if i:
+            classes.append(pause.classes[0])
+            mean.append(pause.mean[0])
+            longest.append(pause.max_frames[0])
+        first.append(len(classes))
+        classes += list(seg.classes)
+        mean += list(seg.mean)
+        longest += list(seg.max_frames)
+    starts = first_pass_starts(scores, np.array(classes, np.int64), np.array(mean, float), name=name,
+                               max_frames=np.array(longest, np.int64))
+    return starts, np.array(first, np.int64)
 
 
 def _align_words_span(model, frames, scores, labels, pronunciations, duration_s, name, phone_bonus,
