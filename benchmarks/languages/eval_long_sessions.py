@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 
+from aligner.errors import AlignerError
 from benchmarks.languages.corpus import language_files, language_folds, languages, reference
 
 
@@ -165,11 +166,14 @@ def main(argv=None):
     print(f"universal model {args.model or '(shipped)'}; languages {', '.join(langs)}")
 
     def scored(title, jobs):
-        pairs, failed, t0 = [], [], time.perf_counter()
+        """Print the row of ``jobs`` aligned from their phones; each job's aligned starts (None: failed)."""
+        pairs, failed, aligned, t0 = [], [], [], time.perf_counter()
         for name, samples, symbols, ref in jobs:
             try:
-                pairs.append((ref, _aligned_starts(model, samples, symbols, name)))
+                aligned.append(_aligned_starts(model, samples, symbols, name))
+                pairs.append((ref, aligned[-1]))
             except Exception as exc:  # noqa: BLE001 - counted and shown
+                aligned.append(None)
                 failed.append(f"{name}: {exc}")
         seconds = time.perf_counter() - t0
         audio = sum(len(samples) for _, samples, _, _ in jobs) / 16000
@@ -177,15 +181,19 @@ def main(argv=None):
         within = f"{s.within_ms[20]:6.2f} % {s.mean_ms:7.1f} ms {s.n_boundaries:6d}" if s else "     -"
         print(f"{title:36s} {within} {audio / seconds:6.0f}x  {len(failed)} failed"
               f"{': ' + failed[0][:120] if failed else ''}", flush=True)
+        return aligned
 
-    def scored_words(title, jobs):
+    def scored_words(title, jobs, aligned):
+        """Print the word-edge row of ``jobs`` from words, next to ``aligned`` (:func:`scored`'s) from phones."""
         from_words, from_phones, failed = [], [], []
-        for name, samples, symbols, ref in jobs:
+        for (name, samples, symbols, ref), starts in zip(jobs, aligned):
             duration = len(samples) / 16000
             words, spans = word_runs(symbols, ref, duration)
             try:
+                if starts is None:
+                    raise AlignerError("not aligned from its phones")
                 ours = align_words_session(model, samples, words, name)
-                phones = word_runs(symbols, _aligned_starts(model, samples, symbols, name), duration)[1]
+                phones = word_runs(symbols, starts, duration)[1]
             except Exception as exc:  # noqa: BLE001 - counted and shown
                 failed.append(f"{name}: {exc}")
                 continue
@@ -205,14 +213,14 @@ def main(argv=None):
     data = {lang: [(load_audio(w), *reference(g)) for w, g in language_files(lang)] for lang in langs}
     print(f"{'':36s} {'within 20 ms':>8s} {'mean':>10s} {'bounds':>6s} {'speed':>7s} (one process)")
     scored("alone", [(lang, y, sym, ref) for lang in langs for y, ref, sym in data[lang]])
-    scored(f"sessions of {args.minutes:g} min", [(lang, *session(data[lang], 60 * args.minutes)) for lang in langs])
-    for pause in args.pauses:
-        scored(f"sessions, {pause:g} s more between words",
-               [(lang, *session(data[lang], 60 * args.minutes, pause)) for lang in langs])
+    sessions = []  # (title, jobs, aligned starts) of each pause
+    for pause in [0.0] + list(args.pauses):
+        jobs = [(lang, *session(data[lang], 60 * args.minutes, pause)) for lang in langs]
+        title = f"sessions, {pause:g} s more between words" if pause else f"sessions of {args.minutes:g} min"
+        sessions.append((pause, jobs, scored(title, jobs)))
     if args.words:
-        for pause in [0.0] + list(args.pauses):
-            scored_words(f"word edges, sessions{f', {pause:g} s more' if pause else ''}",
-                         [(lang, *session(data[lang], 60 * args.minutes, pause)) for lang in langs])
+        for pause, jobs, aligned in sessions:
+            scored_words(f"word edges, sessions{f', {pause:g} s more' if pause else ''}", jobs, aligned)
     for pad in args.pads:
         scored(f"alone, {pad:g} s of silence at each end",
                [(lang, *padded(y, ref, sym, pad, args.edge == "zeros")) for lang in langs for y, ref, sym in data[lang][:args.pad_files]])

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from aligner import api
-    from aligner.io.transcripts import read_phn
+    from aligner.alignment.evaluation.words import read_phone_intervals
     from benchmarks.words.eval_tight_edges import spoken_words
 
     utterances = find_utterances(args.data)[args.skip:]
@@ -96,10 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     for utt in utterances:
         samples = audio_int16(utt.audio).astype(np.float32) / 32768.0
         words = dict(api.align_words(samples, utt.txt, model_of(utt), sr=16000, name=utt.name).tiers)["words"]
-        starts, ends, labels = read_phn(utt.phn)
-        phones = [(a / 16000, b / 16000, p) for a, b, p in zip(np.asarray(starts).tolist(),
-                                                                np.asarray(ends).tolist(), labels)]
-        rows += edge_rows(spoken_words(utt.wrd), words, phones)
+        rows += edge_rows(spoken_words(utt.wrd), words, read_phone_intervals(utt.phn))
     groups = defaultdict(list)
     for group, error, gap in rows:
         groups[group].append((error, gap))
