@@ -197,12 +197,16 @@ def main(argv=None):
     p.add_argument("--denoise-gate", default="model",
                    help="the universal model's noise suppression: as the model has it ('model'), none ('none'), "
                         "or from this noise floor (dB)")
+    p.add_argument("--fit-detector", action="store_true",
+                   help="a fold model saved without a boundary detector gets one (fit_boundary_detector on its "
+                        "training languages, --settings' boundary_*), saved as OUT/universal/<its name>-bd<units>")
     args = p.parse_args(argv)
 
     from aligner.alignment.evaluation.phones import score_alignments
     from aligner.alignment.pipeline import load_model
     from aligner.alignment.universal import UniversalModel
-    from aligner.alignment.universal_training import UniversalSettings, train_universal_model
+    from aligner.alignment.universal_training import (UniversalSettings, fit_boundary_detector,
+                                                         train_universal_model)
 
     folds = language_folds()
     tests = [int(f) for f in args.test_fold.split(",") if f.strip()]
@@ -223,12 +227,24 @@ def main(argv=None):
             if system == "universal":
                 tag = name + (f"-{args.tag}" if args.tag else "")
                 path = args.out / "universal" / tag
-                if (path / "manifest.json").is_file():
-                    model = UniversalModel.load(path)
-                else:
+
+                def training_data():
+                    nonlocal data
                     if data is None:
                         data = load_all(args.out, conditions=settings.conditions, warps=settings.warps)
-                    train = [d for d in data if d.group in train_langs or (d.group == TIMIT_GROUP and not args.no_timit)]
+                    return [d for d in data if d.group in train_langs or (d.group == TIMIT_GROUP and not args.no_timit)]
+
+                if (path / "manifest.json").is_file():
+                    model = UniversalModel.load(path)
+                    with_detector = path.with_name(f"{path.name}-bd{settings.boundary_units}")
+                    if args.fit_detector and model.boundary_detector is None:
+                        if (with_detector / "manifest.json").is_file():
+                            model = UniversalModel.load(with_detector)
+                        else:
+                            model.boundary_detector = fit_boundary_detector(training_data(), settings)
+                            model.save(with_detector)
+                else:
+                    train = training_data()
                     langs = "-".join(sorted({d.group for d in train}))
                     cache = ScorerCache(args.out / "scorers" / scorer_key(settings)
                                         / hashlib.sha1(langs.encode()).hexdigest()[:12])
@@ -237,7 +253,12 @@ def main(argv=None):
                         scorers=cache)
                     model.training["test_languages"] = folds[k]
                     model.save(path)
-                if args.denoise_gate != "model":  # before any view is made
+                given = json.loads(args.settings)
+                if model.boundary_detector is not None and "boundary_weight" in given:  # before any view is made
+                    model.boundary_detector.weight = settings.boundary_weight
+                if "boundary_units" in given and given["boundary_units"] is None:
+                    model.boundary_detector = None
+                if args.denoise_gate != "model":
                     from aligner.features.denoise import DenoiseSettings
 
                     model.front_denoise = (None if args.denoise_gate == "none"

@@ -737,3 +737,83 @@ def test_an_adapted_view_keeps_how_the_view_decodes(universal):
     assert adapted is not view and adapted.pauses_unpaced
     assert adapted.tempo_range == view.tempo_range
     np.testing.assert_array_equal(adapted.always_scored, view.always_scored)
+
+
+def test_views_decode_with_the_boundary_detectors_evidence_and_keep_it_saved_and_adapted(universal, tmp_path):
+    """A trained universal model has a boundary detector (``boundary_units``); its views add the
+    detector's evidence to every boundary, an adapted view and a saved view keep it, and a detector
+    that does not read the model's frames is refused on load."""
+    import copy
+
+    import soundfile as sf
+
+    from aligner.alignment.adaptation.rounds import AdaptSettings, Recording, adapt_model
+    from aligner.alignment.decoding.boundary_evidence import BoundaryDetector
+    from aligner.alignment.model import AlignmentModel
+    from aligner.alignment.universal import UniversalModel
+    from aligner.frames import boundary_time
+
+    corpus, path = universal
+    model = UniversalModel.load(path)
+    assert model.boundary_detector is not None and model.boundary_detector.hidden == 256
+    symbols = ["sil", "m", "a", "sil"]
+    view = model.view(symbols)
+    assert view.boundary_detector is model.boundary_detector
+    samples = sf.read(sorted((corpus / "xaa").glob("*.wav"))[0], dtype="float32")[0]
+
+    class Spikes:  # evidence of a boundary before frames 30, 45 and 60 alone, weighed far above the rest
+        weight = 200.0
+
+        def log_odds(self, frames):
+            lo = np.full(len(frames), -5.0)
+            lo[[30, 45, 60]] = 5.0
+            return lo
+
+    spiked = copy.copy(view)
+    spiked.boundary_detector = Spikes()
+    starts = np.array([iv.start_s for iv in spiked.align(samples, symbols, spiked.phone_set)])
+    np.testing.assert_allclose(starts[1:], [boundary_time(t) for t in (30, 45, 60)], atol=0.0205)
+    assert not np.allclose(starts, [iv.start_s for iv in view.align(samples, symbols, view.phone_set)], atol=0.0205)
+
+    view.save(tmp_path / "view")
+    again = AlignmentModel.load(tmp_path / "view").boundary_detector
+    frames = view.frames_of(samples)
+    np.testing.assert_array_equal(again.log_odds(frames), model.boundary_detector.log_odds(frames))
+    adapted, _ = adapt_model(view, [Recording(samples, symbols, "xaa", "x.wav", "phones", "model")], 1,
+                             AdaptSettings(classifier_prior=None, durations_prior=5.0))
+    assert adapted.boundary_detector is view.boundary_detector
+
+    rng = np.random.default_rng(0)
+    model.boundary_detector = BoundaryDetector(hidden=4, max_epochs=1).fit(
+        [rng.standard_normal((40, 6)).astype(np.float32)], [np.array([10, 20])], ["x"])
+    model.save(tmp_path / "narrow")
+    with pytest.raises(ModelError, match="boundary detector reads 60 values per frame, not 10 frames of 42"):
+        UniversalModel.load(tmp_path / "narrow")
+
+
+def test_the_recipe_gives_a_saved_model_a_new_detector_and_keeps_its_other_files(universal, tmp_path):
+    """``recipes/universal/boundary_detector.py CORPUS MODEL OUT``: OUT is MODEL with a detector
+    trained on the corpus, every other file byte for byte; an existing OUT is refused first."""
+    import runpy
+    import sys
+
+    from aligner.alignment.universal import UniversalModel
+
+    corpus, path = universal
+    script = Path(__file__).resolve().parents[2] / "recipes" / "universal" / "boundary_detector.py"
+    argv = sys.argv
+    try:
+        sys.argv = [str(script), str(corpus), str(path), str(tmp_path / "out"), "--units", "8"]
+        with pytest.raises(SystemExit) as done:
+            runpy.run_path(str(script), run_name="__main__")
+        assert done.value.code == 0
+        with pytest.raises(SystemExit) as refused:  # again: OUT is there now
+            runpy.run_path(str(script), run_name="__main__")
+        assert refused.value.code == 2
+    finally:
+        sys.argv = argv
+    model = UniversalModel.load(tmp_path / "out")
+    assert model.boundary_detector.hidden == 8 and model.training["boundary_detector"]["units"] == 8
+    for f in path.iterdir():
+        if f.name not in ("boundary_detector.npz", "manifest.json"):
+            assert (tmp_path / "out" / f.name).read_bytes() == f.read_bytes(), f.name

@@ -22,7 +22,7 @@ FLOORS = {"errors": 0, "frames": 0, "runtime": 0, "learn": 0, "_models": 0,
           "api": 5, "cli": 6, "__main__": 7,
           # the aligner's rooms: decoders first, their review and scoring above them, the model,
           # pipelines and training above those, adaptation (which drives all of them) on top
-          "alignment.decoding": 3.0, "alignment.review": 3.1, "alignment.evaluation": 3.1,
+          "alignment.decoding": 3.0, "alignment.durations": 3.0, "alignment.review": 3.1, "alignment.evaluation": 3.1,
           "alignment.model": 3.2, "alignment.conditions": 3.2, "alignment.pipeline": 3.2,
           "alignment.corpus": 3.2, "alignment.training": 3.2, "alignment.distillation": 3.2,
           "alignment.universal": 3.2, "alignment.universal_training": 3.2, "alignment.adaptation": 3.3}

@@ -34,6 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
+from aligner.alignment.decoding.boundary_evidence import BoundaryDetector, check_detector
 from aligner.alignment.decoding.refinement import BoundaryRefiner
 from aligner.alignment.decoding.task import FEATURE_NAMES
 from aligner.alignment.model import MAX_PHONE_FRAMES, AlignmentModel, DurationStats, check_tempo_range
@@ -278,7 +279,8 @@ class UniversalModel:
     each view decodes a second time at the recording's own tempo, clipped to this range
     (:attr:`AlignmentModel.tempo_range`); None: once; ``front_denoise``: each view suppresses the
     stationary noise of a recording whose noise floor passes its gate before scoring it
-    (:attr:`AlignmentModel.front_denoise`); None: never."""
+    (:attr:`AlignmentModel.front_denoise`); None: never; ``boundary_detector``: the views add its
+    evidence of a boundary to every boundary's score (:mod:`aligner.alignment.decoding.boundary_evidence`)."""
 
     network: ComposedNetwork
     durations: FeatureDurations
@@ -291,6 +293,8 @@ class UniversalModel:
     duration_spread: float = 1.0
     tempo_range: tuple | None = None
     front_denoise: DenoiseSettings | None = None
+    #: the views' boundary detector (:attr:`AlignmentModel.boundary_detector`); None: none
+    boundary_detector: BoundaryDetector | None = None
     _views: OrderedDict = field(default_factory=OrderedDict, repr=False)
 
     # -- phones -----------------------------------------------------------------------------------------------
@@ -348,7 +352,7 @@ class UniversalModel:
         view = AlignmentModel(classifier, durations, np.asarray(self.weights, float), self.min_frames,
                               self.training, refiner, inventory=inventory, phone_symbols=phone_symbols,
                               always_scored=always, tempo_range=self.tempo_range, pauses_unpaced=True,
-                              front_denoise=self.front_denoise)
+                              front_denoise=self.front_denoise, boundary_detector=self.boundary_detector)
         self._views[key] = view
         while len(self._views) > VIEW_CACHE_SIZE:
             self._views.popitem(last=False)
@@ -388,6 +392,8 @@ class UniversalModel:
         arrays = {"network": self.network.to_arrays(), "durations": self.durations.to_arrays()}
         if self.refiner is not None:
             arrays["refiner"] = self.refiner.to_arrays()
+        if self.boundary_detector is not None:
+            arrays["boundary_detector"] = self.boundary_detector.to_arrays()
         params = {"universal": {"weights": [float(v) for v in self.weights], "feature_names": list(FEATURE_NAMES),
                                 "min_frames": int(self.min_frames), "duration_classes": list(self.durations.classes),
                                 "background": list(self.background), "duration_spread": float(self.duration_spread),
@@ -436,10 +442,13 @@ class UniversalModel:
                 raise ValueError(f"duration_spread must be a number from 0.25 to 10, got {spread!r}")
             tempo = check_tempo_range(p.get("tempo_range"))
             front_denoise = None if p.get("front_denoise") is None else DenoiseSettings.from_dict(p["front_denoise"])
+            detector = None
+            if "boundary_detector" in arrays:
+                detector = check_detector(BoundaryDetector.from_arrays(arrays["boundary_detector"]), network.n_features)
         except (KeyError, ValueError, TypeError, ModelError, TranscriptError) as exc:
             raise ModelError(f"{directory}: not a usable universal alignment model ({exc})") from None
         return cls(network, durations, weights, refiner, prior, background, min_frames, manifest.get("training", {}),
-                   float(spread), tempo, front_denoise)
+                   float(spread), tempo, front_denoise, detector)
 
 
 def _phone_names(names, what: str) -> list:

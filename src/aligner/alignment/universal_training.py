@@ -37,6 +37,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from aligner.alignment.decoding.boundary_evidence import BoundaryDetector
 from aligner.alignment.decoding.refinement import BoundaryRefiner, boundary_features
 from aligner.alignment.decoding.task import AlignmentTask
 from aligner.alignment.training import DEFAULT_TRAINER_PARAMS, DEFAULT_WARPS, INITIAL_WEIGHTS, reference_starts
@@ -111,7 +112,11 @@ class UniversalSettings:
     teacher's ``distil_units`` units that move the logits most, for at most ``distil_epochs`` epochs
     and ``distil_seconds`` seconds, on at most ``distil_max_frames`` frames (None: all); the weights
     and the refiner are those trained on the scorers' out-of-fold scores either way;
-    ``trainer`` and its parameters."""
+    ``boundary_units``: the views' boundary detector (:mod:`aligner.alignment.decoding.boundary_evidence`)
+    has this many ReLU units (None: no detector), L2 penalty ``boundary_alpha``, its epochs chosen on
+    ``boundary_val_groups`` languages held out, and each boundary's
+    score gains ``boundary_weight`` times its log-odds (:func:`fit_boundary_detector`; 256 units
+    and weight 1 chosen on validation languages, docs/results.md); ``trainer`` and its parameters."""
 
     context: int = 4
     hidden: int = 512
@@ -142,8 +147,15 @@ class UniversalSettings:
     trainer: str = UNIVERSAL_TRAINER
     trainer_params: dict = field(default_factory=dict)
     seed: int = 0
+    boundary_units: Optional[int] = 256
+    boundary_alpha: float = 1e-2
+    boundary_weight: float = 1.0
+    boundary_val_groups: int = 6
 
     def __post_init__(self):
+        if self.boundary_units is not None and (isinstance(self.boundary_units, bool) or self.boundary_units < 1
+                                                or int(self.boundary_units) != self.boundary_units):
+            raise ValueError(f"boundary_units must be None or a whole number >= 1, got {self.boundary_units!r}")
         if self.distil_units is not None:
             if isinstance(self.distil_units, bool) or int(self.distil_units) != self.distil_units \
                     or self.distil_units < 1:
@@ -397,6 +409,10 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
         scorer, distilled = distilled_scorer(scorer, activations[keep], data, settings, progress)
     model = _model(scorer, durations, prior, settings, weights, kept)
     model.refiner = refiner
+    if settings.boundary_units is not None:
+        model.boundary_detector = fit_boundary_detector(data, settings)
+        if progress:
+            progress("boundary detector", 1, 1)
     if settings.denoise_gate_db is not None:  # the aligning model's front end, not the training's
         model.front_denoise = DenoiseSettings(gate_db=float(settings.denoise_gate_db))
     model.training = {
@@ -412,6 +428,24 @@ def train_universal_model(data: list, settings: UniversalSettings | None = None,
     if distilled is not None:
         model.training["distil"] = distilled
     return model
+
+
+def fit_boundary_detector(data: list, settings: UniversalSettings) -> BoundaryDetector:
+    """The views' :class:`~aligner.alignment.decoding.boundary_evidence.BoundaryDetector`, trained on
+    every recording of ``data`` and its copies (their hand-labelled start frames; each language a
+    group, :attr:`UniversalSettings.boundary_val_groups` of them held out to choose its epochs), with
+    :attr:`UniversalSettings.boundary_units`, ``boundary_alpha`` and ``boundary_weight``. It reads
+    frames alone, so it can be fitted to a model trained without one."""
+    frames, boundaries, groups = [], [], []
+    for d in data:
+        for f in [d.frames, *d.warped]:
+            frames.append(f)
+            boundaries.append(d.y[1:])
+            groups.append(d.group)
+    detector = BoundaryDetector(hidden=int(settings.boundary_units), alpha=settings.boundary_alpha,
+                                n_val_groups=settings.boundary_val_groups, weight=settings.boundary_weight,
+                                seed=settings.seed)
+    return detector.fit(frames, boundaries, groups)
 
 
 def distilled_scorer(teacher: ComposedNetwork, activations: np.ndarray, data: list, settings: UniversalSettings,

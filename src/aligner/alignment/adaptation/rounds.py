@@ -701,7 +701,7 @@ def _round_model(base: AlignmentModel, clf: FrameClassifier, durations: Duration
                  settings: AdaptSettings, n_recordings: int) -> AlignmentModel:
     """The model of round ``rnd`` adapted on ``n_recordings`` recordings (held-back ones
     included): ``base`` with this classifier and these duration statistics (the base's classes,
-    symbols, refiner, review and front end kept)."""
+    symbols, refiner, boundary detector, review and front end kept)."""
     return AlignmentModel(clf, durations, np.array(base.weights, float), base.min_frames,
                           dict(base.training, adapted={"rounds": rnd, "recordings": n_recordings,
                                                        "settings": dict(settings.__dict__)}),
@@ -710,7 +710,7 @@ def _round_model(base: AlignmentModel, clf: FrameClassifier, durations: Duration
                           front_band_hz=base.front_band_hz,  # and its front end
                           front_dereverb=base.front_dereverb, front_denoise=base.front_denoise,
                           always_scored=base.always_scored, tempo_range=base.tempo_range,
-                          pauses_unpaced=base.pauses_unpaced)
+                          pauses_unpaced=base.pauses_unpaced, boundary_detector=base.boundary_detector)
 
 
 # -------------------------------------------------------------------------------------------

@@ -579,7 +579,7 @@ def decode_word_graph(model, frames, scores, pronunciations, duration_s, name="<
     pronunciations, rules)`` when the caller has it already."""
     graph, expansions = built if built is not None else word_graph(model, pronunciations, rules)
     scores = model.transcript_scores(scores, graph.classes)  # a corpus-wide universal view: the graph's phones
-    x = make_graph_input(scores, frames, graph, model.min_frames, name=name)
+    x = model.with_evidence(make_graph_input(scores, frames, graph, model.min_frames, name=name), frames)
     task = GraphAlignmentTask(phone_bonus=phone_bonus, pause_bonus=pause_bonus)
     path = decode_banded(task, x, model.weights, band) if band else task.decode(x, model.weights)
     nodes = path.nodes
