@@ -29,7 +29,8 @@ def main(argv=None) -> int:
     p.add_argument("out", type=Path, help="where the model with its detector is saved (a new folder, or MODEL)")
     p.add_argument("--units", type=int, default=None, help="ReLU units (default: UniversalSettings.boundary_units)")
     p.add_argument("--weight", type=float, default=None,
-                   help="each boundary's score gains this times the log-odds (default: UniversalSettings.boundary_weight)")
+                   help="each boundary's score gains this times the log-odds "
+                        "(default: UniversalSettings.boundary_weight)")
     args = p.parse_args(argv)
 
     import shutil

@@ -97,3 +97,23 @@ def test_the_evidence_moves_a_boundary_the_acoustics_leave_open():
     assert with_boundary_evidence(x, log_odds, 1.0, -weights) is x
     with pytest.raises(ValueError, match="19 log-odds for 20 frames"):
         with_boundary_evidence(x, log_odds[1:], 1.0, weights)
+
+
+def test_a_detector_trains_on_at_most_max_frames_frames_of_whole_recordings(monkeypatch):
+    """More frames than ``max_frames``: whole recordings drawn at random, the frames it trains on
+    within the cap; fewer: every recording, as if there were no cap."""
+    import aligner.alignment.decoding.boundary_evidence as be
+
+    seen = []
+    real = be.context_rows
+    monkeypatch.setattr(be, "context_rows", lambda f, *a: seen.append(len(f)) or real(f, *a))
+    frames, bounds, groups = _recordings(40)
+    total = sum(len(f) for f in frames)
+    capped = BoundaryDetector(hidden=4, max_epochs=1, max_frames=total // 2).fit(frames, bounds, groups)
+    assert total // 2 - 120 < sum(seen) <= total // 2 and len(seen) < len(frames)  # a recording: at most 120
+    seen.clear()
+    whole = BoundaryDetector(hidden=4, max_epochs=1, max_frames=total).fit(frames, bounds, groups)
+    assert sum(seen) == total
+    again = BoundaryDetector(hidden=4, max_epochs=1).fit(frames, bounds, groups)
+    np.testing.assert_array_equal(whole.log_odds(frames[0]), again.log_odds(frames[0]))
+    assert not np.array_equal(capped.log_odds(frames[0]), whole.log_odds(frames[0]))

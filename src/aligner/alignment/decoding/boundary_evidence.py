@@ -64,15 +64,20 @@ class BoundaryDetector:
 
     Parameters: ``hidden`` ReLU units; ``alpha`` L2 penalty; at most ``max_epochs`` epochs;
     ``n_val_groups`` groups held out to choose them; ``weight``: the DP adds ``weight`` times
-    the log-odds to each boundary's score (:func:`with_boundary_evidence`); ``seed``.
+    the log-odds to each boundary's score (:func:`with_boundary_evidence`); ``seed``;
+    ``max_frames``: it trains on at most this many frames, whole recordings drawn at random when
+    there are more (each frame's 10 x 42 float32 values: 600,000 frames take 1 GB, held about
+    three times over while it trains; not saved, training alone reads it).
     """
 
     def __init__(self, hidden: int = 256, alpha: float = 1e-2, max_epochs: int = 12, n_val_groups: int = 6,
-                 weight: float = 1.0, seed: int = 0):
-        if hidden < 1 or max_epochs < 1 or n_val_groups < 1 or alpha < 0 or not np.isfinite(weight):
-            raise ValueError("hidden, max_epochs and n_val_groups must be >= 1, alpha >= 0 and weight finite")
+                 weight: float = 1.0, seed: int = 0, max_frames: int = 600_000):
+        if hidden < 1 or max_epochs < 1 or n_val_groups < 1 or max_frames < 1 or alpha < 0 or not np.isfinite(weight):
+            raise ValueError("hidden, max_epochs, n_val_groups and max_frames must be >= 1, alpha >= 0 "
+                             "and weight finite")
         self.hidden, self.alpha, self.max_epochs = int(hidden), float(alpha), int(max_epochs)
         self.n_val_groups, self.weight, self.seed = int(n_val_groups), float(weight), int(seed)
+        self.max_frames = int(max_frames)
         self.hidden_weights = self.hidden_bias = self.output_weights = None
         self.output_bias = 0.0
         #: held-out log-loss (nats per frame) of each epoch, and the epochs then trained on every group
@@ -96,6 +101,12 @@ class BoundaryDetector:
         for ``max_epochs // 2`` epochs."""
         if not (len(frames_list) == len(boundary_frames) == len(groups)) or not frames_list:
             raise ValueError("the boundary detector needs matching non-empty frames, boundaries and groups")
+        sizes = np.array([len(f) for f in frames_list])
+        if sizes.sum() > self.max_frames:  # whole recordings at random, up to max_frames frames
+            order = np.random.default_rng(self.seed + 1).permutation(len(sizes))
+            keep = sorted(order[np.cumsum(sizes[order]) <= self.max_frames]) or [int(np.argmin(sizes))]
+            frames_list, boundary_frames, groups = ([seq[i] for i in keep] for seq in
+                                                    (frames_list, boundary_frames, groups))
         X = np.vstack([context_rows(f) for f in frames_list])
         y = np.concatenate([boundary_labels(len(f), b) for f, b in zip(frames_list, boundary_frames)])
         keys = np.concatenate([np.full(len(f), str(g), object) for f, g in zip(frames_list, groups)])
