@@ -100,6 +100,37 @@ def scorer_key(settings) -> str:
                if settings.conditions else ""))
 
 
+def saved_with_detector(path: Path, settings, fit: bool, given: dict, training_data):
+    """The universal model saved at ``path``, its boundary detector as asked. ``fit``: a model saved
+    without one gets one (unless ``settings.boundary_units`` is None), the one saved beside it as
+    ``<name>-bd<units>`` or else one fitted by
+    :func:`~aligner.alignment.universal_training.fit_boundary_detector` on ``training_data()`` and
+    saved there; ``given``: the ``--settings`` JSON, whose ``boundary_weight`` replaces the
+    detector's weight and whose ``boundary_units`` None takes the detector away."""
+    from aligner.alignment.universal import UniversalModel
+    from aligner.alignment.universal_training import fit_boundary_detector
+
+    model = UniversalModel.load(path)
+    with_detector = path.with_name(f"{path.name}-bd{settings.boundary_units}")
+    if fit and model.boundary_detector is None and settings.boundary_units is not None:
+        if (with_detector / "manifest.json").is_file():
+            model = UniversalModel.load(with_detector)
+        else:
+            model.boundary_detector = fit_boundary_detector(training_data(), settings)
+            model.save(with_detector)
+    return detector_as_given(model, settings, given)
+
+
+def detector_as_given(model, settings, given: dict):
+    """``model`` (a universal model, before any view is made) with ``given``'s ``boundary_weight``
+    (``settings``' value) and ``boundary_units`` None (no detector) applied, where given."""
+    if model.boundary_detector is not None and "boundary_weight" in given:
+        model.boundary_detector.weight = settings.boundary_weight
+    if "boundary_units" in given and given["boundary_units"] is None:
+        model.boundary_detector = None
+    return model
+
+
 def align_universal(model, samples, symbols):
     view = model.view(symbols)
     return view.align(samples, symbols, view.phone_set)
@@ -204,15 +235,14 @@ def main(argv=None):
 
     from aligner.alignment.evaluation.phones import score_alignments
     from aligner.alignment.pipeline import load_model
-    from aligner.alignment.universal import UniversalModel
-    from aligner.alignment.universal_training import (UniversalSettings, fit_boundary_detector,
-                                                         train_universal_model)
+    from aligner.alignment.universal_training import UniversalSettings, train_universal_model
 
     folds = language_folds()
     tests = [int(f) for f in args.test_fold.split(",") if f.strip()]
     excluded = [int(f) for f in args.exclude_folds.split(",") if f.strip()]
     systems = [s for s in args.systems.split(",") if s]
-    settings = UniversalSettings(**json.loads(args.settings))
+    given = json.loads(args.settings)
+    settings = UniversalSettings(**given)
     data = None
     totals: dict = {}
     for k in tests:
@@ -235,14 +265,7 @@ def main(argv=None):
                     return [d for d in data if d.group in train_langs or (d.group == TIMIT_GROUP and not args.no_timit)]
 
                 if (path / "manifest.json").is_file():
-                    model = UniversalModel.load(path)
-                    with_detector = path.with_name(f"{path.name}-bd{settings.boundary_units}")
-                    if args.fit_detector and model.boundary_detector is None:
-                        if (with_detector / "manifest.json").is_file():
-                            model = UniversalModel.load(with_detector)
-                        else:
-                            model.boundary_detector = fit_boundary_detector(training_data(), settings)
-                            model.save(with_detector)
+                    model = saved_with_detector(path, settings, args.fit_detector, given, training_data)
                 else:
                     train = training_data()
                     langs = "-".join(sorted({d.group for d in train}))
@@ -253,11 +276,7 @@ def main(argv=None):
                         scorers=cache)
                     model.training["test_languages"] = folds[k]
                     model.save(path)
-                given = json.loads(args.settings)
-                if model.boundary_detector is not None and "boundary_weight" in given:  # before any view is made
-                    model.boundary_detector.weight = settings.boundary_weight
-                if "boundary_units" in given and given["boundary_units"] is None:
-                    model.boundary_detector = None
+                    model = detector_as_given(model, settings, given)
                 if args.denoise_gate != "model":
                     from aligner.features.denoise import DenoiseSettings
 

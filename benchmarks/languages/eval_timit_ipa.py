@@ -40,46 +40,38 @@ def main(argv=None):
     import warnings
 
     from aligner.alignment.evaluation.phones import score_alignments
-    from aligner.alignment.universal import UniversalModel
-    from aligner.alignment.universal_training import UniversalSettings, fit_boundary_detector, train_universal_model
+    from aligner.alignment.universal_training import UniversalSettings, train_universal_model
     from aligner.io.audio import RepairedAudioWarning, load_audio
     from aligner.io.corpus import find_utterances, speaker_folds
     from aligner.io.transcripts import read_phn
-    from benchmarks.languages.eval_languages_cv import ScorerCache, load_all, scorer_key
+    from benchmarks.languages.eval_languages_cv import (ScorerCache, detector_as_given, load_all,
+                                                        saved_with_detector, scorer_key)
 
     utterances = find_utterances(TIMIT)
     folds = speaker_folds(utterances, args.folds)
-    settings = UniversalSettings(**json.loads(args.settings))
+    given = json.loads(args.settings)
+    settings = UniversalSettings(**given)
     data = None
     total = []
     for k, held in enumerate(folds):
         path = args.out / "universal-timit" / (f"fold{k}" + (f"-{args.tag}" if args.tag else ""))
-        with_detector = path.with_name(f"{path.name}-bd{settings.boundary_units}")
-        needs_data = not (path / "manifest.json").is_file() or (
-            args.fit_detector and not (with_detector / "manifest.json").is_file())
-        if needs_data and data is None:
-            data = load_all(args.out, conditions=settings.conditions, warps=settings.warps)
-        train = None if data is None else [d for d in data if d.group != TIMIT_GROUP or d.speaker not in held]
+
+        def training_data(held=held):
+            nonlocal data
+            if data is None:
+                data = load_all(args.out, conditions=settings.conditions, warps=settings.warps)
+            return [d for d in data if d.group != TIMIT_GROUP or d.speaker not in held]
+
         if (path / "manifest.json").is_file():
-            model = UniversalModel.load(path)
-            if args.fit_detector and model.boundary_detector is None:
-                if (with_detector / "manifest.json").is_file():
-                    model = UniversalModel.load(with_detector)
-                else:
-                    model.boundary_detector = fit_boundary_detector(train, settings)
-                    model.save(with_detector)
+            model = saved_with_detector(path, settings, args.fit_detector, given, training_data)
         else:
             t0 = time.perf_counter()
             cache = ScorerCache(args.out / "scorers" / scorer_key(settings) / ("timit-without-" + "-".join(held)))
-            model = train_universal_model(train, settings, progress=lambda s, a, b: print(
+            model = train_universal_model(training_data(), settings, progress=lambda s, a, b: print(
                 f"  {s} {a}/{b} ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True), scorers=cache)
             model.training["test_speakers"] = list(held)
             model.save(path)
-        given = json.loads(args.settings)
-        if model.boundary_detector is not None and "boundary_weight" in given:  # before any view is made
-            model.boundary_detector.weight = settings.boundary_weight
-        if "boundary_units" in given and given["boundary_units"] is None:
-            model.boundary_detector = None
+            model = detector_as_given(model, settings, given)
         pairs, seconds, audio_s = [], 0.0, 0.0
         for utt in utterances:
             if utt.speaker not in held:

@@ -34,6 +34,8 @@ from aligner.errors import ModelError
 #: frames read before and after the boundary frame t (frames t-5 .. t+4; the boundary lies between t-1 and t)
 CONTEXT_LEFT = 5
 CONTEXT_RIGHT = 4
+#: frames each row of :func:`context_rows` holds
+WINDOW_FRAMES = CONTEXT_LEFT + CONTEXT_RIGHT + 1
 #: log-odds are clipped to +- this (probabilities 1e-4 .. 1 - 1e-4)
 LOG_ODDS_CLIP = float(np.log(1e4))
 #: frames whose log-odds are worked out at once (bounded memory on long recordings)
@@ -48,7 +50,7 @@ def context_rows(frames: np.ndarray, a: int = 0, b: int | None = None) -> np.nda
     idx = np.clip(np.arange(a - CONTEXT_LEFT, b + CONTEXT_RIGHT), 0, T - 1)
     part = np.asarray(frames[idx], np.float32)
     n = b - a
-    return np.hstack([part[i:i + n] for i in range(CONTEXT_LEFT + CONTEXT_RIGHT + 1)])
+    return np.hstack([part[i:i + n] for i in range(WINDOW_FRAMES)])
 
 
 def boundary_labels(n_frames: int, boundary_frames: np.ndarray) -> np.ndarray:
@@ -86,7 +88,7 @@ class BoundaryDetector:
 
     @property
     def n_inputs(self) -> int:
-        """Values the network reads per frame ((CONTEXT_LEFT + CONTEXT_RIGHT + 1) x frame width)."""
+        """Values the network reads per frame (:data:`WINDOW_FRAMES` x frame width)."""
         if self.hidden_weights is None:
             raise ModelError("the boundary detector is not fitted")
         return self.hidden_weights.shape[0]
@@ -154,10 +156,13 @@ class BoundaryDetector:
         +-:data:`LOG_ODDS_CLIP`; worked out :data:`BLOCK_FRAMES` frames at a time."""
         if self.hidden_weights is None:
             raise ModelError("the boundary detector is not fitted")
+        if frames.ndim != 2:
+            raise ModelError(f"the boundary detector reads frames (T, D), not an array of shape {frames.shape}")
+        try:
+            check_detector(self, frames.shape[1])
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
         T = frames.shape[0]
-        if frames.ndim != 2 or (CONTEXT_LEFT + CONTEXT_RIGHT + 1) * frames.shape[1] != self.n_inputs:
-            raise ModelError(f"the boundary detector reads {self.n_inputs} values per frame, not "
-                             f"{CONTEXT_LEFT + CONTEXT_RIGHT + 1} frames of {frames.shape[1:]}")
         out = np.empty(T)
         for a in range(0, T, BLOCK_FRAMES):
             b = min(T, a + BLOCK_FRAMES)
@@ -192,10 +197,10 @@ class BoundaryDetector:
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"boundary detector arrays unusable ({exc})") from None
         h, n = det.hidden, det.hidden_weights.shape[0] if det.hidden_weights.ndim == 2 else -1
-        width = CONTEXT_LEFT + CONTEXT_RIGHT + 1
-        if not (det.hidden_weights.shape == (n, h) and n > 0 and n % width == 0 and det.hidden_bias.shape == (h,)
-                and det.output_weights.shape == (h,)) or not all(np.all(np.isfinite(a)) for a in (
-                det.hidden_weights, det.hidden_bias, det.output_weights)) or not np.isfinite(det.output_bias):
+        shapes_ok = (det.hidden_weights.shape == (n, h) and n > 0 and n % WINDOW_FRAMES == 0
+                     and det.hidden_bias.shape == (h,) and det.output_weights.shape == (h,))
+        finite = all(np.all(np.isfinite(a)) for a in (det.hidden_weights, det.hidden_bias, det.output_weights))
+        if not shapes_ok or not finite or not np.isfinite(det.output_bias):
             raise ModelError("boundary detector arrays have the wrong shapes or non-finite values")
         return det
 
@@ -203,10 +208,9 @@ class BoundaryDetector:
 def check_detector(detector: BoundaryDetector, n_features: int) -> BoundaryDetector:
     """``detector`` itself when it reads frames of ``n_features`` values (its model's front end);
     else ValueError."""
-    width = CONTEXT_LEFT + CONTEXT_RIGHT + 1
-    if detector.n_inputs != width * int(n_features):
-        raise ValueError(f"the boundary detector reads {detector.n_inputs} values per frame, not {width} frames "
-                         f"of {n_features}")
+    if detector.n_inputs != WINDOW_FRAMES * int(n_features):
+        raise ValueError(f"the boundary detector reads {detector.n_inputs} values per frame, not {WINDOW_FRAMES} "
+                         f"frames of {n_features}")
     return detector
 
 
